@@ -1,0 +1,19 @@
+//! Plandesk's engine: the agent loop that suspends on `submit_plan`, persists, and resumes; its
+//! models, tools, modes and store; and plan rendering and comparison. No GUI code lives here.
+
+pub mod chunk;
+pub mod clock;
+pub mod engine;
+pub mod message;
+pub mod mode;
+pub mod model;
+pub mod plan;
+pub mod run;
+pub mod store;
+pub mod tool;
+pub mod workspace;
+
+pub use chunk::{Chunk, ChunkKind};
+pub use engine::{ChunkSink, Engine, EngineError, Report, RunStream, StartOptions, Verdict};
+pub use run::RunStatus;
+pub use store::Store;

@@ -1,0 +1,214 @@
+//! `submit_plan`: the model hands a plan file to a person and the run waits for their decision.
+//! The contract (payloads, result texts) is Mastra's `submitPlanTool`, word for word; the file
+//! checks before anything reaches a person are ours.
+
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::{Tool, ToolContext, ToolOutcome};
+use crate::workspace::WorkspaceError;
+
+pub const TOOL_ID: &str = "submit_plan";
+
+pub const APPROVED_TEXT: &str =
+    "Plan approved. Proceed with implementation following the approved plan.";
+pub const REJECTED_NO_FEEDBACK_TEXT: &str = "Plan was not approved. The user will send revision \
+     instructions in their next message. Stop now and wait for the user to provide feedback before \
+     revising the plan.";
+
+pub fn rejected_with_feedback_text(feedback: &str) -> String {
+    format!(
+        "Plan was not approved. The user wants revisions.\n\nUser feedback: {feedback}\n\n\
+         Please revise the plan based on the feedback and submit again with submit_plan."
+    )
+}
+
+/// A plan file split into its title and body, as the host shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanText {
+    pub title: String,
+    pub plan: String,
+}
+
+/// Splits a plan file: if its first non-blank line is `# Title`, that is the title and the rest
+/// (leading newlines removed) the plan; otherwise there is no title and the whole text is the plan.
+/// Trailing whitespace is trimmed either way.
+pub fn split_plan(text: &str) -> PlanText {
+    let first_nonblank = text.lines().find(|l| !l.trim().is_empty());
+    if let Some(line) = first_nonblank.filter(|l| l.starts_with("# ")) {
+        // `line` borrows `text`: everything after it is the plan.
+        let offset = line.as_ptr() as usize - text.as_ptr() as usize + line.len();
+        let rest = text[offset..].trim_start_matches(['\n', '\r']).trim_end();
+        return PlanText { title: line[2..].trim().to_owned(), plan: rest.to_owned() };
+    }
+    PlanText { title: String::new(), plan: text.trim_end().to_owned() }
+}
+
+/// The `submit_plan` tool.
+#[derive(Debug, Default)]
+pub struct SubmitPlan;
+
+fn result(content: impl Into<String>, is_error: bool) -> ToolOutcome {
+    ToolOutcome::Value(json!({"toolId": TOOL_ID, "content": content.into(), "isError": is_error}))
+}
+
+fn problem_text(err: &WorkspaceError, plans_dir: &str, path: &str) -> Option<String> {
+    let fix = format!(
+        "Write the plan as a Markdown file inside `{plans_dir}/` with write_file, then call \
+         submit_plan with that path."
+    );
+    Some(match err {
+        WorkspaceError::NotFound { .. } => format!("Plan file not found: `{path}`. {fix}"),
+        WorkspaceError::Empty => format!("No plan file path was given. {fix}"),
+        WorkspaceError::Absolute { .. } | WorkspaceError::Escapes { .. } | WorkspaceError::OutsidePlans { .. } => {
+            format!("Plan file `{path}` is outside the plans folder `{plans_dir}/`. {fix}")
+        }
+        WorkspaceError::NotAFile { .. } => format!("Plan path `{path}` is not a file. {fix}"),
+        WorkspaceError::TooLarge { size, limit, .. } => format!(
+            "Plan file `{path}` is {size} bytes; plans may be at most {limit} bytes (1 MiB). \
+             Shorten the plan, keep it in the same file, and submit again."
+        ),
+        WorkspaceError::NotUtf8 { .. } => format!(
+            "Plan file `{path}` is not UTF-8 text. Write the plan as plain Markdown text and submit again."
+        ),
+        _ => return None,
+    })
+}
+
+impl SubmitPlan {
+    fn read_plan(&self, ctx: &ToolContext<'_>, path: &str) -> Result<PlanText, WorkspaceError> {
+        let workspace = ctx.workspace;
+        let resolved = workspace.resolve_existing(path)?;
+        workspace.require_in_plans(&resolved, path)?;
+        Ok(split_plan(&workspace.read_text(&resolved, path)?))
+    }
+}
+
+impl Tool for SubmitPlan {
+    fn name(&self) -> &'static str {
+        TOOL_ID
+    }
+
+    fn description(&self) -> String {
+        "Submit your implementation plan to the user for review. First write the complete plan as a \
+         Markdown file in the plans folder with write_file (start it with a `# Title` line), then \
+         call this tool with only the file's path. The run pauses until the user approves or \
+         rejects the plan. If they ask for changes, revise the same file and submit its path again."
+            .into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path of the plan file, relative to the workspace root"}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn resume_schema(&self) -> Option<Value> {
+        Some(json!({
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["approved", "rejected"]},
+                "feedback": {"type": "string"},
+                "path": {"type": "string"},
+                "title": {"type": "string"},
+                "plan": {"type": "string"}
+            },
+            "required": ["action"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn execute(&self, ctx: &ToolContext<'_>, args: &Value) -> ToolOutcome {
+        let path = args.get("path").and_then(Value::as_str).unwrap_or("");
+        if !ctx.can_suspend {
+            return ToolOutcome::Value(json!({
+                "content": format!("[Plan submitted for review]\n\nPath: {path}"),
+                "isError": false
+            }));
+        }
+        if !Path::new(path).extension().is_some_and(|ext| ext.eq_ignore_ascii_case("md")) {
+            return result(
+                format!(
+                    "Plan file `{path}` is not a Markdown file: its name must end in `.md`. Write \
+                     the plan to a `.md` file inside `{}/` and submit that path.",
+                    ctx.workspace.plans_dir()
+                ),
+                true,
+            );
+        }
+        match self.read_plan(ctx, path) {
+            Ok(PlanText { title, plan }) => ToolOutcome::Suspend {
+                payload: json!({"toolId": TOOL_ID, "path": path, "title": title, "plan": plan}),
+            },
+            Err(err) => match problem_text(&err, ctx.workspace.plans_dir(), path) {
+                Some(text) => result(text, true),
+                None => result(format!("Failed to submit plan: {err}"), true),
+            },
+        }
+    }
+
+    fn resume(&self, _ctx: &ToolContext<'_>, _args: &Value, data: &Value) -> ToolOutcome {
+        let mut submitted = Map::new();
+        for key in ["title", "path", "plan"] {
+            if let Some(value) = data.get(key) {
+                submitted.insert(key.to_owned(), value.clone());
+            }
+        }
+        let feedback = data.get("feedback").and_then(Value::as_str).map(str::trim).unwrap_or("");
+        let content = match data.get("action").and_then(Value::as_str) {
+            Some("approved") => APPROVED_TEXT.to_owned(),
+            Some("rejected") if !feedback.is_empty() => {
+                submitted.insert("feedback".to_owned(), json!(feedback));
+                rejected_with_feedback_text(feedback)
+            }
+            Some("rejected") => REJECTED_NO_FEEDBACK_TEXT.to_owned(),
+            other => return result(format!("Failed to submit plan: unknown action {other:?}"), true),
+        };
+        ToolOutcome::Value(json!({
+            "toolId": TOOL_ID,
+            "content": content,
+            "isError": false,
+            "submittedPlan": submitted,
+        }))
+    }
+}
+
+/// Whether a `submit_plan` result asks the run to stop and wait for the user's next message.
+pub fn waits_for_user(result: &Value) -> bool {
+    result.get("content").and_then(Value::as_str) == Some(REJECTED_NO_FEEDBACK_TEXT)
+}
+
+/// Whether a `submit_plan` result is an approval.
+pub fn is_approval(result: &Value) -> bool {
+    result.get("content").and_then(Value::as_str) == Some(APPROVED_TEXT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_is_first_nonblank_heading_line() {
+        let p = split_plan("\n\n# My plan  \n\n\nStep one\n\n  ");
+        assert_eq!(p, PlanText { title: "My plan".into(), plan: "Step one".into() });
+    }
+
+    #[test]
+    fn no_heading_means_no_title_and_whole_text() {
+        let p = split_plan("Intro\n# Later heading\n\n");
+        assert_eq!(p, PlanText { title: String::new(), plan: "Intro\n# Later heading".into() });
+        let p = split_plan("## Sub\nbody");
+        assert_eq!(p.title, "", "only a level-one `# ` heading is a title");
+    }
+
+    #[test]
+    fn heading_only_gives_empty_plan() {
+        assert_eq!(split_plan("# T"), PlanText { title: "T".into(), plan: String::new() });
+    }
+}

@@ -95,42 +95,67 @@ pub fn side_by_side(old: &str, new: &str) -> SideBySide {
                 }
             }
             DiffOp::Delete { old_index, old_len, .. } => {
-                removed_rows(&mut out, &old_lines, old_index, old_len);
+                removed_rows(&mut out, &old_lines, old_index, old_len, 0);
             }
             DiffOp::Insert { new_index, new_len, .. } => {
-                added_rows(&mut out, &new_lines, new_index, new_len);
+                added_rows(&mut out, &new_lines, new_index, new_len, 0);
             }
             DiffOp::Replace { old_index, old_len, new_index, new_len } => {
-                let paired = old_len.min(new_len);
-                for i in 0..paired {
-                    let (a, b) = (old_lines[old_index + i], new_lines[new_index + i]);
-                    let (left, right) = word_segments(a, b);
-                    out.changed += 1;
-                    out.rows.push(DiffRow {
-                        kind: RowKind::Changed,
-                        left: Some(DiffLine { number: old_index + i + 1, segments: left }),
-                        right: Some(DiffLine { number: new_index + i + 1, segments: right }),
-                    });
-                }
-                removed_rows(&mut out, &old_lines, old_index + paired, old_len - paired);
-                added_rows(&mut out, &new_lines, new_index + paired, new_len - paired);
+                replaced_rows(&mut out, &old_lines[old_index..old_index + old_len], old_index, &new_lines[new_index..new_index + new_len], new_index);
             }
         }
     }
     out
 }
 
-fn removed_rows(out: &mut SideBySide, lines: &[&str], start: usize, len: usize) {
+/// Lines at least this alike (similar's word ratio) are shown as one changed line.
+const PAIR_RATIO: f32 = 0.5;
+/// Past this many line pairs in one replaced block, pair lines by position instead of searching.
+const PAIR_SEARCH_LIMIT: usize = 10_000;
+
+/// A block of old lines replaced by new ones: each old line is paired, in order, with the
+/// following new line that resembles it most; the rest are shown as removed or added.
+fn replaced_rows(out: &mut SideBySide, old: &[&str], old_start: usize, new: &[&str], new_start: usize) {
+    let search = old.len() * new.len() <= PAIR_SEARCH_LIMIT;
+    let mut next_new = 0;
+    for (i, old_line) in old.iter().enumerate() {
+        let partner = if search {
+            (next_new..new.len())
+                .map(|j| (j, TextDiff::from_words(*old_line, new[j]).ratio()))
+                .filter(|&(_, ratio)| ratio >= PAIR_RATIO)
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map(|(j, _)| j)
+        } else {
+            (next_new < new.len()).then_some(next_new)
+        };
+        let Some(j) = partner else {
+            removed_rows(out, old, i, 1, old_start);
+            continue;
+        };
+        added_rows(out, new, next_new, j - next_new, new_start);
+        let (left, right) = word_segments(old_line, new[j]);
+        out.changed += 1;
+        out.rows.push(DiffRow {
+            kind: RowKind::Changed,
+            left: Some(DiffLine { number: old_start + i + 1, segments: left }),
+            right: Some(DiffLine { number: new_start + j + 1, segments: right }),
+        });
+        next_new = j + 1;
+    }
+    added_rows(out, new, next_new, new.len() - next_new, new_start);
+}
+
+fn removed_rows(out: &mut SideBySide, lines: &[&str], start: usize, len: usize, offset: usize) {
     for i in start..start + len {
         out.removed += 1;
-        out.rows.push(DiffRow { kind: RowKind::Removed, left: Some(whole(i + 1, lines[i], true)), right: None });
+        out.rows.push(DiffRow { kind: RowKind::Removed, left: Some(whole(offset + i + 1, lines[i], true)), right: None });
     }
 }
 
-fn added_rows(out: &mut SideBySide, lines: &[&str], start: usize, len: usize) {
+fn added_rows(out: &mut SideBySide, lines: &[&str], start: usize, len: usize, offset: usize) {
     for i in start..start + len {
         out.added += 1;
-        out.rows.push(DiffRow { kind: RowKind::Added, left: None, right: Some(whole(i + 1, lines[i], true)) });
+        out.rows.push(DiffRow { kind: RowKind::Added, left: None, right: Some(whole(offset + i + 1, lines[i], true)) });
     }
 }
 
@@ -149,6 +174,15 @@ mod tests {
         assert_eq!(right.text(), "run all the tests");
         assert_eq!(d.rows[3].kind, RowKind::Added);
         assert_eq!((d.added, d.removed, d.changed), (1, 0, 1));
+    }
+
+    #[test]
+    fn an_inserted_line_does_not_pair_unrelated_lines() {
+        let d = side_by_side("1. Test it well\n2. Document it\n", "1. Address feedback first\n2. Test it well\n3. Document it\n");
+        let kinds: Vec<RowKind> = d.rows.iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, vec![RowKind::Added, RowKind::Changed, RowKind::Changed], "{d:?}");
+        let changed: Vec<String> = d.rows[1].right.as_ref().unwrap().segments.iter().filter(|s| s.changed).map(|s| s.text.clone()).collect();
+        assert_eq!(changed, vec!["2.".to_owned()], "only the renumbering is marked");
     }
 
     #[test]

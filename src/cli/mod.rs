@@ -1,0 +1,248 @@
+//! Argument parsing and command dispatch for the `plandesk` binary.
+
+mod print;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Parser, Subcommand};
+use plandesk::engine::DEFAULT_MAX_STEPS;
+use plandesk::store::{default_data_dir, PlanRevision};
+use plandesk::{Engine, EngineError, RunStatus, StartOptions, Verdict};
+
+#[derive(Debug, Parser)]
+#[command(name = "plandesk", version, about = "Review and steer an AI agent's implementation plans")]
+struct Cli {
+    /// Where the store lives [default: $PLANDESK_DATA_DIR, else the user's data folder]
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Machine-readable output: one chunk per line for streams, one JSON document for listings
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start a run: the agent plans, submits the plan, and waits for your decision
+    Run {
+        /// Workspace folder the agent works in [default: the current folder]
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// `demo` (offline, built in) or `scripted:FILE`
+        #[arg(long, default_value = "demo", value_name = "MODEL")]
+        model: String,
+        /// Mode to start in
+        #[arg(long, default_value = "plan", value_parser = ["plan", "build"])]
+        mode: String,
+        /// Run approval-gated tools (file writes in build mode) without asking
+        #[arg(long)]
+        auto_approve: bool,
+        /// Most model calls per stream
+        #[arg(long, default_value_t = DEFAULT_MAX_STEPS, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        max_steps: u32,
+        /// Plans folder, relative to the workspace
+        #[arg(long, value_name = "DIR")]
+        plans_dir: Option<String>,
+        /// What the agent should do
+        #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
+        prompt: Vec<String>,
+    },
+    /// Approve what a run waits for: its plan, or a gated tool call
+    Approve {
+        run_id: String,
+        #[arg(long, value_name = "ID")]
+        tool_call_id: Option<String>,
+        /// The plan revision you reviewed (sha256 or a prefix); refused if the plan changed since
+        #[arg(long, value_name = "SHA256")]
+        revision: Option<String>,
+    },
+    /// Reject a plan (feedback goes to the model) or decline a gated tool call (feedback = reason)
+    Reject {
+        run_id: String,
+        /// What to change; without it the run waits for your next message (`plandesk send`)
+        #[arg(long, value_name = "TEXT")]
+        feedback: Option<String>,
+        #[arg(long, value_name = "ID")]
+        tool_call_id: Option<String>,
+        #[arg(long, value_name = "SHA256")]
+        revision: Option<String>,
+    },
+    /// Resume with raw resume data; without --data, continue a run that was interrupted
+    Resume {
+        run_id: String,
+        /// Resume data as JSON, e.g. '{"action":"approved"}'
+        #[arg(long, value_name = "JSON")]
+        data: Option<String>,
+        #[arg(long, value_name = "ID")]
+        tool_call_id: Option<String>,
+    },
+    /// Send the run your next message; it continues with its whole history
+    Send {
+        run_id: String,
+        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
+        text: Vec<String>,
+    },
+    /// Everything waiting for a decision, newest first
+    Pending,
+    /// Every run, most recently active first
+    Runs,
+    /// Every plan revision (of one run) with its decision
+    History { run_id: Option<String> },
+    /// One plan revision (by id or sha256 prefix)
+    Show {
+        revision: String,
+        /// Print the sanitised HTML rendering instead of the markdown
+        #[arg(long)]
+        html: bool,
+    },
+    /// Two plan revisions side by side, changed words marked
+    Diff { a: String, b: String },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&anyhow!("cannot start the async runtime: {err}")),
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(err) => fail(&err),
+    }
+}
+
+fn fail(err: &anyhow::Error) -> ExitCode {
+    let mut line = format!("{err}");
+    for cause in err.chain().skip(1) {
+        line.push_str(&format!(": {cause}"));
+    }
+    let _ = writeln!(std::io::stderr(), "plandesk: {}", line.replace('\n', " "));
+    ExitCode::from(2)
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode> {
+    let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+    let engine = Engine::open(&data_dir)?;
+    let json = cli.json;
+    let mut printer = print::StreamPrinter::new(json);
+    let report = match cli.command {
+        Command::Run { workspace, model, mode, auto_approve, max_steps, plans_dir, prompt } => {
+            let workspace = match workspace {
+                Some(dir) => dir,
+                None => std::env::current_dir().context("cannot read the current folder")?,
+            };
+            let options = StartOptions {
+                workspace,
+                plans_dir,
+                model,
+                mode: Some(mode),
+                auto_approve,
+                max_steps,
+            };
+            engine.start(&prompt.join(" "), &options, &mut printer.sink()).await
+        }
+        Command::Approve { run_id, tool_call_id, revision } => {
+            let run_id = engine.store().resolve_run(&run_id)?;
+            let verdict = Verdict { approve: true, feedback: None, tool_call_id, revision };
+            engine.decide(&run_id, &verdict, &mut printer.sink()).await
+        }
+        Command::Reject { run_id, feedback, tool_call_id, revision } => {
+            let run_id = engine.store().resolve_run(&run_id)?;
+            let verdict = Verdict { approve: false, feedback, tool_call_id, revision };
+            engine.decide(&run_id, &verdict, &mut printer.sink()).await
+        }
+        Command::Resume { run_id, data, tool_call_id } => {
+            let run_id = engine.store().resolve_run(&run_id)?;
+            match data {
+                Some(data) => {
+                    let data: serde_json::Value = serde_json::from_str(&data)
+                        .with_context(|| format!("--data is not valid JSON: {data}"))?;
+                    engine.resume(&run_id, tool_call_id.as_deref(), data, &mut printer.sink()).await
+                }
+                None if tool_call_id.is_some() => bail!("--tool-call-id needs --data"),
+                None => engine.continue_run(&run_id, &mut printer.sink()).await,
+            }
+        }
+        Command::Send { run_id, text } => {
+            let run_id = engine.store().resolve_run(&run_id)?;
+            engine.send(&run_id, &text.join(" "), &mut printer.sink()).await
+        }
+        Command::Pending => return listing(json, &engine.store().pending(None)?, print::pending),
+        Command::Runs => return listing(json, &engine.store().runs()?, print::runs),
+        Command::History { run_id } => {
+            let run_id = run_id.map(|r| engine.store().resolve_run(&r)).transpose()?;
+            return listing(json, &engine.store().revisions(run_id.as_deref())?, print::history);
+        }
+        Command::Show { revision, html } => {
+            let revision = find_revision(&engine, &revision)?;
+            if json {
+                let mut value = serde_json::to_value(&revision)?;
+                value["html"] = plandesk::plan::render_html(&print::markdown_of(&revision)).into();
+                println!("{value}");
+            } else if html {
+                println!("{}", plandesk::plan::render_html(&print::markdown_of(&revision)));
+            } else {
+                print::revision(&revision);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Diff { a, b } => {
+            let (a, b) = (find_revision(&engine, &a)?, find_revision(&engine, &b)?);
+            let diff = plandesk::plan::side_by_side(&print::markdown_of(&a), &print::markdown_of(&b));
+            if json {
+                println!("{}", serde_json::json!({"left": a.id, "right": b.id, "diff": diff}));
+            } else {
+                print::diff(&a, &b, &diff);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let report = report.map_err(explain)?;
+    printer.finish(&report);
+    Ok(if report.status == RunStatus::Failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Adds the command that helps, where an engine error has one.
+fn explain(err: EngineError) -> anyhow::Error {
+    let hint = match &err {
+        EngineError::Store(plandesk::store::StoreError::AlreadyDecided { run_id, .. }) => {
+            format!(" (if the run did not carry on, `plandesk resume {run_id}` continues it)")
+        }
+        EngineError::DecisionPending { run_id, .. } => {
+            format!(" (`plandesk pending` shows it; `plandesk approve {run_id}` or `plandesk reject {run_id}`)")
+        }
+        _ => String::new(),
+    };
+    anyhow!("{err}{hint}")
+}
+
+fn listing<T: serde::Serialize>(json: bool, items: &[T], human: fn(&[T])) -> Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string(items)?);
+    } else {
+        human(items);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn find_revision(engine: &Engine, key: &str) -> Result<PlanRevision> {
+    if let Ok(id) = key.parse::<i64>() {
+        return Ok(engine.store().revision(id)?);
+    }
+    let key = key.to_ascii_lowercase();
+    if key.len() < 4 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
+        bail!("`{key}` is not a revision id (a number) or a sha256 prefix of at least 4 hex digits");
+    }
+    let matches: Vec<PlanRevision> =
+        engine.store().revisions(None)?.into_iter().filter(|r| r.sha256.starts_with(&key)).collect();
+    match matches.as_slice() {
+        [] => bail!("no plan revision has a sha256 starting with {key}"),
+        [one] => Ok(one.clone()),
+        many if many.iter().all(|r| r.sha256 == many[0].sha256) => Ok(many[many.len() - 1].clone()),
+        _ => bail!("sha256 prefix {key} matches {} revisions; give more digits or the revision id", matches.len()),
+    }
+}

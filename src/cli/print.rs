@@ -1,0 +1,297 @@
+//! Output for people: chunks as a readable transcript, plans printed in full, listings as
+//! aligned tables, and each time the command that comes next.
+
+use std::io::Write;
+
+/// `println!` that ignores a closed stdout (`plandesk history | head`), instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+use plandesk::chunk::{Chunk, ChunkKind};
+use plandesk::clock::{Clock, SystemClock};
+use plandesk::plan::{RowKind, SideBySide};
+use plandesk::store::{PendingItem, PendingKind, PlanRevision, RunSummary};
+use plandesk::{Report, RunStatus};
+use serde_json::Value;
+
+/// The markdown a revision shows: its title line and body.
+pub fn markdown_of(revision: &PlanRevision) -> String {
+    if revision.title.is_empty() {
+        revision.body.clone()
+    } else {
+        format!("# {}\n\n{}", revision.title, revision.body)
+    }
+}
+
+fn short(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max.saturating_sub(1)).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+fn age(since: i64) -> String {
+    let secs = (SystemClock.now() - since).max(0) / 1000;
+    match secs {
+        s if s < 60 => format!("{s}s ago"),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s if s < 86_400 => format!("{}h ago", s / 3600),
+        s => format!("{}d ago", s / 86_400),
+    }
+}
+
+/// Prints a run's chunks as they arrive: JSON lines, or a transcript.
+#[derive(Debug)]
+pub struct StreamPrinter {
+    json: bool,
+    in_text: bool,
+}
+
+impl StreamPrinter {
+    pub fn new(json: bool) -> Self {
+        Self { json, in_text: false }
+    }
+
+    pub fn sink(&mut self) -> impl FnMut(Chunk) + Send + '_ {
+        move |chunk| self.print(&chunk)
+    }
+
+    fn print(&mut self, chunk: &Chunk) {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            if let Ok(line) = serde_json::to_string(chunk) {
+                let _ = writeln!(out, "{line}");
+            }
+            return;
+        }
+        let _ = match &chunk.kind {
+            ChunkKind::TextDelta(t) => {
+                self.in_text = true;
+                write!(out, "{}", t.text)
+            }
+            ChunkKind::TextEnd(_) if self.in_text => {
+                self.in_text = false;
+                writeln!(out)
+            }
+            ChunkKind::ToolCall(call) => writeln!(out, "→ {} {}", call.tool_name, args_summary(&call.args)),
+            ChunkKind::ToolResult(r) => writeln!(out, "  ✓ {}: {}", r.tool_name, result_summary(&r.result)),
+            ChunkKind::ToolError(e) => writeln!(out, "  ✗ {}: {}", e.tool_name, short(&e.error, 200)),
+            ChunkKind::ToolOutputDenied(d) => writeln!(out, "  ✗ {} declined: {}", d.tool_name, d.reason),
+            ChunkKind::ToolCallSuspended(s) => writeln!(out, "⏸ {} is waiting for your review", s.tool_name),
+            ChunkKind::ToolCallApproval(a) => writeln!(out, "⏸ {} needs your approval", a.tool_name),
+            ChunkKind::Error(e) => writeln!(std::io::stderr(), "error [{}]: {}", e.error.code, e.error.message),
+            _ => Ok(()),
+        };
+        let _ = out.flush();
+    }
+
+    /// After the stream: the plan or approval that waits, and what to run next.
+    pub fn finish(&self, report: &Report) {
+        if self.json {
+            return;
+        }
+        let run = &report.run_id;
+        match report.status {
+            RunStatus::Suspended => {
+                if let Some(item) = &report.pending {
+                    say!();
+                    pending_detail(item);
+                }
+            }
+            RunStatus::Waiting => say!(
+                "\nThe run waits for your next message: plandesk send {run} \"what to change\""
+            ),
+            RunStatus::Finished => say!(
+                "\nRun {run} finished (mode: {}). Continue it with: plandesk send {run} \"…\"",
+                report.mode
+            ),
+            RunStatus::Failed => eprintln!("\nRun {run} failed. Retry with: plandesk resume {run}"),
+            RunStatus::Running => say!("\nRun {run} is still running."),
+        }
+    }
+}
+
+fn args_summary(args: &Value) -> String {
+    match (args.get("path").and_then(Value::as_str), args.get("content").and_then(Value::as_str)) {
+        (Some(path), Some(content)) => format!("{path} ({} bytes)", content.len()),
+        (Some(path), None) => path.to_owned(),
+        _ => short(&args.to_string(), 160),
+    }
+}
+
+fn result_summary(result: &Value) -> String {
+    if let Some(entries) = result.get("entries").and_then(Value::as_array) {
+        return format!("{} entries", entries.len());
+    }
+    if let Some(content) = result.get("content").and_then(Value::as_str) {
+        return short(content, 200);
+    }
+    if let Some(message) = result.get("message").and_then(Value::as_str) {
+        return short(message, 200);
+    }
+    if let Some(bytes) = result.get("bytesWritten") {
+        return format!("wrote {bytes} bytes");
+    }
+    short(&result.to_string(), 200)
+}
+
+fn pending_detail(item: &PendingItem) {
+    let run = &item.run_id;
+    let call = &item.tool_call_id;
+    match (&item.kind, &item.revision) {
+        (PendingKind::Plan, Some(rev)) => {
+            let rule = "─".repeat(72);
+            say!("{rule}");
+            let title = if rev.title.is_empty() { "(untitled plan)" } else { rev.title.as_str() };
+            say!("PLAN  {title}");
+            say!("      {}  ·  revision {}  ·  {}", rev.path, rev.revision_no, &rev.sha256[..12]);
+            say!("{rule}");
+            say!("{}", rev.body);
+            say!("{rule}");
+            say!("Approve: plandesk approve {run} --revision {}", &rev.sha256[..12]);
+            say!("Reject:  plandesk reject {run} --revision {} --feedback \"what to change\"", &rev.sha256[..12]);
+            say!("         (without --feedback the run waits for your next message)");
+        }
+        _ => {
+            say!("APPROVAL  {} {}", item.tool_name, args_summary(&item.args));
+            if let Some(content) = item.args.get("content").and_then(Value::as_str) {
+                for line in content.lines().take(20) {
+                    say!("  │ {line}");
+                }
+                if content.lines().count() > 20 {
+                    say!("  │ …");
+                }
+            }
+            say!("Approve: plandesk approve {run} --tool-call-id {call}");
+            say!("Decline: plandesk reject {run} --tool-call-id {call} --feedback \"why\"");
+        }
+    }
+}
+
+pub fn pending(items: &[PendingItem]) {
+    if items.is_empty() {
+        say!("Nothing is waiting for you.");
+        return;
+    }
+    say!("{:<10} {:<18} {:<9} {:<5} {}", "AGE", "RUN", "KIND", "REV", "WHAT");
+    for item in items {
+        let (kind, rev, what) = match &item.revision {
+            Some(r) => ("plan", format!("{}", r.revision_no), if r.title.is_empty() { r.path.clone() } else { r.title.clone() }),
+            None => ("approval", "-".into(), format!("{} {}", item.tool_name, args_summary(&item.args))),
+        };
+        say!("{:<10} {:<18} {:<9} {:<5} {}", age(item.since), item.run_id, kind, rev, short(&what, 60));
+    }
+    say!("\nApprove with `plandesk approve RUN`, reject with `plandesk reject RUN --feedback \"…\"`.");
+}
+
+pub fn runs(items: &[RunSummary]) {
+    if items.is_empty() {
+        say!("No runs yet. Start one with: plandesk run \"what the agent should do\"");
+        return;
+    }
+    say!("{:<18} {:<10} {:<6} {:<10} {:<12} {}", "RUN", "STATUS", "MODE", "MODEL", "UPDATED", "PROMPT");
+    for run in items {
+        let model = run.model.split('/').next_back().unwrap_or(&run.model);
+        say!(
+            "{:<18} {:<10} {:<6} {:<10} {:<12} {}",
+            run.id,
+            run.status,
+            run.mode,
+            short(model, 10),
+            age(run.updated_at),
+            short(&run.prompt, 50)
+        );
+    }
+}
+
+pub fn history(revisions: &[PlanRevision]) {
+    if revisions.is_empty() {
+        say!("No plans have been submitted yet.");
+        return;
+    }
+    let mut last_run = "";
+    for rev in revisions {
+        if rev.run_id != last_run {
+            say!("run {}", rev.run_id);
+            last_run = &rev.run_id;
+        }
+        let decision = match &rev.decision {
+            Some(d) => match d.feedback.as_deref() {
+                Some(f) if !f.is_empty() => format!("{}: \"{}\"", d.action, short(f, 60)),
+                _ => d.action.clone(),
+            },
+            None => "pending".into(),
+        };
+        say!(
+            "  #{:<4} rev {:<3} {}  {}  {}  — {}",
+            rev.id,
+            rev.revision_no,
+            &rev.sha256[..12],
+            rev.path,
+            short(if rev.title.is_empty() { "(untitled)" } else { &rev.title }, 50),
+            decision
+        );
+    }
+    say!("\nShow one with `plandesk show ID`; compare two with `plandesk diff ID ID`.");
+}
+
+pub fn revision(rev: &PlanRevision) {
+    let title = if rev.title.is_empty() { "(untitled plan)" } else { rev.title.as_str() };
+    say!("{title}");
+    say!("{} · revision {} · run {} · sha256 {}", rev.path, rev.revision_no, rev.run_id, rev.sha256);
+    match &rev.decision {
+        Some(d) => say!(
+            "decision: {}{}",
+            d.action,
+            d.feedback.as_deref().map(|f| format!(" — \"{f}\"")).unwrap_or_default()
+        ),
+        None => say!("decision: pending"),
+    }
+    say!();
+    say!("{}", rev.body);
+}
+
+pub fn diff(a: &PlanRevision, b: &PlanRevision, diff: &SideBySide) {
+    let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).unwrap_or(160).max(60);
+    let half = (width - 15) / 2;
+    say!("#{} rev {} ({})  →  #{} rev {} ({})", a.id, a.revision_no, &a.sha256[..8], b.id, b.revision_no, &b.sha256[..8]);
+    if let Some(feedback) = a.decision.as_ref().and_then(|d| d.feedback.as_deref()) {
+        say!("feedback on #{} that led to #{}: \"{}\"", a.id, b.id, short(feedback, width - 30));
+    }
+    say!("{} added, {} removed, {} changed; changed words are [-removed-] and {{+added+}}\n", diff.added, diff.removed, diff.changed);
+    let cell = |line: &Option<plandesk::plan::DiffLine>, removed: bool| -> (String, String) {
+        match line {
+            None => (String::new(), String::new()),
+            Some(l) => {
+                let text: String = l
+                    .segments
+                    .iter()
+                    .map(|s| match (s.changed, removed) {
+                        (false, _) => s.text.clone(),
+                        (true, true) => format!("[-{}-]", s.text),
+                        (true, false) => format!("{{+{}+}}", s.text),
+                    })
+                    .collect();
+                (l.number.to_string(), text)
+            }
+        }
+    };
+    for row in &diff.rows {
+        let mark = match row.kind {
+            RowKind::Equal => ' ',
+            RowKind::Changed => '~',
+            RowKind::Removed => '-',
+            RowKind::Added => '+',
+        };
+        let (ln, lt) = cell(&row.left, true);
+        let (rn, rt) = cell(&row.right, false);
+        let lt: String = lt.chars().take(half).collect();
+        let rt: String = rt.chars().take(half).collect();
+        say!("{mark} {ln:>4} {lt:<half$} │ {rn:>4} {rt}");
+    }
+}

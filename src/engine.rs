@@ -342,7 +342,11 @@ impl Engine {
         match (found, tool_call_id) {
             (Some(call), _) => Ok(call),
             (None, Some(id)) => Err(self.already_or_not_pending(run_id, id)),
-            (None, None) => Err(EngineError::NotSuspended { run_id: run_id.to_owned(), status: "already decided" }),
+            (None, None) => match step.first_pending() {
+                // Decided, but the process that decided died before applying it.
+                Some(call) => Err(self.already_or_not_pending(run_id, &call.call.tool_call_id)),
+                None => Err(EngineError::NotSuspended { run_id: run_id.to_owned(), status: "already decided" }),
+            },
         }
     }
 

@@ -1,0 +1,146 @@
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+pub const PLAN: &str = ".plandesk/plans/feature.md";
+pub const PLAN_TEXT: &str = "# Add a cache\n\nUse an LRU cache in front of the store.\n\n1. Measure\n2. Cache\n";
+
+/// A workspace, a data directory and a scripted model file, in one temp folder.
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub workspace: PathBuf,
+    pub data: PathBuf,
+    pub script: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Fixture {
+    pub fn new(turns: Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_owned();
+        let workspace = root.join("ws");
+        std::fs::create_dir_all(workspace.join(".plandesk/plans")).unwrap();
+        std::fs::create_dir_all(workspace.join("src")).unwrap();
+        std::fs::write(workspace.join("src/lib.rs"), "pub fn answer() -> u32 { 42 }\n").unwrap();
+        let data = root.join("data");
+        let script = root.join("script.json");
+        std::fs::write(&script, json!({"turns": turns}).to_string()).unwrap();
+        let log = root.join("model.log");
+        Self { _dir: dir, root, workspace, data, script, log }
+    }
+
+    pub fn write(&self, rel: &str, content: &[u8]) -> PathBuf {
+        let path = self.workspace.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_plandesk"));
+        cmd.args(["--data-dir", self.data.to_str().unwrap()])
+            .args(args)
+            .current_dir(&self.workspace)
+            .env("PLANDESK_SCRIPTED_LOG", &self.log)
+            .env_remove("PLANDESK_CRASH_AT")
+            .env_remove("PLANDESK_DATA_DIR");
+        cmd
+    }
+
+    /// Runs `plandesk ARGS`, expecting success.
+    pub fn ok(&self, args: &[&str]) -> Output {
+        let out = self.command(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "plandesk {args:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Runs `plandesk ARGS`, expecting a refusal; returns stderr.
+    pub fn refused(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().unwrap();
+        assert!(!out.status.success(), "plandesk {args:?} should have been refused: {}", String::from_utf8_lossy(&out.stdout));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one clear line on stderr, got: {stderr}");
+        stderr
+    }
+
+    /// `plandesk --json ARGS` as a chunk list.
+    pub fn stream(&self, args: &[&str]) -> Vec<Value> {
+        let mut full = vec!["--json"];
+        full.extend_from_slice(args);
+        chunks(&self.ok(&full).stdout)
+    }
+
+    /// Starts a scripted run in plan mode; returns its id and chunks.
+    pub fn start(&self, extra: &[&str]) -> (String, Vec<Value>) {
+        let model = format!("scripted:{}", self.script.display());
+        let mut args = vec!["run", "--model", model.as_str()];
+        args.extend_from_slice(extra);
+        args.push("Add a cache to the store");
+        let chunks = self.stream(&args);
+        let run_id = chunks[0]["runId"].as_str().unwrap().to_owned();
+        (run_id, chunks)
+    }
+
+    pub fn listing(&self, args: &[&str]) -> Value {
+        let mut full = vec!["--json"];
+        full.extend_from_slice(args);
+        serde_json::from_slice(&self.ok(&full).stdout).unwrap()
+    }
+
+    /// Every model call so far: `{"messages": [...]}` per line.
+    pub fn model_calls(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+pub fn chunks(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a chunk: {l}: {e}")))
+        .collect()
+}
+
+pub fn types(chunks: &[Value]) -> Vec<&str> {
+    chunks.iter().map(|c| c["type"].as_str().unwrap()).collect()
+}
+
+pub fn of_type<'a>(chunks: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    chunks.iter().filter(|c| c["type"] == kind).collect()
+}
+
+pub fn submit(id: &str, path: &str) -> Value {
+    json!({"toolCallId": id, "toolName": "submit_plan", "args": {"path": path}})
+}
+
+pub fn text(t: &str) -> Value {
+    json!({"text": t})
+}
+
+/// The tool message the model saw for `tool_call_id` in its last call.
+pub fn tool_message<'a>(call: &'a Value, tool_call_id: &str) -> &'a Value {
+    call["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool" && m["toolCallId"] == tool_call_id)
+        .unwrap_or_else(|| panic!("no tool message for {tool_call_id} in {call}"))
+}
+
+pub fn exists(path: &Path) -> bool {
+    path.exists()
+}

@@ -19,7 +19,11 @@ pub struct Chunk {
 
 impl Chunk {
     pub fn new(run_id: &str, kind: ChunkKind) -> Self {
-        Self { kind, run_id: run_id.to_owned(), from: FROM_AGENT.to_owned() }
+        Self {
+            kind,
+            run_id: run_id.to_owned(),
+            from: FROM_AGENT.to_owned(),
+        }
     }
 
     /// The wire `type` of this chunk, e.g. `tool-call-suspended`.
@@ -254,13 +258,22 @@ mod tests {
             "r",
             ChunkKind::StepFinish(StepFinishPayload {
                 message_id: "m".into(),
-                step_result: StepResult { reason: "tool-calls".into(), is_continued: true },
+                step_result: StepResult {
+                    reason: "tool-calls".into(),
+                    is_continued: true,
+                },
                 output: StepOutput::default(),
             }),
         );
         let value = serde_json::to_value(&chunk).unwrap();
-        assert_eq!(value["payload"]["stepResult"], json!({"reason": "tool-calls", "isContinued": true}));
+        assert_eq!(
+            value["payload"]["stepResult"],
+            json!({"reason": "tool-calls", "isContinued": true})
+        );
         assert_eq!(value["payload"]["messageId"], "m");
-        assert_eq!(value["payload"]["output"], json!({"text": "", "toolCalls": []}));
+        assert_eq!(
+            value["payload"]["output"],
+            json!({"text": "", "toolCalls": []})
+        );
     }
 }

@@ -17,7 +17,9 @@ use crate::model::{self, LanguageModel, ModelError, ModelEvent, ModelRequest, To
 use crate::run::*;
 use crate::store::{NewDecision, PendingItem, Store, StoreError};
 use crate::tool::submit_plan::{self, TOOL_ID as SUBMIT_PLAN};
-use crate::tool::{approval_schema, schema, Tool, ToolContext, ToolOutcome, DEFAULT_DECLINE_REASON};
+use crate::tool::{
+    approval_schema, schema, Tool, ToolContext, ToolOutcome, DEFAULT_DECLINE_REASON,
+};
 use crate::workspace::{Workspace, WorkspaceError};
 
 pub const AGENT_ID: &str = "plandesk";
@@ -47,17 +49,36 @@ pub enum EngineError {
     #[error("max steps must be at least 1")]
     MaxSteps,
     #[error("run {run_id} is {status}, not waiting for a decision")]
-    NotSuspended { run_id: String, status: &'static str },
-    #[error("run {run_id} is waiting for a decision on {tool_call_id}; approve or reject it first")]
-    DecisionPending { run_id: String, tool_call_id: String },
+    NotSuspended {
+        run_id: String,
+        status: &'static str,
+    },
+    #[error(
+        "run {run_id} is waiting for a decision on {tool_call_id}; approve or reject it first"
+    )]
+    DecisionPending {
+        run_id: String,
+        tool_call_id: String,
+    },
     #[error("run {run_id} is being run by {who}; wait for it to stop")]
     Busy { run_id: String, who: String },
     #[error("run {run_id} has nothing to continue: it is {status}")]
-    NothingToContinue { run_id: String, status: &'static str },
+    NothingToContinue {
+        run_id: String,
+        status: &'static str,
+    },
     #[error("--revision applies to plans; tool call {tool_call_id} of run {run_id} is a {tool_name} approval")]
-    RevisionOnApproval { run_id: String, tool_call_id: String, tool_name: String },
+    RevisionOnApproval {
+        run_id: String,
+        tool_call_id: String,
+        tool_name: String,
+    },
     #[error("tool `{tool}` of run {run_id} is no longer available in mode `{mode}`")]
-    MissingTool { run_id: String, tool: String, mode: String },
+    MissingTool {
+        run_id: String,
+        tool: String,
+        mode: String,
+    },
 }
 
 impl EngineError {
@@ -67,14 +88,20 @@ impl EngineError {
             EngineError::Store(StoreError::StaleRevision { .. }) => "stale-revision",
             EngineError::Store(StoreError::AlreadyDecided { .. }) => "already-decided",
             EngineError::Store(StoreError::NotPending { .. }) => "not-pending",
-            EngineError::Store(StoreError::UnknownRun(_) | StoreError::AmbiguousRun { .. }) => "unknown-run",
+            EngineError::Store(StoreError::UnknownRun(_) | StoreError::AmbiguousRun { .. }) => {
+                "unknown-run"
+            }
             EngineError::Store(StoreError::UnknownRevision(_)) => "unknown-revision",
             EngineError::Store(_) => "store",
             EngineError::Model(e) => e.code(),
             EngineError::Workspace(_) => "workspace",
             EngineError::Mode(_) => "mode",
-            EngineError::EmptyPrompt | EngineError::EmptyMessage | EngineError::MaxSteps => "invalid-input",
-            EngineError::NotSuspended { .. } | EngineError::NothingToContinue { .. } => "not-suspended",
+            EngineError::EmptyPrompt | EngineError::EmptyMessage | EngineError::MaxSteps => {
+                "invalid-input"
+            }
+            EngineError::NotSuspended { .. } | EngineError::NothingToContinue { .. } => {
+                "not-suspended"
+            }
             EngineError::DecisionPending { .. } => "decision-pending",
             EngineError::Busy { .. } => "busy",
             EngineError::RevisionOnApproval { .. } => "invalid-input",
@@ -166,7 +193,12 @@ struct ActiveRun<'a> {
 
 impl Drop for ActiveRun<'_> {
     fn drop(&mut self) {
-        let mut active = self.engine.inner.active.lock().unwrap_or_else(|p| p.into_inner());
+        let mut active = self
+            .engine
+            .inner
+            .active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         active.remove(&self.run_id);
         // Best effort: a stale owner is also detected by its process being gone.
         let _ = self.engine.inner.store.set_owner(&self.run_id, None);
@@ -195,13 +227,32 @@ enum Flow {
 impl Engine {
     /// Opens the store in `data_dir` with the wall clock, random ids and the built-in modes.
     pub fn open(data_dir: &Path) -> Result<Self, EngineError> {
-        Ok(Self::new(Store::open(data_dir)?, Arc::new(SystemClock), Arc::new(RandomIds), mode::builtin()))
+        Ok(Self::new(
+            Store::open(data_dir)?,
+            Arc::new(SystemClock),
+            Arc::new(RandomIds),
+            mode::builtin(),
+        ))
     }
 
-    pub fn new(store: Store, clock: Arc<dyn Clock>, ids: Arc<dyn IdSource>, controller: AgentController) -> Self {
+    pub fn new(
+        store: Store,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdSource>,
+        controller: AgentController,
+    ) -> Self {
         let cwd = std::env::current_dir().unwrap_or_default();
-        let inner = Inner { store, clock, ids, controller, active: Mutex::default(), cwd };
-        Self { inner: Arc::new(inner) }
+        let inner = Inner {
+            store,
+            clock,
+            ids,
+            controller,
+            active: Mutex::default(),
+            cwd,
+        };
+        Self {
+            inner: Arc::new(inner),
+        }
     }
 
     pub fn store(&self) -> &Store {
@@ -215,26 +266,49 @@ impl Engine {
     fn claim(&self, run_id: &str) -> Result<ActiveRun<'_>, EngineError> {
         let mut active = self.inner.active.lock().unwrap_or_else(|p| p.into_inner());
         if !active.insert(run_id.to_owned()) {
-            return Err(EngineError::Busy { run_id: run_id.to_owned(), who: "this process".into() });
+            return Err(EngineError::Busy {
+                run_id: run_id.to_owned(),
+                who: "this process".into(),
+            });
         }
         drop(active);
-        let guard = ActiveRun { engine: self, run_id: run_id.to_owned() };
+        let guard = ActiveRun {
+            engine: self,
+            run_id: run_id.to_owned(),
+        };
         let summary = self.inner.store.run(run_id)?;
         let me = std::process::id();
-        if let Some(pid) = summary.owner_pid.filter(|&pid| pid != me && process_alive(pid)) {
-            return Err(EngineError::Busy { run_id: run_id.to_owned(), who: format!("process {pid}") });
+        if let Some(pid) = summary
+            .owner_pid
+            .filter(|&pid| pid != me && process_alive(pid))
+        {
+            return Err(EngineError::Busy {
+                run_id: run_id.to_owned(),
+                who: format!("process {pid}"),
+            });
         }
         self.inner.store.set_owner(run_id, Some(me))?;
         Ok(guard)
     }
 
     /// Starts a new run: persists it, emits `start`, and drives it until it suspends or stops.
-    pub async fn start(&self, prompt: &str, options: &StartOptions, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
+    pub async fn start(
+        &self,
+        prompt: &str,
+        options: &StartOptions,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         let run_id = self.inner.ids.next_id("run");
         self.start_with_id(run_id, prompt, options, sink).await
     }
 
-    async fn start_with_id(&self, run_id: String, prompt: &str, options: &StartOptions, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
+    async fn start_with_id(
+        &self,
+        run_id: String,
+        prompt: &str,
+        options: &StartOptions,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         if prompt.trim().is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
@@ -243,7 +317,10 @@ impl Engine {
         }
         let workspace = Workspace::open(&options.workspace, options.plans_dir.as_deref())?;
         let model = model::from_spec(&options.model, &self.inner.cwd)?;
-        let mode = options.mode.clone().unwrap_or_else(|| mode::PLAN.to_owned());
+        let mode = options
+            .mode
+            .clone()
+            .unwrap_or_else(|| mode::PLAN.to_owned());
         self.inner.controller.mode(&mode)?;
         let mut state = RunState {
             schema_version: SCHEMA_VERSION,
@@ -263,8 +340,15 @@ impl Engine {
         self.inner.store.create_run(&state, prompt, self.now())?;
         let _active = self.claim(&run_id)?;
         let message_id = self.inner.ids.next_id("msg");
-        sink.emit(Chunk::new(&run_id, ChunkKind::Start(StartPayload { id: AGENT_ID.into(), message_id: message_id.clone() })));
-        self.drive(&mut state, &*model, Some(message_id), sink).await
+        sink.emit(Chunk::new(
+            &run_id,
+            ChunkKind::Start(StartPayload {
+                id: AGENT_ID.into(),
+                message_id: message_id.clone(),
+            }),
+        ));
+        self.drive(&mut state, &*model, Some(message_id), sink)
+            .await
     }
 
     /// Starts a run on a background task and returns its id and chunk stream at once.
@@ -279,18 +363,32 @@ impl Engine {
             };
             engine.start_with_id(id, &prompt, &options, &mut sink).await
         });
-        RunStream { run_id, chunks: rx, task }
+        RunStream {
+            run_id,
+            chunks: rx,
+            task,
+        }
     }
 
     /// A person's decision, filled in as a host: for a plan, the resume data echoes the stored
     /// path, title and plan; for an approval, `{approved, reason?}`.
-    pub async fn decide(&self, run_id: &str, verdict: &Verdict, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        verdict: &Verdict,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         let state = self.inner.store.load(run_id)?;
         let call = self.target_call(&state, verdict.tool_call_id.as_deref())?;
-        let feedback = verdict.feedback.as_deref().map(str::trim).filter(|f| !f.is_empty());
+        let feedback = verdict
+            .feedback
+            .as_deref()
+            .map(str::trim)
+            .filter(|f| !f.is_empty());
         let data = match &call.status {
             CallStatus::Suspended { suspend_payload } => {
-                let mut data = json!({"action": if verdict.approve { "approved" } else { "rejected" }});
+                let mut data =
+                    json!({"action": if verdict.approve { "approved" } else { "rejected" }});
                 if let Some(feedback) = feedback {
                     data["feedback"] = json!(feedback);
                 }
@@ -317,26 +415,57 @@ impl Engine {
             }
         };
         let call_id = call.call.tool_call_id.clone();
-        self.resume_inner(state, Some(&call_id), data, verdict.revision.as_deref(), sink).await
+        self.resume_inner(
+            state,
+            Some(&call_id),
+            data,
+            verdict.revision.as_deref(),
+            sink,
+        )
+        .await
     }
 
     /// Resumes a suspended run with raw resume data, for the named call or the earliest pending.
-    pub async fn resume(&self, run_id: &str, tool_call_id: Option<&str>, data: Value, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
+    pub async fn resume(
+        &self,
+        run_id: &str,
+        tool_call_id: Option<&str>,
+        data: Value,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         let state = self.inner.store.load(run_id)?;
-        self.resume_inner(state, tool_call_id, data, None, sink).await
+        self.resume_inner(state, tool_call_id, data, None, sink)
+            .await
     }
 
-    fn target_call<'s>(&self, state: &'s RunState, tool_call_id: Option<&str>) -> Result<&'s CallState, EngineError> {
+    fn target_call<'s>(
+        &self,
+        state: &'s RunState,
+        tool_call_id: Option<&str>,
+    ) -> Result<&'s CallState, EngineError> {
         let run_id = state.run_id.as_str();
         let Phase::Suspended { step } = &state.phase else {
-            return Err(EngineError::NotSuspended { run_id: run_id.to_owned(), status: state.phase.status().as_str() });
+            return Err(EngineError::NotSuspended {
+                run_id: run_id.to_owned(),
+                status: state.phase.status().as_str(),
+            });
         };
-        let pending = |id: &str| step.calls.iter().find(|c| c.call.tool_call_id == id && c.status.is_pending());
+        let pending = |id: &str| {
+            step.calls
+                .iter()
+                .find(|c| c.call.tool_call_id == id && c.status.is_pending())
+        };
         let found = match tool_call_id {
             Some(id) => pending(id),
             None => step.calls.iter().find(|c| {
                 c.status.is_pending()
-                    && self.inner.store.decision(run_id, &c.call.tool_call_id).ok().flatten().is_none()
+                    && self
+                        .inner
+                        .store
+                        .decision(run_id, &c.call.tool_call_id)
+                        .ok()
+                        .flatten()
+                        .is_none()
             }),
         };
         match (found, tool_call_id) {
@@ -345,7 +474,10 @@ impl Engine {
             (None, None) => match step.first_pending() {
                 // Decided, but the process that decided died before applying it.
                 Some(call) => Err(self.already_or_not_pending(run_id, &call.call.tool_call_id)),
-                None => Err(EngineError::NotSuspended { run_id: run_id.to_owned(), status: "already decided" }),
+                None => Err(EngineError::NotSuspended {
+                    run_id: run_id.to_owned(),
+                    status: "already decided",
+                }),
             },
         }
     }
@@ -359,12 +491,23 @@ impl Engine {
                 decided_at: d.decided_at,
             }
             .into(),
-            Ok(None) => StoreError::NotPending { run_id: run_id.to_owned(), tool_call_id: id.to_owned() }.into(),
+            Ok(None) => StoreError::NotPending {
+                run_id: run_id.to_owned(),
+                tool_call_id: id.to_owned(),
+            }
+            .into(),
             Err(err) => err.into(),
         }
     }
 
-    async fn resume_inner(&self, mut state: RunState, tool_call_id: Option<&str>, data: Value, expect_sha: Option<&str>, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
+    async fn resume_inner(
+        &self,
+        mut state: RunState,
+        tool_call_id: Option<&str>,
+        data: Value,
+        expect_sha: Option<&str>,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         let run_id = state.run_id.clone();
         let call = self.target_call(&state, tool_call_id)?;
         let call_id = call.call.tool_call_id.clone();
@@ -375,7 +518,9 @@ impl Engine {
                 None => ("invalid", None),
             },
             _ => match data.get("action").and_then(Value::as_str) {
-                Some(a @ ("approved" | "rejected")) => (a, data.get("feedback").and_then(Value::as_str)),
+                Some(a @ ("approved" | "rejected")) => {
+                    (a, data.get("feedback").and_then(Value::as_str))
+                }
                 _ => ("invalid", None),
             },
         };
@@ -397,7 +542,11 @@ impl Engine {
 
     /// Continues a run that was interrupted (its process died while it ran, or after a decision
     /// was recorded but before it was applied), or retries a failed model call.
-    pub async fn continue_run(&self, run_id: &str, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
+    pub async fn continue_run(
+        &self,
+        run_id: &str,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         let mut state = self.inner.store.load(run_id)?;
         let _active = self.claim(run_id)?;
         let model = model::from_spec(&state.model, &self.inner.cwd)?;
@@ -406,18 +555,34 @@ impl Engine {
             Phase::Suspended { step } => {
                 let decided = step.calls.iter().any(|c| {
                     c.status.is_pending()
-                        && self.inner.store.decision(run_id, &c.call.tool_call_id).ok().flatten().is_some()
+                        && self
+                            .inner
+                            .store
+                            .decision(run_id, &c.call.tool_call_id)
+                            .ok()
+                            .flatten()
+                            .is_some()
                 });
                 if !decided {
-                    let tool_call_id = step.first_pending().map(|c| c.call.tool_call_id.clone()).unwrap_or_default();
-                    return Err(EngineError::DecisionPending { run_id: run_id.to_owned(), tool_call_id });
+                    let tool_call_id = step
+                        .first_pending()
+                        .map(|c| c.call.tool_call_id.clone())
+                        .unwrap_or_default();
+                    return Err(EngineError::DecisionPending {
+                        run_id: run_id.to_owned(),
+                        tool_call_id,
+                    });
                 }
                 self.apply_decisions(&mut state, &*model, sink).await
             }
-            Phase::CallModel | Phase::RunTools { .. } => self.drive(&mut state, &*model, None, sink).await,
+            Phase::CallModel | Phase::RunTools { .. } => {
+                self.drive(&mut state, &*model, None, sink).await
+            }
             Phase::Failed { .. } => {
                 state.phase = Phase::CallModel;
-                self.inner.store.save(&state, self.now(), Some(("retry", json!({}))))?;
+                self.inner
+                    .store
+                    .save(&state, self.now(), Some(("retry", json!({}))))?;
                 self.drive(&mut state, &*model, None, sink).await
             }
             Phase::Waiting { .. } => Err(EngineError::NothingToContinue {
@@ -428,21 +593,35 @@ impl Engine {
     }
 
     /// The user's next message: the run continues with its whole history.
-    pub async fn send(&self, run_id: &str, text: &str, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
+    pub async fn send(
+        &self,
+        run_id: &str,
+        text: &str,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         if text.trim().is_empty() {
             return Err(EngineError::EmptyMessage);
         }
         let mut state = self.inner.store.load(run_id)?;
         match &state.phase {
             Phase::Suspended { step } => {
-                let tool_call_id = step.first_pending().map(|c| c.call.tool_call_id.clone()).unwrap_or_default();
-                return Err(EngineError::DecisionPending { run_id: run_id.to_owned(), tool_call_id });
+                let tool_call_id = step
+                    .first_pending()
+                    .map(|c| c.call.tool_call_id.clone())
+                    .unwrap_or_default();
+                return Err(EngineError::DecisionPending {
+                    run_id: run_id.to_owned(),
+                    tool_call_id,
+                });
             }
             Phase::CallModel | Phase::RunTools { .. } => {
                 // Either another process drives it (claim refuses) or it was interrupted; the
                 // message waits until the run is continued.
                 let _probe = self.claim(run_id)?;
-                return Err(EngineError::NothingToContinue { run_id: run_id.to_owned(), status: "interrupted (run `plandesk resume RUN_ID` to continue it first)" });
+                return Err(EngineError::NothingToContinue {
+                    run_id: run_id.to_owned(),
+                    status: "interrupted (run `plandesk resume RUN_ID` to continue it first)",
+                });
             }
             Phase::Waiting { .. } | Phase::Failed { .. } => {}
         }
@@ -451,34 +630,59 @@ impl Engine {
         state.messages.push(Message::user(text));
         state.steps_this_stream = 0;
         state.phase = Phase::CallModel;
-        self.inner.store.save(&state, self.now(), Some(("message", json!({"text": text}))))?;
+        self.inner
+            .store
+            .save(&state, self.now(), Some(("message", json!({"text": text}))))?;
         self.drive(&mut state, &*model, None, sink).await
     }
 
     fn report(&self, state: &RunState) -> Result<Report, EngineError> {
         let pending = match &state.phase {
-            Phase::Suspended { .. } => self.inner.store.pending(Some(&state.run_id))?.into_iter().next(),
+            Phase::Suspended { .. } => self
+                .inner
+                .store
+                .pending(Some(&state.run_id))?
+                .into_iter()
+                .next(),
             _ => None,
         };
         let error = match &state.phase {
             Phase::Failed { error } => Some(error.clone()),
             _ => None,
         };
-        Ok(Report { run_id: state.run_id.clone(), status: state.phase.status(), mode: state.mode.clone(), pending, error })
+        Ok(Report {
+            run_id: state.run_id.clone(),
+            status: state.phase.status(),
+            mode: state.mode.clone(),
+            pending,
+            error,
+        })
     }
 
     fn workspace(&self, state: &RunState) -> Result<Workspace, EngineError> {
         Ok(Workspace::open(&state.workspace, Some(&state.plans_dir))?)
     }
 
-    fn tool(&self, state: &RunState, mode: &str, name: &str) -> Result<Option<Arc<dyn Tool>>, EngineError> {
+    fn tool(
+        &self,
+        state: &RunState,
+        mode: &str,
+        name: &str,
+    ) -> Result<Option<Arc<dyn Tool>>, EngineError> {
         let _ = state;
         Ok(self.inner.controller.tools(mode)?.get(name).cloned())
     }
 
     /// Applies every recorded decision on the suspended step's pending calls, then carries on.
-    async fn apply_decisions(&self, state: &mut RunState, model: &dyn LanguageModel, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
-        let Phase::Suspended { step } = &state.phase else { return self.report(state) };
+    async fn apply_decisions(
+        &self,
+        state: &mut RunState,
+        model: &dyn LanguageModel,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
+        let Phase::Suspended { step } = &state.phase else {
+            return self.report(state);
+        };
         let mut step = step.clone();
         let workspace = self.workspace(state)?;
         for index in 0..step.calls.len() {
@@ -486,12 +690,20 @@ impl Engine {
             if !step.calls[index].status.is_pending() {
                 continue;
             }
-            let Some(decision) = self.inner.store.decision(&state.run_id, &call.tool_call_id)? else { continue };
-            let tool = self.tool(state, &step.mode, &call.tool_name)?.ok_or_else(|| EngineError::MissingTool {
-                run_id: state.run_id.clone(),
-                tool: call.tool_name.clone(),
-                mode: step.mode.clone(),
-            })?;
+            let Some(decision) = self
+                .inner
+                .store
+                .decision(&state.run_id, &call.tool_call_id)?
+            else {
+                continue;
+            };
+            let tool = self
+                .tool(state, &step.mode, &call.tool_name)?
+                .ok_or_else(|| EngineError::MissingTool {
+                    run_id: state.run_id.clone(),
+                    tool: call.tool_name.clone(),
+                    mode: step.mode.clone(),
+                })?;
             let ctx = ToolContext {
                 workspace: &workspace,
                 run_id: &state.run_id,
@@ -501,7 +713,9 @@ impl Engine {
             };
             let data = &decision.resume_data;
             let status = match &step.calls[index].status {
-                CallStatus::AwaitingApproval => self.apply_approval(&*tool, &ctx, &call, data, sink),
+                CallStatus::AwaitingApproval => {
+                    self.apply_approval(&*tool, &ctx, &call, data, sink)
+                }
                 _ => {
                     let resume_schema = tool.resume_schema().unwrap_or(Value::Null);
                     let violations = schema::validate(&resume_schema, data);
@@ -509,27 +723,47 @@ impl Engine {
                         let outcome = tool.resume(&ctx, &call.args, data);
                         if let ToolOutcome::Value(result) = &outcome {
                             if call.tool_name == SUBMIT_PLAN && submit_plan::is_approval(result) {
-                                state.mode = self.inner.controller.after_approval(&state.mode)?.to_owned();
+                                state.mode = self
+                                    .inner
+                                    .controller
+                                    .after_approval(&state.mode)?
+                                    .to_owned();
                             }
                         }
                         status_of(outcome)
                     } else {
-                        let result = schema::validation_error(tool.name(), "resume", data, &violations);
-                        CallStatus::Done { outcome: Outcome::Result(result) }
+                        let result =
+                            schema::validation_error(tool.name(), "resume", data, &violations);
+                        CallStatus::Done {
+                            outcome: Outcome::Result(result),
+                        }
                     }
                 }
             };
             step.calls[index].status = status;
         }
-        state.phase = if step.first_pending().is_some() { Phase::Suspended { step } } else { Phase::RunTools { step } };
+        state.phase = if step.first_pending().is_some() {
+            Phase::Suspended { step }
+        } else {
+            Phase::RunTools { step }
+        };
         self.drive(state, model, None, sink).await
     }
 
-    fn apply_approval(&self, tool: &dyn Tool, ctx: &ToolContext<'_>, call: &ToolCall, data: &Value, sink: &mut dyn ChunkSink) -> CallStatus {
+    fn apply_approval(
+        &self,
+        tool: &dyn Tool,
+        ctx: &ToolContext<'_>,
+        call: &ToolCall,
+        data: &Value,
+        sink: &mut dyn ChunkSink,
+    ) -> CallStatus {
         let violations = schema::validate(&approval_schema(), data);
         if !violations.is_empty() {
             let result = schema::validation_error(tool.name(), "resume", data, &violations);
-            return CallStatus::Done { outcome: Outcome::Result(result) };
+            return CallStatus::Done {
+                outcome: Outcome::Result(result),
+            };
         }
         if data.get("approved").and_then(Value::as_bool) == Some(true) {
             return status_of(tool.execute(ctx, &call.args));
@@ -550,15 +784,25 @@ impl Engine {
                 reason: reason.clone(),
             }),
         ));
-        CallStatus::Done { outcome: Outcome::Denied(reason) }
+        CallStatus::Done {
+            outcome: Outcome::Denied(reason),
+        }
     }
 
     /// Drives the state machine until the run suspends, waits, or fails.
-    async fn drive(&self, state: &mut RunState, model: &dyn LanguageModel, mut message_id: Option<String>, sink: &mut dyn ChunkSink) -> Result<Report, EngineError> {
+    async fn drive(
+        &self,
+        state: &mut RunState,
+        model: &dyn LanguageModel,
+        mut message_id: Option<String>,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         loop {
             let flow = match &state.phase {
                 Phase::CallModel => {
-                    let id = message_id.take().unwrap_or_else(|| self.inner.ids.next_id("msg"));
+                    let id = message_id
+                        .take()
+                        .unwrap_or_else(|| self.inner.ids.next_id("msg"));
                     self.call_model(state, model, id, sink).await?
                 }
                 Phase::RunTools { .. } => self.run_tools(state, sink)?,
@@ -576,17 +820,37 @@ impl Engine {
         }
     }
 
-    async fn call_model(&self, state: &mut RunState, model: &dyn LanguageModel, message_id: String, sink: &mut dyn ChunkSink) -> Result<Flow, EngineError> {
+    async fn call_model(
+        &self,
+        state: &mut RunState,
+        model: &dyn LanguageModel,
+        message_id: String,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Flow, EngineError> {
         let run_id = state.run_id.clone();
         let emit = |sink: &mut dyn ChunkSink, kind| sink.emit(Chunk::new(&run_id, kind));
-        emit(sink, ChunkKind::StepStart(StepStartPayload { message_id: message_id.clone() }));
+        emit(
+            sink,
+            ChunkKind::StepStart(StepStartPayload {
+                message_id: message_id.clone(),
+            }),
+        );
         let tools = self.inner.controller.tools(&state.mode)?;
         let specs: Vec<ToolSpec> = tools
             .iter()
-            .map(|t| ToolSpec { name: t.name().into(), description: t.description(), input_schema: t.input_schema() })
+            .map(|t| ToolSpec {
+                name: t.name().into(),
+                description: t.description(),
+                input_schema: t.input_schema(),
+            })
             .collect();
         let system = self.system_prompt(state)?;
-        let request = ModelRequest { run_id: &run_id, system: &system, messages: &state.messages, tools: &specs };
+        let request = ModelRequest {
+            run_id: &run_id,
+            system: &system,
+            messages: &state.messages,
+            tools: &specs,
+        };
         let mut events = model.stream(request);
         let mut text = String::new();
         let mut text_id: Option<String> = None;
@@ -612,11 +876,20 @@ impl Engine {
                 ModelEvent::TextDelta(delta) => {
                     let id = text_id.get_or_insert_with(|| {
                         let id = self.inner.ids.next_id("text");
-                        sink.emit(Chunk::new(&run_id, ChunkKind::TextStart(TextIdPayload { id: id.clone() })));
+                        sink.emit(Chunk::new(
+                            &run_id,
+                            ChunkKind::TextStart(TextIdPayload { id: id.clone() }),
+                        ));
                         id
                     });
                     text.push_str(&delta);
-                    emit(sink, ChunkKind::TextDelta(TextDeltaPayload { id: id.clone(), text: delta }));
+                    emit(
+                        sink,
+                        ChunkKind::TextDelta(TextDeltaPayload {
+                            id: id.clone(),
+                            text: delta,
+                        }),
+                    );
                 }
                 ModelEvent::ToolCallStart { id, name } => calls.push((id, name, String::new())),
                 ModelEvent::ToolCallArgsDelta { id, delta } => {
@@ -628,7 +901,11 @@ impl Engine {
                     if let Some(index) = calls.iter().position(|c| c.0 == id) {
                         let (id, name, raw) = calls.remove(index);
                         let args = parse_args(&raw);
-                        let call = ToolCall { tool_call_id: id, tool_name: name, args };
+                        let call = ToolCall {
+                            tool_call_id: id,
+                            tool_name: name,
+                            args,
+                        };
                         emit(sink, ChunkKind::ToolCall(call.clone()));
                         tool_calls.push(call);
                     }
@@ -642,35 +919,86 @@ impl Engine {
             emit(sink, ChunkKind::TextEnd(TextIdPayload { id }));
         }
         if let Some(err) = failure {
-            let error = ChunkError { code: err.code().into(), message: err.to_string() };
-            emit(sink, ChunkKind::Error(ErrorPayload { error: error.clone() }));
-            state.phase = Phase::Failed { error: error.clone() };
-            self.inner.store.save(state, self.now(), Some(("failed", json!({"error": error.message}))))?;
+            let error = ChunkError {
+                code: err.code().into(),
+                message: err.to_string(),
+            };
+            emit(
+                sink,
+                ChunkKind::Error(ErrorPayload {
+                    error: error.clone(),
+                }),
+            );
+            state.phase = Phase::Failed {
+                error: error.clone(),
+            };
+            self.inner.store.save(
+                state,
+                self.now(),
+                Some(("failed", json!({"error": error.message}))),
+            )?;
             return Ok(Flow::Stop);
         }
         state.steps_this_stream += 1;
         if let Some(u) = usage {
             state.usage.add(u);
         }
-        state.messages.push(Message::Assistant { content: text.clone(), tool_calls: tool_calls.clone() });
-        let output = StepOutput { text, tool_calls: tool_calls.clone(), usage };
+        state.messages.push(Message::Assistant {
+            content: text.clone(),
+            tool_calls: tool_calls.clone(),
+        });
+        let output = StepOutput {
+            text,
+            tool_calls: tool_calls.clone(),
+            usage,
+        };
         if tool_calls.is_empty() {
-            emit(sink, ChunkKind::StepFinish(StepFinishPayload {
-                message_id,
-                step_result: StepResult { reason: reason.clone(), is_continued: false },
-                output: output.clone(),
-            }));
-            state.phase = Phase::Waiting { reason: WaitReason::Finished };
-            self.inner.store.save(state, self.now(), Some(("finished", json!({"reason": reason}))))?;
-            emit(sink, ChunkKind::Finish(FinishPayload {
-                step_result: StepResult { reason, is_continued: false },
-                output,
-                usage: Some(state.usage),
-            }));
+            emit(
+                sink,
+                ChunkKind::StepFinish(StepFinishPayload {
+                    message_id,
+                    step_result: StepResult {
+                        reason: reason.clone(),
+                        is_continued: false,
+                    },
+                    output: output.clone(),
+                }),
+            );
+            state.phase = Phase::Waiting {
+                reason: WaitReason::Finished,
+            };
+            self.inner.store.save(
+                state,
+                self.now(),
+                Some(("finished", json!({"reason": reason}))),
+            )?;
+            emit(
+                sink,
+                ChunkKind::Finish(FinishPayload {
+                    step_result: StepResult {
+                        reason,
+                        is_continued: false,
+                    },
+                    output,
+                    usage: Some(state.usage),
+                }),
+            );
             return Ok(Flow::Stop);
         }
-        let calls = tool_calls.into_iter().map(|call| CallState { call, status: CallStatus::NotRun }).collect();
-        state.phase = Phase::RunTools { step: Step { message_id, mode: state.mode.clone(), calls } };
+        let calls = tool_calls
+            .into_iter()
+            .map(|call| CallState {
+                call,
+                status: CallStatus::NotRun,
+            })
+            .collect();
+        state.phase = Phase::RunTools {
+            step: Step {
+                message_id,
+                mode: state.mode.clone(),
+                calls,
+            },
+        };
         self.inner.store.save(state, self.now(), None)?;
         crash_point("after-model-call");
         Ok(Flow::Continue)
@@ -691,12 +1019,22 @@ impl Engine {
 
     /// Runs every call of the step not yet run; suspends if any waits for a person, else
     /// finishes the step.
-    fn run_tools(&self, state: &mut RunState, sink: &mut dyn ChunkSink) -> Result<Flow, EngineError> {
-        let Phase::RunTools { step } = &state.phase else { return Ok(Flow::Stop) };
+    fn run_tools(
+        &self,
+        state: &mut RunState,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Flow, EngineError> {
+        let Phase::RunTools { step } = &state.phase else {
+            return Ok(Flow::Stop);
+        };
         let mut step = step.clone();
         let workspace = self.workspace(state)?;
         let tools = self.inner.controller.tools(&step.mode)?;
-        for entry in step.calls.iter_mut().filter(|c| c.status == CallStatus::NotRun) {
+        for entry in step
+            .calls
+            .iter_mut()
+            .filter(|c| c.status == CallStatus::NotRun)
+        {
             let call = &entry.call;
             let Some(tool) = tools.get(&call.tool_name) else {
                 entry.status = CallStatus::Done {
@@ -711,8 +1049,11 @@ impl Engine {
             };
             let violations = schema::validate(&tool.input_schema(), &call.args);
             if !violations.is_empty() {
-                let result = schema::validation_error(tool.name(), "input", &call.args, &violations);
-                entry.status = CallStatus::Done { outcome: Outcome::Result(result) };
+                let result =
+                    schema::validation_error(tool.name(), "input", &call.args, &violations);
+                entry.status = CallStatus::Done {
+                    outcome: Outcome::Result(result),
+                };
                 continue;
             }
             let ctx = ToolContext {
@@ -737,14 +1078,25 @@ impl Engine {
 
     /// Persists the suspension (plan revisions and pending items included), then announces the
     /// earliest pending call.
-    fn suspend(&self, state: &mut RunState, step: Step, sink: &mut dyn ChunkSink) -> Result<(), EngineError> {
+    fn suspend(
+        &self,
+        state: &mut RunState,
+        step: Step,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<(), EngineError> {
         let first = step.first_pending().cloned();
         state.phase = Phase::Suspended { step };
         let Some(first) = first else { return Ok(()) };
         let call = first.call;
-        self.inner.store.save(state, self.now(), Some(("suspended", json!({"toolCallId": call.tool_call_id}))))?;
+        self.inner.store.save(
+            state,
+            self.now(),
+            Some(("suspended", json!({"toolCallId": call.tool_call_id}))),
+        )?;
         crash_point("after-suspend");
-        let Phase::Suspended { step } = &state.phase else { return Ok(()) };
+        let Phase::Suspended { step } = &state.phase else {
+            return Ok(());
+        };
         let tool = self.tool(state, &step.mode, &call.tool_name)?;
         let kind = match first.status {
             CallStatus::Suspended { suspend_payload } => {
@@ -770,28 +1122,42 @@ impl Engine {
 
     /// Every call of the step is done: report the results, give them to the model, and decide
     /// whether the loop goes on.
-    fn finish_step(&self, state: &mut RunState, step: Step, sink: &mut dyn ChunkSink) -> Result<Flow, EngineError> {
+    fn finish_step(
+        &self,
+        state: &mut RunState,
+        step: Step,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Flow, EngineError> {
         let run_id = state.run_id.clone();
         let mut wait_for_user = false;
         for entry in &step.calls {
-            let CallStatus::Done { outcome } = &entry.status else { continue };
+            let CallStatus::Done { outcome } = &entry.status else {
+                continue;
+            };
             let call = &entry.call;
             match outcome {
                 Outcome::Result(result) => {
-                    wait_for_user |= call.tool_name == SUBMIT_PLAN && submit_plan::waits_for_user(result);
-                    sink.emit(Chunk::new(&run_id, ChunkKind::ToolResult(ToolResultPayload {
+                    wait_for_user |=
+                        call.tool_name == SUBMIT_PLAN && submit_plan::waits_for_user(result);
+                    sink.emit(Chunk::new(
+                        &run_id,
+                        ChunkKind::ToolResult(ToolResultPayload {
+                            tool_call_id: call.tool_call_id.clone(),
+                            tool_name: call.tool_name.clone(),
+                            args: call.args.clone(),
+                            result: result.clone(),
+                        }),
+                    ));
+                }
+                Outcome::Error(error) => sink.emit(Chunk::new(
+                    &run_id,
+                    ChunkKind::ToolError(ToolErrorPayload {
                         tool_call_id: call.tool_call_id.clone(),
                         tool_name: call.tool_name.clone(),
                         args: call.args.clone(),
-                        result: result.clone(),
-                    })));
-                }
-                Outcome::Error(error) => sink.emit(Chunk::new(&run_id, ChunkKind::ToolError(ToolErrorPayload {
-                    tool_call_id: call.tool_call_id.clone(),
-                    tool_name: call.tool_name.clone(),
-                    args: call.args.clone(),
-                    error: error.clone(),
-                }))),
+                        error: error.clone(),
+                    }),
+                )),
                 Outcome::Denied(_) => {}
             }
             state.messages.push(Message::Tool {
@@ -809,7 +1175,11 @@ impl Engine {
                 _ => None,
             })
             .unwrap_or_default();
-        let output = StepOutput { text, tool_calls: step.calls.iter().map(|c| c.call.clone()).collect(), usage: None };
+        let output = StepOutput {
+            text,
+            tool_calls: step.calls.iter().map(|c| c.call.clone()).collect(),
+            usage: None,
+        };
         let stop = if wait_for_user {
             Some(WaitReason::Feedback)
         } else if state.steps_this_stream >= state.max_steps {
@@ -820,7 +1190,10 @@ impl Engine {
         let step_finish = |is_continued| {
             ChunkKind::StepFinish(StepFinishPayload {
                 message_id: step.message_id.clone(),
-                step_result: StepResult { reason: "tool-calls".into(), is_continued },
+                step_result: StepResult {
+                    reason: "tool-calls".into(),
+                    is_continued,
+                },
                 output: output.clone(),
             })
         };
@@ -831,23 +1204,41 @@ impl Engine {
             return Ok(Flow::Continue);
         };
         state.phase = Phase::Waiting { reason };
-        let event = if reason == WaitReason::Feedback { "waiting" } else { "max-steps" };
-        self.inner.store.save(state, self.now(), Some((event, json!({}))))?;
+        let event = if reason == WaitReason::Feedback {
+            "waiting"
+        } else {
+            "max-steps"
+        };
+        self.inner
+            .store
+            .save(state, self.now(), Some((event, json!({}))))?;
         sink.emit(Chunk::new(&run_id, step_finish(false)));
-        sink.emit(Chunk::new(&run_id, ChunkKind::Finish(FinishPayload {
-            step_result: StepResult { reason: "tool-calls".into(), is_continued: false },
-            output,
-            usage: Some(state.usage),
-        })));
+        sink.emit(Chunk::new(
+            &run_id,
+            ChunkKind::Finish(FinishPayload {
+                step_result: StepResult {
+                    reason: "tool-calls".into(),
+                    is_continued: false,
+                },
+                output,
+                usage: Some(state.usage),
+            }),
+        ));
         Ok(Flow::Stop)
     }
 }
 
 fn status_of(outcome: ToolOutcome) -> CallStatus {
     match outcome {
-        ToolOutcome::Value(result) => CallStatus::Done { outcome: Outcome::Result(result) },
-        ToolOutcome::Failed(error) => CallStatus::Done { outcome: Outcome::Error(error) },
-        ToolOutcome::Suspend { payload } => CallStatus::Suspended { suspend_payload: payload },
+        ToolOutcome::Value(result) => CallStatus::Done {
+            outcome: Outcome::Result(result),
+        },
+        ToolOutcome::Failed(error) => CallStatus::Done {
+            outcome: Outcome::Error(error),
+        },
+        ToolOutcome::Suspend { payload } => CallStatus::Suspended {
+            suspend_payload: payload,
+        },
     }
 }
 
@@ -878,14 +1269,20 @@ impl RunStream {
     pub async fn report(self) -> Result<Report, EngineError> {
         match self.task.await {
             Ok(report) => report,
-            Err(join) => Err(EngineError::Store(StoreError::Invalid { run_id: self.run_id, message: format!("run task failed: {join}") })),
+            Err(join) => Err(EngineError::Store(StoreError::Invalid {
+                run_id: self.run_id,
+                message: format!("run task failed: {join}"),
+            })),
         }
     }
 }
 
 impl futures::Stream for RunStream {
     type Item = Chunk;
-    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Chunk>> {
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Chunk>> {
         self.chunks.poll_recv(cx)
     }
 }

@@ -32,6 +32,8 @@ pub enum Message {
 
 impl Message {
     pub fn user(content: impl Into<String>) -> Self {
-        Message::User { content: content.into() }
+        Message::User {
+            content: content.into(),
+        }
     }
 }

@@ -65,7 +65,10 @@ impl AgentController {
                     return Err(ModeError::TransitionToSelf(mode.id.clone()));
                 }
                 if !seen.contains(to.as_str()) {
-                    return Err(ModeError::UnknownTransition { from: mode.id.clone(), to: to.clone() });
+                    return Err(ModeError::UnknownTransition {
+                        from: mode.id.clone(),
+                        to: to.clone(),
+                    });
                 }
             }
         }
@@ -73,7 +76,10 @@ impl AgentController {
     }
 
     pub fn mode(&self, id: &str) -> Result<&Mode, ModeError> {
-        self.modes.iter().find(|m| m.id == id).ok_or_else(|| ModeError::UnknownMode(id.to_owned()))
+        self.modes
+            .iter()
+            .find(|m| m.id == id)
+            .ok_or_else(|| ModeError::UnknownMode(id.to_owned()))
     }
 
     pub fn modes(&self) -> &[Mode] {
@@ -82,7 +88,10 @@ impl AgentController {
 
     /// The default mode: the one marked default, else the first.
     pub fn default_mode(&self) -> &Mode {
-        self.modes.iter().find(|m| m.default).unwrap_or(&self.modes[0])
+        self.modes
+            .iter()
+            .find(|m| m.default)
+            .unwrap_or(&self.modes[0])
     }
 
     /// The tools a model sees in `mode`.
@@ -111,7 +120,9 @@ impl AgentController {
 pub fn builtin() -> AgentController {
     let read: Vec<Arc<dyn Tool>> = vec![Arc::new(ReadFile), Arc::new(ListFiles)];
     let mut plan_tools = read.clone();
-    plan_tools.push(Arc::new(WriteFile { scope: WriteScope::PlansOnly }));
+    plan_tools.push(Arc::new(WriteFile {
+        scope: WriteScope::PlansOnly,
+    }));
     plan_tools.push(Arc::new(SubmitPlan));
     let modes = vec![
         Mode {
@@ -155,26 +166,42 @@ mod tests {
     use super::*;
 
     fn mode(id: &str) -> Mode {
-        Mode { id: id.into(), name: id.into(), ..Mode::default() }
+        Mode {
+            id: id.into(),
+            name: id.into(),
+            ..Mode::default()
+        }
     }
 
     #[test]
     fn construction_errors_are_specific() {
         let base = ToolSet::default();
-        assert_eq!(AgentController::new(base.clone(), vec![]).unwrap_err(), ModeError::NoModes);
+        assert_eq!(
+            AgentController::new(base.clone(), vec![]).unwrap_err(),
+            ModeError::NoModes
+        );
         assert_eq!(
             AgentController::new(base.clone(), vec![mode("a"), mode("a")]).unwrap_err(),
             ModeError::DuplicateId("a".into())
         );
-        let selfish = Mode { transitions_to: Some("a".into()), ..mode("a") };
+        let selfish = Mode {
+            transitions_to: Some("a".into()),
+            ..mode("a")
+        };
         assert_eq!(
             AgentController::new(base.clone(), vec![selfish]).unwrap_err(),
             ModeError::TransitionToSelf("a".into())
         );
-        let lost = Mode { transitions_to: Some("zzz".into()), ..mode("a") };
+        let lost = Mode {
+            transitions_to: Some("zzz".into()),
+            ..mode("a")
+        };
         assert_eq!(
             AgentController::new(base.clone(), vec![lost]).unwrap_err(),
-            ModeError::UnknownTransition { from: "a".into(), to: "zzz".into() }
+            ModeError::UnknownTransition {
+                from: "a".into(),
+                to: "zzz".into()
+            }
         );
         let both = Mode {
             tools: Some(ToolSet::default()),
@@ -192,20 +219,44 @@ mod tests {
         let base = ToolSet::default();
         let c = AgentController::new(
             base.clone(),
-            vec![mode("x"), Mode { default: true, ..mode("y") }, Mode { transitions_to: Some("x".into()), ..mode("z") }],
+            vec![
+                mode("x"),
+                Mode {
+                    default: true,
+                    ..mode("y")
+                },
+                Mode {
+                    transitions_to: Some("x".into()),
+                    ..mode("z")
+                },
+            ],
         )
         .unwrap();
         assert_eq!(c.after_approval("z").unwrap(), "x");
-        assert_eq!(c.after_approval("x").unwrap(), "y", "no transition: the default mode");
+        assert_eq!(
+            c.after_approval("x").unwrap(),
+            "y",
+            "no transition: the default mode"
+        );
         let c = AgentController::new(base, vec![mode("p"), mode("q")]).unwrap();
-        assert_eq!(c.after_approval("q").unwrap(), "p", "no default: the first mode");
+        assert_eq!(
+            c.after_approval("q").unwrap(),
+            "p",
+            "no default: the first mode"
+        );
     }
 
     #[test]
     fn builtin_modes_have_the_documented_tools() {
         let c = builtin();
-        assert_eq!(c.tools(PLAN).unwrap().names(), vec!["read_file", "list_files", "write_file", "submit_plan"]);
-        assert_eq!(c.tools(BUILD).unwrap().names(), vec!["read_file", "list_files", "write_file"]);
+        assert_eq!(
+            c.tools(PLAN).unwrap().names(),
+            vec!["read_file", "list_files", "write_file", "submit_plan"]
+        );
+        assert_eq!(
+            c.tools(BUILD).unwrap().names(),
+            vec!["read_file", "list_files", "write_file"]
+        );
         assert_eq!(c.after_approval(PLAN).unwrap(), BUILD);
         assert_eq!(c.default_mode().id, BUILD);
     }

@@ -85,13 +85,20 @@ pub enum CallStatus {
     NotRun,
     AwaitingApproval,
     #[serde(rename_all = "camelCase")]
-    Suspended { suspend_payload: Value },
-    Done { outcome: Outcome },
+    Suspended {
+        suspend_payload: Value,
+    },
+    Done {
+        outcome: Outcome,
+    },
 }
 
 impl CallStatus {
     pub fn is_pending(&self) -> bool {
-        matches!(self, CallStatus::AwaitingApproval | CallStatus::Suspended { .. })
+        matches!(
+            self,
+            CallStatus::AwaitingApproval | CallStatus::Suspended { .. }
+        )
     }
 }
 
@@ -151,7 +158,9 @@ impl Phase {
         match self {
             Phase::CallModel | Phase::RunTools { .. } => RunStatus::Running,
             Phase::Suspended { .. } => RunStatus::Suspended,
-            Phase::Waiting { reason: WaitReason::Feedback } => RunStatus::Waiting,
+            Phase::Waiting {
+                reason: WaitReason::Feedback,
+            } => RunStatus::Waiting,
             Phase::Waiting { .. } => RunStatus::Finished,
             Phase::Failed { .. } => RunStatus::Failed,
         }

@@ -22,9 +22,15 @@ pub const DATA_DIR_ENV: &str = "PLANDESK_DATA_DIR";
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open the store in {dir}: {source}")]
-    Open { dir: PathBuf, source: Box<dyn std::error::Error + Send + Sync> },
+    Open {
+        dir: PathBuf,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("store query failed ({context}): {source}")]
-    Sql { context: &'static str, source: rusqlite::Error },
+    Sql {
+        context: &'static str,
+        source: rusqlite::Error,
+    },
     #[error("snapshot of run {run_id} is unreadable: {message}")]
     Corrupt { run_id: String, message: String },
     #[error("no run matches `{0}`")]
@@ -33,15 +39,30 @@ pub enum StoreError {
     AmbiguousRun { prefix: String, candidates: String },
     #[error("no plan revision {0}")]
     UnknownRevision(i64),
-    #[error("tool call {tool_call_id} of run {run_id} was already decided ({action} at {decided_at})")]
-    AlreadyDecided { run_id: String, tool_call_id: String, action: String, decided_at: Millis },
+    #[error(
+        "tool call {tool_call_id} of run {run_id} was already decided ({action} at {decided_at})"
+    )]
+    AlreadyDecided {
+        run_id: String,
+        tool_call_id: String,
+        action: String,
+        decided_at: Millis,
+    },
     #[error("nothing with tool call id {tool_call_id} is pending in run {run_id}")]
-    NotPending { run_id: String, tool_call_id: String },
+    NotPending {
+        run_id: String,
+        tool_call_id: String,
+    },
     #[error(
         "the plan changed since it was shown: you decided on revision {given}, but revision {pending_no} \
          ({pending_sha}) of {path} is pending now; review it and decide again"
     )]
-    StaleRevision { given: String, pending_no: i64, pending_sha: String, path: String },
+    StaleRevision {
+        given: String,
+        pending_no: i64,
+        pending_sha: String,
+        path: String,
+    },
     #[error("the store cannot keep run {run_id}: {message}")]
     Invalid { run_id: String, message: String },
 }
@@ -55,7 +76,9 @@ pub fn default_data_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
-    dirs::data_dir().unwrap_or_else(std::env::temp_dir).join("plandesk")
+    dirs::data_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("plandesk")
 }
 
 /// A submitted plan, never overwritten.
@@ -243,13 +266,18 @@ impl Store {
         std::fs::create_dir_all(dir).map_err(|e| open_err(Box::new(e)))?;
         let path = dir.join(DB_FILE);
         let conn = Connection::open(&path).map_err(|e| open_err(Box::new(e)))?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(|e| open_err(Box::new(e)))?;
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(|e| open_err(Box::new(e)))?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
         )
         .map_err(|e| open_err(Box::new(e)))?;
-        conn.execute_batch(SCHEMA).map_err(|e| open_err(Box::new(e)))?;
-        Ok(Self { conn: Mutex::new(conn), path })
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| open_err(Box::new(e)))?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -258,13 +286,17 @@ impl Store {
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite consistent (transactions roll back).
-        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Records a new run with its first snapshot.
     pub fn create_run(&self, state: &RunState, prompt: &str, at: Millis) -> Result<(), StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("begin"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("begin"))?;
         tx.execute(
             "INSERT INTO runs (id, prompt, model, mode, status, workspace, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
@@ -279,15 +311,27 @@ impl Store {
             ],
         )
         .map_err(sql("insert run"))?;
-        save_in(&tx, state, at, Some(("run-started", serde_json::json!({"prompt": prompt}))))?;
+        save_in(
+            &tx,
+            state,
+            at,
+            Some(("run-started", serde_json::json!({"prompt": prompt}))),
+        )?;
         tx.commit().map_err(sql("commit run"))
     }
 
     /// Persists `state` as a new snapshot version, with its new messages, the plan revisions and
     /// pending items it implies, and `event`, all in one transaction.
-    pub fn save(&self, state: &RunState, at: Millis, event: Option<(&str, Value)>) -> Result<(), StoreError> {
+    pub fn save(
+        &self,
+        state: &RunState,
+        at: Millis,
+        event: Option<(&str, Value)>,
+    ) -> Result<(), StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("begin"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("begin"))?;
         save_in(&tx, state, at, event)?;
         tx.commit().map_err(sql("commit snapshot"))
     }
@@ -295,7 +339,10 @@ impl Store {
     /// Marks which process drives a run now (`None` when it stops).
     pub fn set_owner(&self, run_id: &str, pid: Option<u32>) -> Result<(), StoreError> {
         self.conn()
-            .execute("UPDATE runs SET owner_pid = ?2 WHERE id = ?1", params![run_id, pid])
+            .execute(
+                "UPDATE runs SET owner_pid = ?2 WHERE id = ?1",
+                params![run_id, pid],
+            )
             .map_err(sql("set owner"))?;
         Ok(())
     }
@@ -313,25 +360,36 @@ impl Store {
             .optional()
             .map_err(sql("load snapshot"))?;
         let (json, count, schema) = row.ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))?;
-        let corrupt = |message: String| StoreError::Corrupt { run_id: run_id.to_owned(), message };
+        let corrupt = |message: String| StoreError::Corrupt {
+            run_id: run_id.to_owned(),
+            message,
+        };
         if schema != SCHEMA_VERSION {
             return Err(corrupt(format!(
                 "schema version {schema}, this build reads {SCHEMA_VERSION}"
             )));
         }
-        let mut state: RunState = serde_json::from_str(&json).map_err(|e| corrupt(e.to_string()))?;
+        let mut state: RunState =
+            serde_json::from_str(&json).map_err(|e| corrupt(e.to_string()))?;
         let mut stmt = conn
-            .prepare_cached("SELECT message FROM messages WHERE run_id = ?1 AND seq < ?2 ORDER BY seq")
+            .prepare_cached(
+                "SELECT message FROM messages WHERE run_id = ?1 AND seq < ?2 ORDER BY seq",
+            )
             .map_err(sql("load messages"))?;
         let rows = stmt
             .query_map(params![run_id, count], |r| r.get::<_, String>(0))
             .map_err(sql("load messages"))?;
         for row in rows {
             let text = row.map_err(sql("load messages"))?;
-            state.messages.push(serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?);
+            state
+                .messages
+                .push(serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?);
         }
         if state.messages.len() != usize::try_from(count).unwrap_or(usize::MAX) {
-            return Err(corrupt(format!("{count} messages expected, {} stored", state.messages.len())));
+            return Err(corrupt(format!(
+                "{count} messages expected, {} stored",
+                state.messages.len()
+            )));
         }
         Ok(state)
     }
@@ -340,7 +398,9 @@ impl Store {
     /// (unknown, or already decided) or if the plan changed from the one the person saw.
     pub fn record_decision(&self, d: &NewDecision<'_>) -> Result<DecisionRecord, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("begin"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("begin"))?;
         let pending: Option<Option<i64>> = tx
             .query_row(
                 "SELECT revision_id FROM pending WHERE run_id = ?1 AND tool_call_id = ?2",
@@ -388,15 +448,20 @@ impl Store {
         .map_err(sql("clear pending"))?;
         let data = serde_json::json!({"toolCallId": d.tool_call_id, "action": d.action, "feedback": d.feedback, "revisionId": revision_id});
         insert_event(&tx, d.run_id, d.at, "decided", &data)?;
-        let record = decision_in(&tx, d.run_id, d.tool_call_id)?.ok_or_else(|| StoreError::Invalid {
-            run_id: d.run_id.to_owned(),
-            message: "decision vanished inside its own transaction".into(),
-        })?;
+        let record =
+            decision_in(&tx, d.run_id, d.tool_call_id)?.ok_or_else(|| StoreError::Invalid {
+                run_id: d.run_id.to_owned(),
+                message: "decision vanished inside its own transaction".into(),
+            })?;
         tx.commit().map_err(sql("commit decision"))?;
         Ok(record)
     }
 
-    pub fn decision(&self, run_id: &str, tool_call_id: &str) -> Result<Option<DecisionRecord>, StoreError> {
+    pub fn decision(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<DecisionRecord>, StoreError> {
         decision_in(&self.conn(), run_id, tool_call_id)
     }
 
@@ -415,7 +480,10 @@ impl Store {
             [] => Err(StoreError::UnknownRun(prefix.to_owned())),
             [first, ..] if first == prefix => Ok(first.clone()),
             [only] => Ok(only.clone()),
-            many => Err(StoreError::AmbiguousRun { prefix: prefix.to_owned(), candidates: many.join(", ") }),
+            many => Err(StoreError::AmbiguousRun {
+                prefix: prefix.to_owned(),
+                candidates: many.join(", "),
+            }),
         }
     }
 
@@ -473,7 +541,11 @@ impl Store {
                     PendingItem {
                         run_id: r.get(0)?,
                         tool_call_id: r.get(1)?,
-                        kind: if kind == "plan" { PendingKind::Plan } else { PendingKind::Approval },
+                        kind: if kind == "plan" {
+                            PendingKind::Plan
+                        } else {
+                            PendingKind::Approval
+                        },
                         tool_name: r.get(3)?,
                         args: serde_json::from_str(&args).unwrap_or(Value::String(args)),
                         since: r.get(6)?,
@@ -539,21 +611,37 @@ impl Store {
     /// How many snapshot versions a run has (they are never overwritten).
     pub fn snapshot_count(&self, run_id: &str) -> Result<i64, StoreError> {
         self.conn()
-            .query_row("SELECT COUNT(*) FROM run_snapshots WHERE run_id = ?1", [run_id], |r| r.get(0))
+            .query_row(
+                "SELECT COUNT(*) FROM run_snapshots WHERE run_id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
             .map_err(sql("count snapshots"))
     }
 }
 
-fn save_in(tx: &Connection, state: &RunState, at: Millis, event: Option<(&str, Value)>) -> Result<(), StoreError> {
+fn save_in(
+    tx: &Connection,
+    state: &RunState,
+    at: Millis,
+    event: Option<(&str, Value)>,
+) -> Result<(), StoreError> {
     let run_id = state.run_id.as_str();
     let stored: i64 = tx
-        .query_row("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run_id = ?1", [run_id], |r| r.get(0))
+        .query_row(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )
         .map_err(sql("count messages"))?;
     let stored = usize::try_from(stored).unwrap_or(0);
     if stored > state.messages.len() {
         return Err(StoreError::Invalid {
             run_id: run_id.to_owned(),
-            message: format!("{stored} messages are stored but the state has {}", state.messages.len()),
+            message: format!(
+                "{stored} messages are stored but the state has {}",
+                state.messages.len()
+            ),
         });
     }
     {
@@ -565,11 +653,15 @@ fn save_in(tx: &Connection, state: &RunState, at: Millis, event: Option<(&str, V
                 run_id: run_id.to_owned(),
                 message: e.to_string(),
             })?;
-            insert.execute(params![run_id, seq as i64, json]).map_err(sql("append message"))?;
+            insert
+                .execute(params![run_id, seq as i64, json])
+                .map_err(sql("append message"))?;
         }
     }
-    let json = serde_json::to_string(state)
-        .map_err(|e| StoreError::Invalid { run_id: run_id.to_owned(), message: e.to_string() })?;
+    let json = serde_json::to_string(state).map_err(|e| StoreError::Invalid {
+        run_id: run_id.to_owned(),
+        message: e.to_string(),
+    })?;
     tx.execute(
         "INSERT INTO run_snapshots (run_id, version, schema_version, message_count, state, saved_at)
          VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM run_snapshots WHERE run_id = ?1), ?2, ?3, ?4, ?5)",
@@ -593,7 +685,8 @@ fn save_in(tx: &Connection, state: &RunState, at: Millis, event: Option<(&str, V
 fn sync_pending(tx: &Connection, state: &RunState, at: Millis) -> Result<(), StoreError> {
     let run_id = state.run_id.as_str();
     let Phase::Suspended { step } = &state.phase else {
-        tx.execute("DELETE FROM pending WHERE run_id = ?1", [run_id]).map_err(sql("clear pending"))?;
+        tx.execute("DELETE FROM pending WHERE run_id = ?1", [run_id])
+            .map_err(sql("clear pending"))?;
         return Ok(());
     };
     let mut keep = Vec::new();
@@ -603,9 +696,10 @@ fn sync_pending(tx: &Connection, state: &RunState, at: Millis) -> Result<(), Sto
             continue;
         }
         let (kind, revision_id) = match &call.status {
-            CallStatus::Suspended { suspend_payload } if call.call.tool_name == SUBMIT_PLAN => {
-                ("plan", Some(insert_revision(tx, run_id, id, suspend_payload, at)?))
-            }
+            CallStatus::Suspended { suspend_payload } if call.call.tool_name == SUBMIT_PLAN => (
+                "plan",
+                Some(insert_revision(tx, run_id, id, suspend_payload, at)?),
+            ),
             CallStatus::Suspended { .. } => ("suspended", None),
             _ => ("approval", None),
         };
@@ -626,7 +720,13 @@ fn sync_pending(tx: &Connection, state: &RunState, at: Millis) -> Result<(), Sto
     Ok(())
 }
 
-fn insert_revision(tx: &Connection, run_id: &str, call_id: &str, payload: &Value, at: Millis) -> Result<i64, StoreError> {
+fn insert_revision(
+    tx: &Connection,
+    run_id: &str,
+    call_id: &str,
+    payload: &Value,
+    at: Millis,
+) -> Result<i64, StoreError> {
     let existing: Option<i64> = tx
         .query_row(
             "SELECT id FROM plan_revisions WHERE run_id = ?1 AND tool_call_id = ?2",
@@ -638,7 +738,13 @@ fn insert_revision(tx: &Connection, run_id: &str, call_id: &str, payload: &Value
     if let Some(id) = existing {
         return Ok(id);
     }
-    let field = |key: &str| payload.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let field = |key: &str| {
+        payload
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let (path, title, body) = (field("path"), field("title"), field("plan"));
     tx.execute(
         "INSERT INTO plan_revisions (run_id, tool_call_id, path, title, body, sha256, revision_no, submitted_at)
@@ -648,11 +754,23 @@ fn insert_revision(tx: &Connection, run_id: &str, call_id: &str, payload: &Value
     )
     .map_err(sql("insert revision"))?;
     let id = tx.last_insert_rowid();
-    insert_event(tx, run_id, at, "plan-submitted", &serde_json::json!({"revisionId": id, "toolCallId": call_id, "path": path}))?;
+    insert_event(
+        tx,
+        run_id,
+        at,
+        "plan-submitted",
+        &serde_json::json!({"revisionId": id, "toolCallId": call_id, "path": path}),
+    )?;
     Ok(id)
 }
 
-fn insert_event(tx: &Connection, run_id: &str, at: Millis, kind: &str, data: &Value) -> Result<(), StoreError> {
+fn insert_event(
+    tx: &Connection,
+    run_id: &str,
+    at: Millis,
+    kind: &str,
+    data: &Value,
+) -> Result<(), StoreError> {
     tx.execute(
         "INSERT INTO events (run_id, at, kind, data) VALUES (?1, ?2, ?3, ?4)",
         params![run_id, at, kind, data.to_string()],
@@ -661,7 +779,11 @@ fn insert_event(tx: &Connection, run_id: &str, at: Millis, kind: &str, data: &Va
     Ok(())
 }
 
-fn decision_in(conn: &Connection, run_id: &str, tool_call_id: &str) -> Result<Option<DecisionRecord>, StoreError> {
+fn decision_in(
+    conn: &Connection,
+    run_id: &str,
+    tool_call_id: &str,
+) -> Result<Option<DecisionRecord>, StoreError> {
     conn.query_row(
         "SELECT id, run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at
          FROM decisions WHERE run_id = ?1 AND tool_call_id = ?2",
@@ -711,5 +833,8 @@ fn revision_in(conn: &Connection, id: i64) -> Result<PlanRevision, StoreError> {
         .map_err(sql("load revision"))?
         .ok_or(StoreError::UnknownRevision(id))?;
     let decision = decision_in(conn, &revision.run_id, &revision.tool_call_id)?;
-    Ok(PlanRevision { decision, ..revision })
+    Ok(PlanRevision {
+        decision,
+        ..revision
+    })
 }

@@ -51,16 +51,24 @@ pub struct Workspace {
 impl Workspace {
     /// Opens an existing folder as a workspace. `plans_dir` defaults to [`DEFAULT_PLANS_DIR`].
     pub fn open(root: &Path, plans_dir: Option<&str>) -> Result<Self, WorkspaceError> {
-        let canonical = fs::canonicalize(root)
-            .map_err(|source| WorkspaceError::Root { path: root.to_owned(), source })?;
+        let canonical = fs::canonicalize(root).map_err(|source| WorkspaceError::Root {
+            path: root.to_owned(),
+            source,
+        })?;
         if !canonical.is_dir() {
             return Err(WorkspaceError::RootNotDir { path: canonical });
         }
-        let plans_dir = plans_dir.unwrap_or(DEFAULT_PLANS_DIR).trim_end_matches('/').to_owned();
+        let plans_dir = plans_dir
+            .unwrap_or(DEFAULT_PLANS_DIR)
+            .trim_end_matches('/')
+            .to_owned();
         if lexical_relative(&plans_dir).map_or(true, |p| p.as_os_str().is_empty()) {
             return Err(WorkspaceError::PlansDir { path: plans_dir });
         }
-        Ok(Self { root: canonical, plans_dir })
+        Ok(Self {
+            root: canonical,
+            plans_dir,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -88,16 +96,22 @@ impl Workspace {
             return Err(WorkspaceError::Empty);
         }
         if Path::new(path).is_absolute() || path.starts_with('/') || path.starts_with('\\') {
-            return Err(WorkspaceError::Absolute { path: path.to_owned() });
+            return Err(WorkspaceError::Absolute {
+                path: path.to_owned(),
+            });
         }
-        lexical_relative(path).ok_or_else(|| WorkspaceError::Escapes { path: path.to_owned() })
+        lexical_relative(path).ok_or_else(|| WorkspaceError::Escapes {
+            path: path.to_owned(),
+        })
     }
 
     fn inside(&self, canonical: &Path, path: &str) -> Result<(), WorkspaceError> {
         if canonical.starts_with(&self.root) {
             Ok(())
         } else {
-            Err(WorkspaceError::Escapes { path: path.to_owned() })
+            Err(WorkspaceError::Escapes {
+                path: path.to_owned(),
+            })
         }
     }
 
@@ -107,10 +121,17 @@ impl Workspace {
         let canonical = fs::canonicalize(&joined).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound if joined.symlink_metadata().is_ok() => {
                 // A dangling symlink: where it points is not ours to say.
-                WorkspaceError::Escapes { path: path.to_owned() }
+                WorkspaceError::Escapes {
+                    path: path.to_owned(),
+                }
             }
-            io::ErrorKind::NotFound => WorkspaceError::NotFound { path: path.to_owned() },
-            _ => WorkspaceError::Io { path: path.to_owned(), source },
+            io::ErrorKind::NotFound => WorkspaceError::NotFound {
+                path: path.to_owned(),
+            },
+            _ => WorkspaceError::Io {
+                path: path.to_owned(),
+                source,
+            },
         })?;
         self.inside(&canonical, path)?;
         Ok(canonical)
@@ -124,7 +145,9 @@ impl Workspace {
         if joined.symlink_metadata().is_ok() {
             let canonical = self.resolve_existing(path)?;
             if canonical.is_dir() {
-                return Err(WorkspaceError::NotAFile { path: path.to_owned() });
+                return Err(WorkspaceError::NotAFile {
+                    path: path.to_owned(),
+                });
             }
             return Ok(canonical);
         }
@@ -132,16 +155,21 @@ impl Workspace {
         let mut existing = joined.as_path();
         while existing.symlink_metadata().is_err() {
             let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
-                return Err(WorkspaceError::Escapes { path: path.to_owned() });
+                return Err(WorkspaceError::Escapes {
+                    path: path.to_owned(),
+                });
             };
             missing.push(name.to_owned());
             existing = parent;
         }
-        let mut canonical = fs::canonicalize(existing)
-            .map_err(|_| WorkspaceError::Escapes { path: path.to_owned() })?;
+        let mut canonical = fs::canonicalize(existing).map_err(|_| WorkspaceError::Escapes {
+            path: path.to_owned(),
+        })?;
         self.inside(&canonical, path)?;
         if !canonical.is_dir() {
-            return Err(WorkspaceError::NotADir { path: self.display(&canonical) });
+            return Err(WorkspaceError::NotADir {
+                path: self.display(&canonical),
+            });
         }
         canonical.extend(missing.iter().rev());
         Ok(canonical)
@@ -163,10 +191,14 @@ impl Workspace {
 
     /// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`].
     pub fn read_text(&self, resolved: &Path, path: &str) -> Result<String, WorkspaceError> {
-        let meta =
-            fs::metadata(resolved).map_err(|source| WorkspaceError::Io { path: path.to_owned(), source })?;
+        let meta = fs::metadata(resolved).map_err(|source| WorkspaceError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
         if !meta.is_file() {
-            return Err(WorkspaceError::NotAFile { path: path.to_owned() });
+            return Err(WorkspaceError::NotAFile {
+                path: path.to_owned(),
+            });
         }
         if meta.len() > MAX_FILE_BYTES {
             return Err(WorkspaceError::TooLarge {
@@ -175,9 +207,13 @@ impl Workspace {
                 limit: MAX_FILE_BYTES,
             });
         }
-        let bytes =
-            fs::read(resolved).map_err(|source| WorkspaceError::Io { path: path.to_owned(), source })?;
-        String::from_utf8(bytes).map_err(|_| WorkspaceError::NotUtf8 { path: path.to_owned() })
+        let bytes = fs::read(resolved).map_err(|source| WorkspaceError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        String::from_utf8(bytes).map_err(|_| WorkspaceError::NotUtf8 {
+            path: path.to_owned(),
+        })
     }
 }
 

@@ -13,7 +13,11 @@ use plandesk::store::{default_data_dir, PlanRevision};
 use plandesk::{Engine, EngineError, RunStatus, StartOptions, Verdict};
 
 #[derive(Debug, Parser)]
-#[command(name = "plandesk", version, about = "Review and steer an AI agent's implementation plans")]
+#[command(
+    name = "plandesk",
+    version,
+    about = "Review and steer an AI agent's implementation plans"
+)]
 struct Cli {
     /// Where the store lives [default: $PLANDESK_DATA_DIR, else the user's data folder]
     #[arg(long, global = true, value_name = "DIR")]
@@ -105,7 +109,10 @@ enum Command {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => return fail(&anyhow!("cannot start the async runtime: {err}")),
     };
@@ -130,7 +137,15 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let json = cli.json;
     let mut printer = print::StreamPrinter::new(json);
     let report = match cli.command {
-        Command::Run { workspace, model, mode, auto_approve, max_steps, plans_dir, prompt } => {
+        Command::Run {
+            workspace,
+            model,
+            mode,
+            auto_approve,
+            max_steps,
+            plans_dir,
+            prompt,
+        } => {
             let workspace = match workspace {
                 Some(dir) => dir,
                 None => std::env::current_dir().context("cannot read the current folder")?,
@@ -143,25 +158,52 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 auto_approve,
                 max_steps,
             };
-            engine.start(&prompt.join(" "), &options, &mut printer.sink()).await
+            engine
+                .start(&prompt.join(" "), &options, &mut printer.sink())
+                .await
         }
-        Command::Approve { run_id, tool_call_id, revision } => {
+        Command::Approve {
+            run_id,
+            tool_call_id,
+            revision,
+        } => {
             let run_id = engine.store().resolve_run(&run_id)?;
-            let verdict = Verdict { approve: true, feedback: None, tool_call_id, revision };
+            let verdict = Verdict {
+                approve: true,
+                feedback: None,
+                tool_call_id,
+                revision,
+            };
             engine.decide(&run_id, &verdict, &mut printer.sink()).await
         }
-        Command::Reject { run_id, feedback, tool_call_id, revision } => {
+        Command::Reject {
+            run_id,
+            feedback,
+            tool_call_id,
+            revision,
+        } => {
             let run_id = engine.store().resolve_run(&run_id)?;
-            let verdict = Verdict { approve: false, feedback, tool_call_id, revision };
+            let verdict = Verdict {
+                approve: false,
+                feedback,
+                tool_call_id,
+                revision,
+            };
             engine.decide(&run_id, &verdict, &mut printer.sink()).await
         }
-        Command::Resume { run_id, data, tool_call_id } => {
+        Command::Resume {
+            run_id,
+            data,
+            tool_call_id,
+        } => {
             let run_id = engine.store().resolve_run(&run_id)?;
             match data {
                 Some(data) => {
                     let data: serde_json::Value = serde_json::from_str(&data)
                         .with_context(|| format!("--data is not valid JSON: {data}"))?;
-                    engine.resume(&run_id, tool_call_id.as_deref(), data, &mut printer.sink()).await
+                    engine
+                        .resume(&run_id, tool_call_id.as_deref(), data, &mut printer.sink())
+                        .await
                 }
                 None if tool_call_id.is_some() => bail!("--tool-call-id needs --data"),
                 None => engine.continue_run(&run_id, &mut printer.sink()).await,
@@ -169,13 +211,19 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Send { run_id, text } => {
             let run_id = engine.store().resolve_run(&run_id)?;
-            engine.send(&run_id, &text.join(" "), &mut printer.sink()).await
+            engine
+                .send(&run_id, &text.join(" "), &mut printer.sink())
+                .await
         }
         Command::Pending => return listing(json, &engine.store().pending(None)?, print::pending),
         Command::Runs => return listing(json, &engine.store().runs()?, print::runs),
         Command::History { run_id } => {
             let run_id = run_id.map(|r| engine.store().resolve_run(&r)).transpose()?;
-            return listing(json, &engine.store().revisions(run_id.as_deref())?, print::history);
+            return listing(
+                json,
+                &engine.store().revisions(run_id.as_deref())?,
+                print::history,
+            );
         }
         Command::Show { revision, html } => {
             let revision = find_revision(&engine, &revision)?;
@@ -184,7 +232,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 value["html"] = plandesk::plan::render_html(&print::markdown_of(&revision)).into();
                 println!("{value}");
             } else if html {
-                println!("{}", plandesk::plan::render_html(&print::markdown_of(&revision)));
+                println!(
+                    "{}",
+                    plandesk::plan::render_html(&print::markdown_of(&revision))
+                );
             } else {
                 print::revision(&revision);
             }
@@ -192,9 +243,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Diff { a, b } => {
             let (a, b) = (find_revision(&engine, &a)?, find_revision(&engine, &b)?);
-            let diff = plandesk::plan::side_by_side(&print::markdown_of(&a), &print::markdown_of(&b));
+            let diff =
+                plandesk::plan::side_by_side(&print::markdown_of(&a), &print::markdown_of(&b));
             if json {
-                println!("{}", serde_json::json!({"left": a.id, "right": b.id, "diff": diff}));
+                println!(
+                    "{}",
+                    serde_json::json!({"left": a.id, "right": b.id, "diff": diff})
+                );
             } else {
                 print::diff(&a, &b, &diff);
             }
@@ -203,7 +258,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     };
     let report = report.map_err(explain)?;
     printer.finish(&report);
-    Ok(if report.status == RunStatus::Failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if report.status == RunStatus::Failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Adds the command that helps, where an engine error has one.
@@ -235,14 +294,23 @@ fn find_revision(engine: &Engine, key: &str) -> Result<PlanRevision> {
     }
     let key = key.to_ascii_lowercase();
     if key.len() < 4 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
-        bail!("`{key}` is not a revision id (a number) or a sha256 prefix of at least 4 hex digits");
+        bail!(
+            "`{key}` is not a revision id (a number) or a sha256 prefix of at least 4 hex digits"
+        );
     }
-    let matches: Vec<PlanRevision> =
-        engine.store().revisions(None)?.into_iter().filter(|r| r.sha256.starts_with(&key)).collect();
+    let matches: Vec<PlanRevision> = engine
+        .store()
+        .revisions(None)?
+        .into_iter()
+        .filter(|r| r.sha256.starts_with(&key))
+        .collect();
     match matches.as_slice() {
         [] => bail!("no plan revision has a sha256 starting with {key}"),
         [one] => Ok(one.clone()),
         many if many.iter().all(|r| r.sha256 == many[0].sha256) => Ok(many[many.len() - 1].clone()),
-        _ => bail!("sha256 prefix {key} matches {} revisions; give more digits or the revision id", matches.len()),
+        _ => bail!(
+            "sha256 prefix {key} matches {} revisions; give more digits or the revision id",
+            matches.len()
+        ),
     }
 }

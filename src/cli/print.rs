@@ -29,7 +29,10 @@ pub fn markdown_of(revision: &PlanRevision) -> String {
 fn short(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
-        format!("{}…", flat.chars().take(max.saturating_sub(1)).collect::<String>())
+        format!(
+            "{}…",
+            flat.chars().take(max.saturating_sub(1)).collect::<String>()
+        )
     } else {
         flat
     }
@@ -54,7 +57,10 @@ pub struct StreamPrinter {
 
 impl StreamPrinter {
     pub fn new(json: bool) -> Self {
-        Self { json, in_text: false }
+        Self {
+            json,
+            in_text: false,
+        }
     }
 
     pub fn sink(&mut self) -> impl FnMut(Chunk) + Send + '_ {
@@ -78,13 +84,30 @@ impl StreamPrinter {
                 self.in_text = false;
                 writeln!(out)
             }
-            ChunkKind::ToolCall(call) => writeln!(out, "→ {} {}", call.tool_name, args_summary(&call.args)),
-            ChunkKind::ToolResult(r) => writeln!(out, "  ✓ {}: {}", r.tool_name, result_summary(&r.result)),
-            ChunkKind::ToolError(e) => writeln!(out, "  ✗ {}: {}", e.tool_name, short(&e.error, 200)),
-            ChunkKind::ToolOutputDenied(d) => writeln!(out, "  ✗ {} declined: {}", d.tool_name, d.reason),
-            ChunkKind::ToolCallSuspended(s) => writeln!(out, "⏸ {} is waiting for your review", s.tool_name),
-            ChunkKind::ToolCallApproval(a) => writeln!(out, "⏸ {} needs your approval", a.tool_name),
-            ChunkKind::Error(e) => writeln!(std::io::stderr(), "error [{}]: {}", e.error.code, e.error.message),
+            ChunkKind::ToolCall(call) => {
+                writeln!(out, "→ {} {}", call.tool_name, args_summary(&call.args))
+            }
+            ChunkKind::ToolResult(r) => {
+                writeln!(out, "  ✓ {}: {}", r.tool_name, result_summary(&r.result))
+            }
+            ChunkKind::ToolError(e) => {
+                writeln!(out, "  ✗ {}: {}", e.tool_name, short(&e.error, 200))
+            }
+            ChunkKind::ToolOutputDenied(d) => {
+                writeln!(out, "  ✗ {} declined: {}", d.tool_name, d.reason)
+            }
+            ChunkKind::ToolCallSuspended(s) => {
+                writeln!(out, "⏸ {} is waiting for your review", s.tool_name)
+            }
+            ChunkKind::ToolCallApproval(a) => {
+                writeln!(out, "⏸ {} needs your approval", a.tool_name)
+            }
+            ChunkKind::Error(e) => writeln!(
+                std::io::stderr(),
+                "error [{}]: {}",
+                e.error.code,
+                e.error.message
+            ),
             _ => Ok(()),
         };
         let _ = out.flush();
@@ -117,7 +140,10 @@ impl StreamPrinter {
 }
 
 fn args_summary(args: &Value) -> String {
-    match (args.get("path").and_then(Value::as_str), args.get("content").and_then(Value::as_str)) {
+    match (
+        args.get("path").and_then(Value::as_str),
+        args.get("content").and_then(Value::as_str),
+    ) {
         (Some(path), Some(content)) => format!("{path} ({} bytes)", content.len()),
         (Some(path), None) => path.to_owned(),
         _ => short(&args.to_string(), 160),
@@ -147,14 +173,29 @@ fn pending_detail(item: &PendingItem) {
         (PendingKind::Plan, Some(rev)) => {
             let rule = "─".repeat(72);
             say!("{rule}");
-            let title = if rev.title.is_empty() { "(untitled plan)" } else { rev.title.as_str() };
+            let title = if rev.title.is_empty() {
+                "(untitled plan)"
+            } else {
+                rev.title.as_str()
+            };
             say!("PLAN  {title}");
-            say!("      {}  ·  revision {}  ·  {}", rev.path, rev.revision_no, &rev.sha256[..12]);
+            say!(
+                "      {}  ·  revision {}  ·  {}",
+                rev.path,
+                rev.revision_no,
+                &rev.sha256[..12]
+            );
             say!("{rule}");
             say!("{}", rev.body);
             say!("{rule}");
-            say!("Approve: plandesk approve {run} --revision {}", &rev.sha256[..12]);
-            say!("Reject:  plandesk reject {run} --revision {} --feedback \"what to change\"", &rev.sha256[..12]);
+            say!(
+                "Approve: plandesk approve {run} --revision {}",
+                &rev.sha256[..12]
+            );
+            say!(
+                "Reject:  plandesk reject {run} --revision {} --feedback \"what to change\"",
+                &rev.sha256[..12]
+            );
             say!("         (without --feedback the run waits for your next message)");
         }
         _ => {
@@ -178,13 +219,39 @@ pub fn pending(items: &[PendingItem]) {
         say!("Nothing is waiting for you.");
         return;
     }
-    say!("{:<10} {:<18} {:<9} {:<5} {}", "AGE", "RUN", "KIND", "REV", "WHAT");
+    say!(
+        "{:<10} {:<18} {:<9} {:<5} {}",
+        "AGE",
+        "RUN",
+        "KIND",
+        "REV",
+        "WHAT"
+    );
     for item in items {
         let (kind, rev, what) = match &item.revision {
-            Some(r) => ("plan", format!("{}", r.revision_no), if r.title.is_empty() { r.path.clone() } else { r.title.clone() }),
-            None => ("approval", "-".into(), format!("{} {}", item.tool_name, args_summary(&item.args))),
+            Some(r) => (
+                "plan",
+                format!("{}", r.revision_no),
+                if r.title.is_empty() {
+                    r.path.clone()
+                } else {
+                    r.title.clone()
+                },
+            ),
+            None => (
+                "approval",
+                "-".into(),
+                format!("{} {}", item.tool_name, args_summary(&item.args)),
+            ),
         };
-        say!("{:<10} {:<18} {:<9} {:<5} {}", age(item.since), item.run_id, kind, rev, short(&what, 60));
+        say!(
+            "{:<10} {:<18} {:<9} {:<5} {}",
+            age(item.since),
+            item.run_id,
+            kind,
+            rev,
+            short(&what, 60)
+        );
     }
     say!("\nApprove with `plandesk approve RUN`, reject with `plandesk reject RUN --feedback \"…\"`.");
 }
@@ -194,7 +261,15 @@ pub fn runs(items: &[RunSummary]) {
         say!("No runs yet. Start one with: plandesk run \"what the agent should do\"");
         return;
     }
-    say!("{:<18} {:<10} {:<6} {:<10} {:<12} {}", "RUN", "STATUS", "MODE", "MODEL", "UPDATED", "PROMPT");
+    say!(
+        "{:<18} {:<10} {:<6} {:<10} {:<12} {}",
+        "RUN",
+        "STATUS",
+        "MODE",
+        "MODEL",
+        "UPDATED",
+        "PROMPT"
+    );
     for run in items {
         let model = run.model.split('/').next_back().unwrap_or(&run.model);
         say!(
@@ -233,7 +308,14 @@ pub fn history(revisions: &[PlanRevision]) {
             rev.revision_no,
             &rev.sha256[..12],
             rev.path,
-            short(if rev.title.is_empty() { "(untitled)" } else { &rev.title }, 50),
+            short(
+                if rev.title.is_empty() {
+                    "(untitled)"
+                } else {
+                    &rev.title
+                },
+                50
+            ),
             decision
         );
     }
@@ -241,14 +323,27 @@ pub fn history(revisions: &[PlanRevision]) {
 }
 
 pub fn revision(rev: &PlanRevision) {
-    let title = if rev.title.is_empty() { "(untitled plan)" } else { rev.title.as_str() };
+    let title = if rev.title.is_empty() {
+        "(untitled plan)"
+    } else {
+        rev.title.as_str()
+    };
     say!("{title}");
-    say!("{} · revision {} · run {} · sha256 {}", rev.path, rev.revision_no, rev.run_id, rev.sha256);
+    say!(
+        "{} · revision {} · run {} · sha256 {}",
+        rev.path,
+        rev.revision_no,
+        rev.run_id,
+        rev.sha256
+    );
     match &rev.decision {
         Some(d) => say!(
             "decision: {}{}",
             d.action,
-            d.feedback.as_deref().map(|f| format!(" — \"{f}\"")).unwrap_or_default()
+            d.feedback
+                .as_deref()
+                .map(|f| format!(" — \"{f}\""))
+                .unwrap_or_default()
         ),
         None => say!("decision: pending"),
     }
@@ -257,13 +352,35 @@ pub fn revision(rev: &PlanRevision) {
 }
 
 pub fn diff(a: &PlanRevision, b: &PlanRevision, diff: &SideBySide) {
-    let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).unwrap_or(160).max(60);
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(160)
+        .max(60);
     let half = (width - 15) / 2;
-    say!("#{} rev {} ({})  →  #{} rev {} ({})", a.id, a.revision_no, &a.sha256[..8], b.id, b.revision_no, &b.sha256[..8]);
+    say!(
+        "#{} rev {} ({})  →  #{} rev {} ({})",
+        a.id,
+        a.revision_no,
+        &a.sha256[..8],
+        b.id,
+        b.revision_no,
+        &b.sha256[..8]
+    );
     if let Some(feedback) = a.decision.as_ref().and_then(|d| d.feedback.as_deref()) {
-        say!("feedback on #{} that led to #{}: \"{}\"", a.id, b.id, short(feedback, width - 30));
+        say!(
+            "feedback on #{} that led to #{}: \"{}\"",
+            a.id,
+            b.id,
+            short(feedback, width - 30)
+        );
     }
-    say!("{} added, {} removed, {} changed; changed words are [-removed-] and {{+added+}}\n", diff.added, diff.removed, diff.changed);
+    say!(
+        "{} added, {} removed, {} changed; changed words are [-removed-] and {{+added+}}\n",
+        diff.added,
+        diff.removed,
+        diff.changed
+    );
     let cell = |line: &Option<plandesk::plan::DiffLine>, removed: bool| -> (String, String) {
         match line {
             None => (String::new(), String::new()),

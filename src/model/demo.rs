@@ -34,15 +34,36 @@ impl LanguageModel for DemoModel {
         }
         for (i, (name, args)) in turn.calls.iter().enumerate() {
             let id = format!("demo-{call_no}-{}", i + 1);
-            events.push(Ok(ModelEvent::ToolCallStart { id: id.clone(), name: (*name).to_owned() }));
-            events.push(Ok(ModelEvent::ToolCallArgsDelta { id: id.clone(), delta: args.to_string() }));
+            events.push(Ok(ModelEvent::ToolCallStart {
+                id: id.clone(),
+                name: (*name).to_owned(),
+            }));
+            events.push(Ok(ModelEvent::ToolCallArgsDelta {
+                id: id.clone(),
+                delta: args.to_string(),
+            }));
             events.push(Ok(ModelEvent::ToolCallEnd { id }));
         }
         let input_tokens = request.messages.iter().map(rough_tokens).sum::<u64>();
-        let output_tokens = (turn.text.len() as u64 + turn.calls.iter().map(|c| c.1.to_string().len() as u64).sum::<u64>()) / 4;
-        events.push(Ok(ModelEvent::Usage(Usage { input_tokens, output_tokens })));
-        let reason = if turn.calls.is_empty() { "stop" } else { "tool-calls" };
-        events.push(Ok(ModelEvent::Finish { reason: reason.into() }));
+        let output_tokens = (turn.text.len() as u64
+            + turn
+                .calls
+                .iter()
+                .map(|c| c.1.to_string().len() as u64)
+                .sum::<u64>())
+            / 4;
+        events.push(Ok(ModelEvent::Usage(Usage {
+            input_tokens,
+            output_tokens,
+        })));
+        let reason = if turn.calls.is_empty() {
+            "stop"
+        } else {
+            "tool-calls"
+        };
+        events.push(Ok(ModelEvent::Finish {
+            reason: reason.into(),
+        }));
         Box::pin(stream::iter(events))
     }
 }
@@ -50,7 +71,10 @@ impl LanguageModel for DemoModel {
 fn rough_tokens(message: &Message) -> u64 {
     let len = match message {
         Message::System { content } | Message::User { content } => content.len(),
-        Message::Assistant { content, tool_calls } => content.len() + tool_calls.len() * 16,
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => content.len() + tool_calls.len() * 16,
         Message::Tool { result, .. } => result.to_string().len(),
     };
     len as u64 / 4
@@ -67,7 +91,9 @@ fn next_turn(request: &ModelRequest<'_>) -> Turn {
         })
         .unwrap_or("the task");
     let listing = messages.iter().rev().find_map(|m| match m {
-        Message::Tool { tool_name, result, .. } if tool_name == "list_files" => Some(result),
+        Message::Tool {
+            tool_name, result, ..
+        } if tool_name == "list_files" => Some(result),
         _ => None,
     });
     let plans_dir = plans_dir_of(request.system);
@@ -133,12 +159,14 @@ fn has_plan(messages: &[Message]) -> bool {
 }
 
 fn submitted_paths(messages: &[Message]) -> impl Iterator<Item = &str> {
-    messages.iter().flat_map(|m| match m {
-        Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
-        _ => &[],
-    })
-    .filter(|c| c.tool_name == SUBMIT_PLAN)
-    .filter_map(|c| c.args.get("path").and_then(Value::as_str))
+    messages
+        .iter()
+        .flat_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
+        })
+        .filter(|c| c.tool_name == SUBMIT_PLAN)
+        .filter_map(|c| c.args.get("path").and_then(Value::as_str))
 }
 
 fn plan_path(messages: &[Message], prompt: &str, plans_dir: &str) -> String {
@@ -164,9 +192,14 @@ fn feedback_so_far(messages: &[Message], latest: &str) -> Vec<String> {
     let mut seen_plan = false;
     for m in messages {
         match m {
-            Message::Tool { tool_name, result, .. } if tool_name == SUBMIT_PLAN => {
+            Message::Tool {
+                tool_name, result, ..
+            } if tool_name == SUBMIT_PLAN => {
                 seen_plan = true;
-                if let Some(f) = result.pointer("/submittedPlan/feedback").and_then(Value::as_str) {
+                if let Some(f) = result
+                    .pointer("/submittedPlan/feedback")
+                    .and_then(Value::as_str)
+                {
                     all.push(f.to_owned());
                 }
             }
@@ -180,19 +213,34 @@ fn feedback_so_far(messages: &[Message], latest: &str) -> Vec<String> {
     all
 }
 
-fn revise_turn(messages: &[Message], prompt: &str, listing: Option<&Value>, plans_dir: &str, feedback: &str) -> Turn {
+fn revise_turn(
+    messages: &[Message],
+    prompt: &str,
+    listing: Option<&Value>,
+    plans_dir: &str,
+    feedback: &str,
+) -> Turn {
     let all = feedback_so_far(messages, feedback);
     let plan = PlanWriter::new(prompt, listing).render(&all);
     submit_turn(
-        format!("Thanks — I revised the plan to address: {}", one_line(feedback)),
+        format!(
+            "Thanks — I revised the plan to address: {}",
+            one_line(feedback)
+        ),
         &plan_path(messages, prompt, plans_dir),
         plan,
     )
 }
 
 fn approved_turn(result: &Value) -> Turn {
-    let plan = result.pointer("/submittedPlan/plan").and_then(Value::as_str).unwrap_or("");
-    let title = result.pointer("/submittedPlan/title").and_then(Value::as_str).unwrap_or("the plan");
+    let plan = result
+        .pointer("/submittedPlan/plan")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let title = result
+        .pointer("/submittedPlan/title")
+        .and_then(Value::as_str)
+        .unwrap_or("the plan");
     let steps: Vec<&str> = plan
         .lines()
         .filter_map(|l| {
@@ -200,7 +248,10 @@ fn approved_turn(result: &Value) -> Turn {
             number.chars().all(|c| c.is_ascii_digit()).then_some(rest)
         })
         .collect();
-    let first = steps.first().map(|s| s.replace("**", "")).unwrap_or_default();
+    let first = steps
+        .first()
+        .map(|s| s.replace("**", ""))
+        .unwrap_or_default();
     Turn {
         text: format!(
             "Plan \"{title}\" approved — switching to build mode. It has {} steps; I would start with: \
@@ -248,8 +299,9 @@ fn slug(prompt: &str) -> String {
 }
 
 const STOP_WORDS: &[&str] = &[
-    "the", "and", "for", "with", "that", "this", "from", "into", "add", "make", "when", "then", "have",
-    "should", "would", "could", "please", "some", "our", "your", "all", "use", "using", "new",
+    "the", "and", "for", "with", "that", "this", "from", "into", "add", "make", "when", "then",
+    "have", "should", "would", "could", "please", "some", "our", "your", "all", "use", "using",
+    "new",
 ];
 
 /// The kind of change a prompt asks for, which shapes the steps.
@@ -291,14 +343,21 @@ impl<'a> PlanWriter<'a> {
         let has = |list: &[&str]| all.iter().any(|w| list.contains(&w.as_str()));
         let kind = if has(&["fix", "bug", "crash", "broken", "error", "fails", "failing"]) {
             Kind::Fix
-        } else if has(&["refactor", "clean", "cleanup", "simplify", "rename", "split", "extract"]) {
+        } else if has(&[
+            "refactor", "clean", "cleanup", "simplify", "rename", "split", "extract",
+        ]) {
             Kind::Refactor
         } else if has(&["document", "docs", "readme", "documentation"]) {
             Kind::Docs
         } else {
             Kind::Feature
         };
-        Self { prompt, files, keywords, kind }
+        Self {
+            prompt,
+            files,
+            keywords,
+            kind,
+        }
     }
 
     fn title(&self) -> String {
@@ -341,8 +400,11 @@ impl<'a> PlanWriter<'a> {
                     mentions is new."
                 .into();
         }
-        let folders: std::collections::BTreeSet<&str> =
-            self.files.iter().filter_map(|f| f.rsplit_once('/').map(|(d, _)| d)).collect();
+        let folders: std::collections::BTreeSet<&str> = self
+            .files
+            .iter()
+            .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d))
+            .collect();
         let mut text = format!(
             "The workspace has {} file{} in {} folder{}.",
             self.files.len(),
@@ -367,9 +429,14 @@ impl<'a> PlanWriter<'a> {
     }
 
     fn steps(&self, feedback: &[String]) -> Vec<String> {
-        let subject = one_line(self.prompt).trim_end_matches(['.', '!', '?']).to_lowercase();
+        let subject = one_line(self.prompt)
+            .trim_end_matches(['.', '!', '?'])
+            .to_lowercase();
         let files = self.relevant_files();
-        let where_ = files.first().map(|f| format!(" starting with `{f}`")).unwrap_or_default();
+        let where_ = files
+            .first()
+            .map(|f| format!(" starting with `{f}`"))
+            .unwrap_or_default();
         let mut steps = match self.kind {
             Kind::Fix => vec![
                 format!("**Reproduce** the problem ({subject}) with a failing test, so the fix can be shown to work."),
@@ -397,13 +464,23 @@ impl<'a> PlanWriter<'a> {
         for item in feedback {
             steps.push(format!("**Address review feedback**: {}", one_line(item)));
         }
-        steps.push("**Test** it: unit tests for the logic, one end-to-end check of the whole flow.".to_owned());
-        steps.push("**Document** the change where users and maintainers will look for it.".to_owned());
+        steps.push(
+            "**Test** it: unit tests for the logic, one end-to-end check of the whole flow."
+                .to_owned(),
+        );
+        steps.push(
+            "**Document** the change where users and maintainers will look for it.".to_owned(),
+        );
         steps
     }
 
     fn render(&self, feedback: &[String]) -> String {
-        let mut plan = format!("# {}\n\n## Goal\n\n> {}\n\n## Context\n\n{}\n\n## Steps\n\n", self.title(), one_line(self.prompt), self.context());
+        let mut plan = format!(
+            "# {}\n\n## Goal\n\n> {}\n\n## Context\n\n{}\n\n## Steps\n\n",
+            self.title(),
+            one_line(self.prompt),
+            self.context()
+        );
         for (i, step) in self.steps(feedback).iter().enumerate() {
             plan.push_str(&format!("{}. {step}\n", i + 1));
         }
@@ -434,7 +511,10 @@ mod tests {
 
     #[test]
     fn slugs_are_short_and_safe() {
-        assert_eq!(slug("Add a dark-mode toggle to Settings!"), "add-a-dark-mode-toggle-to");
+        assert_eq!(
+            slug("Add a dark-mode toggle to Settings!"),
+            "add-a-dark-mode-toggle-to"
+        );
         assert_eq!(slug("???"), "plan");
     }
 
@@ -445,15 +525,33 @@ mod tests {
             {"path": "src/main.rs", "kind": "file"},
             {"path": "src", "kind": "dir"}
         ]});
-        let writer = PlanWriter::new("Add a dark mode toggle to the settings page", Some(&listing));
+        let writer = PlanWriter::new(
+            "Add a dark mode toggle to the settings page",
+            Some(&listing),
+        );
         let first = writer.render(&[]);
-        assert!(first.starts_with("# Add a dark mode toggle to the settings page\n"), "{first}");
-        assert!(first.contains("`src/settings.rs`"), "the relevant file is named: {first}");
-        for section in ["## Goal", "## Context", "## Steps", "## Risks", "## Tests", "1. **Survey**"] {
+        assert!(
+            first.starts_with("# Add a dark mode toggle to the settings page\n"),
+            "{first}"
+        );
+        assert!(
+            first.contains("`src/settings.rs`"),
+            "the relevant file is named: {first}"
+        );
+        for section in [
+            "## Goal",
+            "## Context",
+            "## Steps",
+            "## Risks",
+            "## Tests",
+            "1. **Survey**",
+        ] {
             assert!(first.contains(section), "missing {section}: {first}");
         }
         let second = writer.render(&["Keep the toggle in the header instead".to_owned()]);
-        assert!(second.contains("**Address review feedback**: Keep the toggle in the header instead"));
+        assert!(
+            second.contains("**Address review feedback**: Keep the toggle in the header instead")
+        );
         assert!(second.contains("## Revision notes"));
         assert_ne!(first, second);
     }

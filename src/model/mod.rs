@@ -36,12 +36,22 @@ pub struct ModelRequest<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelEvent {
     TextDelta(String),
-    ToolCallStart { id: String, name: String },
-    ToolCallArgsDelta { id: String, delta: String },
-    ToolCallEnd { id: String },
+    ToolCallStart {
+        id: String,
+        name: String,
+    },
+    ToolCallArgsDelta {
+        id: String,
+        delta: String,
+    },
+    ToolCallEnd {
+        id: String,
+    },
     Usage(Usage),
     /// The model's stop reason, normalised: `stop`, `tool-calls`, `length`, ...
-    Finish { reason: String },
+    Finish {
+        reason: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,5 +99,8 @@ pub fn from_spec(spec: &str, cwd: &Path) -> Result<Arc<dyn LanguageModel>, Model
 
 /// How many model calls this conversation has had: one assistant message each.
 pub(crate) fn calls_so_far(messages: &[Message]) -> usize {
-    messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count()
+    messages
+        .iter()
+        .filter(|m| matches!(m, Message::Assistant { .. }))
+        .count()
 }

@@ -49,15 +49,23 @@ pub struct ScriptedModel {
 impl ScriptedModel {
     pub fn load(path: &Path) -> Result<Self, ModelError> {
         let shown = path.display().to_string();
-        let err = |message: String| ModelError::ScriptFile { path: shown.clone(), message };
+        let err = |message: String| ModelError::ScriptFile {
+            path: shown.clone(),
+            message,
+        };
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
         let script: Script = serde_json::from_str(&text).map_err(|e| err(e.to_string()))?;
         let path = std::fs::canonicalize(path).map_err(|e| err(e.to_string()))?;
-        Ok(Self { path, turns: script.turns })
+        Ok(Self {
+            path,
+            turns: script.turns,
+        })
     }
 
     fn log(&self, request: &ModelRequest<'_>) -> Result<(), ModelError> {
-        let Some(log) = std::env::var_os(LOG_ENV) else { return Ok(()) };
+        let Some(log) = std::env::var_os(LOG_ENV) else {
+            return Ok(());
+        };
         let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
         let line = json!({"system": request.system, "messages": request.messages, "tools": tools});
         OpenOptions::new()
@@ -76,21 +84,40 @@ impl ScriptedModel {
         if let Some(text) = turn.text.as_deref().filter(|t| !t.is_empty()) {
             // Stream word by word, as a real model would.
             events.extend(
-                text.split_inclusive(' ').map(|w| Ok(ModelEvent::TextDelta(w.to_owned()))),
+                text.split_inclusive(' ')
+                    .map(|w| Ok(ModelEvent::TextDelta(w.to_owned()))),
             );
         }
         for (i, call) in turn.tool_calls.iter().enumerate() {
-            let id = call.tool_call_id.clone().unwrap_or_else(|| format!("call-{}-{}", turn_no + 1, i + 1));
+            let id = call
+                .tool_call_id
+                .clone()
+                .unwrap_or_else(|| format!("call-{}-{}", turn_no + 1, i + 1));
             let args = call.args.to_string();
-            let split = args.char_indices().nth(args.chars().count() / 2).map_or(0, |(i, _)| i);
-            events.push(Ok(ModelEvent::ToolCallStart { id: id.clone(), name: call.tool_name.clone() }));
+            let split = args
+                .char_indices()
+                .nth(args.chars().count() / 2)
+                .map_or(0, |(i, _)| i);
+            events.push(Ok(ModelEvent::ToolCallStart {
+                id: id.clone(),
+                name: call.tool_name.clone(),
+            }));
             for piece in [&args[..split], &args[split..]] {
-                events.push(Ok(ModelEvent::ToolCallArgsDelta { id: id.clone(), delta: piece.to_owned() }));
+                events.push(Ok(ModelEvent::ToolCallArgsDelta {
+                    id: id.clone(),
+                    delta: piece.to_owned(),
+                }));
             }
             events.push(Ok(ModelEvent::ToolCallEnd { id }));
         }
-        let reason = if turn.tool_calls.is_empty() { "stop" } else { "tool-calls" };
-        events.push(Ok(ModelEvent::Finish { reason: reason.into() }));
+        let reason = if turn.tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool-calls"
+        };
+        events.push(Ok(ModelEvent::Finish {
+            reason: reason.into(),
+        }));
         events
     }
 }

@@ -49,13 +49,22 @@ pub struct SideBySide {
 }
 
 fn whole(number: usize, text: &str, changed: bool) -> DiffLine {
-    DiffLine { number, segments: vec![Segment { text: text.to_owned(), changed }] }
+    DiffLine {
+        number,
+        segments: vec![Segment {
+            text: text.to_owned(),
+            changed,
+        }],
+    }
 }
 
 fn push_segment(segments: &mut Vec<Segment>, text: &str, changed: bool) {
     match segments.last_mut() {
         Some(last) if last.changed == changed => last.text.push_str(text),
-        _ => segments.push(Segment { text: text.to_owned(), changed }),
+        _ => segments.push(Segment {
+            text: text.to_owned(),
+            changed,
+        }),
     }
 }
 
@@ -85,7 +94,11 @@ pub fn side_by_side(old: &str, new: &str) -> SideBySide {
     let mut out = SideBySide::default();
     for op in diff.ops() {
         match *op {
-            DiffOp::Equal { old_index, new_index, len } => {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => {
                 for i in 0..len {
                     out.rows.push(DiffRow {
                         kind: RowKind::Equal,
@@ -94,14 +107,29 @@ pub fn side_by_side(old: &str, new: &str) -> SideBySide {
                     });
                 }
             }
-            DiffOp::Delete { old_index, old_len, .. } => {
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => {
                 removed_rows(&mut out, &old_lines, old_index, old_len, 0);
             }
-            DiffOp::Insert { new_index, new_len, .. } => {
+            DiffOp::Insert {
+                new_index, new_len, ..
+            } => {
                 added_rows(&mut out, &new_lines, new_index, new_len, 0);
             }
-            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
-                replaced_rows(&mut out, &old_lines[old_index..old_index + old_len], old_index, &new_lines[new_index..new_index + new_len], new_index);
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                replaced_rows(
+                    &mut out,
+                    &old_lines[old_index..old_index + old_len],
+                    old_index,
+                    &new_lines[new_index..new_index + new_len],
+                    new_index,
+                );
             }
         }
     }
@@ -115,7 +143,13 @@ const PAIR_SEARCH_LIMIT: usize = 10_000;
 
 /// A block of old lines replaced by new ones: each old line is paired, in order, with the
 /// following new line that resembles it most; the rest are shown as removed or added.
-fn replaced_rows(out: &mut SideBySide, old: &[&str], old_start: usize, new: &[&str], new_start: usize) {
+fn replaced_rows(
+    out: &mut SideBySide,
+    old: &[&str],
+    old_start: usize,
+    new: &[&str],
+    new_start: usize,
+) {
     let search = old.len() * new.len() <= PAIR_SEARCH_LIMIT;
     let mut next_new = 0;
     for (i, old_line) in old.iter().enumerate() {
@@ -137,8 +171,14 @@ fn replaced_rows(out: &mut SideBySide, old: &[&str], old_start: usize, new: &[&s
         out.changed += 1;
         out.rows.push(DiffRow {
             kind: RowKind::Changed,
-            left: Some(DiffLine { number: old_start + i + 1, segments: left }),
-            right: Some(DiffLine { number: new_start + j + 1, segments: right }),
+            left: Some(DiffLine {
+                number: old_start + i + 1,
+                segments: left,
+            }),
+            right: Some(DiffLine {
+                number: new_start + j + 1,
+                segments: right,
+            }),
         });
         next_new = j + 1;
     }
@@ -146,16 +186,33 @@ fn replaced_rows(out: &mut SideBySide, old: &[&str], old_start: usize, new: &[&s
 }
 
 fn removed_rows(out: &mut SideBySide, lines: &[&str], start: usize, len: usize, offset: usize) {
-    for i in start..start + len {
-        out.removed += 1;
-        out.rows.push(DiffRow { kind: RowKind::Removed, left: Some(whole(offset + i + 1, lines[i], true)), right: None });
-    }
+    one_sided_rows(out, RowKind::Removed, lines, start, len, offset);
 }
 
 fn added_rows(out: &mut SideBySide, lines: &[&str], start: usize, len: usize, offset: usize) {
-    for i in start..start + len {
-        out.added += 1;
-        out.rows.push(DiffRow { kind: RowKind::Added, left: None, right: Some(whole(offset + i + 1, lines[i], true)) });
+    one_sided_rows(out, RowKind::Added, lines, start, len, offset);
+}
+
+/// Rows for lines that exist on one side only: `lines[start..start + len]`, numbered from
+/// `offset + start + 1`.
+fn one_sided_rows(
+    out: &mut SideBySide,
+    kind: RowKind,
+    lines: &[&str],
+    start: usize,
+    len: usize,
+    offset: usize,
+) {
+    for (i, line) in lines.iter().enumerate().skip(start).take(len) {
+        let side = Some(whole(offset + i + 1, line, true));
+        let (left, right) = if kind == RowKind::Removed {
+            out.removed += 1;
+            (side, None)
+        } else {
+            out.added += 1;
+            (None, side)
+        };
+        out.rows.push(DiffRow { kind, left, right });
     }
 }
 
@@ -169,8 +226,17 @@ mod tests {
         assert_eq!(d.rows.len(), 4);
         assert_eq!(d.rows[1].kind, RowKind::Changed);
         let right = d.rows[1].right.as_ref().unwrap();
-        let changed: Vec<&str> = right.segments.iter().filter(|s| s.changed).map(|s| s.text.as_str()).collect();
-        assert_eq!(changed.join("").trim(), "all", "only the inserted word is marked: {right:?}");
+        let changed: Vec<&str> = right
+            .segments
+            .iter()
+            .filter(|s| s.changed)
+            .map(|s| s.text.as_str())
+            .collect();
+        assert_eq!(
+            changed.join("").trim(),
+            "all",
+            "only the inserted word is marked: {right:?}"
+        );
         assert_eq!(right.text(), "run all the tests");
         assert_eq!(d.rows[3].kind, RowKind::Added);
         assert_eq!((d.added, d.removed, d.changed), (1, 0, 1));
@@ -178,11 +244,30 @@ mod tests {
 
     #[test]
     fn an_inserted_line_does_not_pair_unrelated_lines() {
-        let d = side_by_side("1. Test it well\n2. Document it\n", "1. Address feedback first\n2. Test it well\n3. Document it\n");
+        let d = side_by_side(
+            "1. Test it well\n2. Document it\n",
+            "1. Address feedback first\n2. Test it well\n3. Document it\n",
+        );
         let kinds: Vec<RowKind> = d.rows.iter().map(|r| r.kind).collect();
-        assert_eq!(kinds, vec![RowKind::Added, RowKind::Changed, RowKind::Changed], "{d:?}");
-        let changed: Vec<String> = d.rows[1].right.as_ref().unwrap().segments.iter().filter(|s| s.changed).map(|s| s.text.clone()).collect();
-        assert_eq!(changed, vec!["2.".to_owned()], "only the renumbering is marked");
+        assert_eq!(
+            kinds,
+            vec![RowKind::Added, RowKind::Changed, RowKind::Changed],
+            "{d:?}"
+        );
+        let changed: Vec<String> = d.rows[1]
+            .right
+            .as_ref()
+            .unwrap()
+            .segments
+            .iter()
+            .filter(|s| s.changed)
+            .map(|s| s.text.clone())
+            .collect();
+        assert_eq!(
+            changed,
+            vec!["2.".to_owned()],
+            "only the renumbering is marked"
+        );
     }
 
     #[test]

@@ -30,7 +30,10 @@ fn sanitizer() -> Builder<'static> {
     tags.remove("img");
     tags.extend(["input", "section", "sup", "del"]);
     let mut tag_attributes: HashMap<&str, HashSet<&str>> = HashMap::new();
-    tag_attributes.insert("input", ["type", "checked", "disabled"].into_iter().collect());
+    tag_attributes.insert(
+        "input",
+        ["type", "checked", "disabled"].into_iter().collect(),
+    );
     tag_attributes.insert("a", ["href", "title"].into_iter().collect());
     tag_attributes.insert("th", ["align"].into_iter().collect());
     tag_attributes.insert("td", ["align"].into_iter().collect());
@@ -39,7 +42,17 @@ fn sanitizer() -> Builder<'static> {
     builder
         .tags(tags)
         .tag_attributes(tag_attributes)
-        .generic_attributes(["id", "class", "data-footnotes", "data-footnote-ref", "data-footnote-backref"].into_iter().collect())
+        .generic_attributes(
+            [
+                "id",
+                "class",
+                "data-footnotes",
+                "data-footnote-ref",
+                "data-footnote-backref",
+            ]
+            .into_iter()
+            .collect(),
+        )
         .url_schemes(["http", "https", "mailto"].into_iter().collect())
         .url_relative(UrlRelative::Custom(Box::new(only_fragments)))
         .link_rel(Some("noopener noreferrer nofollow"))
@@ -55,11 +68,13 @@ fn sanitizer() -> Builder<'static> {
 
 fn is_footnote_id(value: &str) -> bool {
     (value.starts_with("fn-") || value.starts_with("fnref-"))
-        && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 fn only_fragments(url: &str) -> Option<Cow<'_, str>> {
-    url.starts_with('#').then(|| Cow::Borrowed(url))
+    url.starts_with('#').then_some(Cow::Borrowed(url))
 }
 
 #[cfg(test)]
@@ -75,13 +90,19 @@ mod tests {
         assert!(html.contains("type=\"checkbox\""), "{html}");
         assert!(html.contains("<del>old</del>"), "{html}");
         assert!(html.contains("href=\"https://example.com\""), "{html}");
-        assert!(html.contains("id=\"fn-1\""), "footnote anchors keep their ids: {html}");
+        assert!(
+            html.contains("id=\"fn-1\""),
+            "footnote anchors keep their ids: {html}"
+        );
         assert!(html.contains("href=\"#fn-1\""), "{html}");
     }
 
     /// The markup of every element start tag in `html` (escaped text is not markup).
     pub(crate) fn start_tags(html: &str) -> Vec<&str> {
-        html.split('<').skip(1).filter_map(|rest| rest.split_once('>').map(|(tag, _)| tag)).collect()
+        html.split('<')
+            .skip(1)
+            .filter_map(|rest| rest.split_once('>').map(|(tag, _)| tag))
+            .collect()
     }
 
     #[test]
@@ -90,11 +111,22 @@ mod tests {
             "<script>alert(1)</script>\n\n[x](javascript:alert(2)) <img src=x onerror=alert(3)>\n\n<a href=\"#\" onclick=\"alert(4)\">y</a> <div id=\"app\">clobber</div>\n\n![pixel](https://evil.example/p.png)\n\n[ok](https://ok.example \"t\")",
         );
         let tags = start_tags(&html);
-        assert!(tags.iter().all(|t| !t.starts_with("script") && !t.starts_with("img") && !t.starts_with("div")), "{html}");
-        assert!(tags.iter().all(|t| !t.contains(" on")), "no event handler attribute: {html}");
+        assert!(
+            tags.iter().all(|t| !t.starts_with("script")
+                && !t.starts_with("img")
+                && !t.starts_with("div")),
+            "{html}"
+        );
+        assert!(
+            tags.iter().all(|t| !t.contains(" on")),
+            "no event handler attribute: {html}"
+        );
         assert!(!html.contains("javascript:"), "{html}");
         assert!(tags.iter().all(|t| !t.contains("id=\"app\"")), "{html}");
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "raw HTML shows as text: {html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "raw HTML shows as text: {html}"
+        );
         assert!(html.contains("<a href=\"https://ok.example\" title=\"t\" rel=\"noopener noreferrer nofollow\">ok</a>"), "{html}");
     }
 }

@@ -30,7 +30,8 @@ impl Tool for ReadFile {
     }
 
     fn description(&self) -> String {
-        "Read a UTF-8 text file from the workspace. `path` is relative to the workspace root.".into()
+        "Read a UTF-8 text file from the workspace. `path` is relative to the workspace root."
+            .into()
     }
 
     fn input_schema(&self) -> Value {
@@ -86,9 +87,9 @@ impl Tool for ListFiles {
             p => p,
         };
         match list(ctx.workspace, path) {
-            Ok((entries, truncated)) => {
-                ToolOutcome::Value(json!({"path": path, "entries": entries, "truncated": truncated}))
-            }
+            Ok((entries, truncated)) => ToolOutcome::Value(
+                json!({"path": path, "entries": entries, "truncated": truncated}),
+            ),
             Err(err) => failed(self.name(), &err),
         }
     }
@@ -97,26 +98,37 @@ impl Tool for ListFiles {
 fn list(workspace: &Workspace, path: &str) -> Result<(Vec<Value>, bool), WorkspaceError> {
     let start = workspace.resolve_existing(path)?;
     if !start.is_dir() {
-        return Err(WorkspaceError::NotADir { path: path.to_owned() });
+        return Err(WorkspaceError::NotADir {
+            path: path.to_owned(),
+        });
     }
     let mut entries = Vec::new();
     let mut stack = vec![start];
     let mut truncated = false;
     while let Some(dir) = stack.pop() {
-        let io_err = |source| WorkspaceError::Io { path: workspace.display(&dir), source };
-        let mut children: Vec<_> =
-            fs::read_dir(&dir).map_err(io_err)?.filter_map(Result::ok).collect();
+        let io_err = |source| WorkspaceError::Io {
+            path: workspace.display(&dir),
+            source,
+        };
+        let mut children: Vec<_> = fs::read_dir(&dir)
+            .map_err(io_err)?
+            .filter_map(Result::ok)
+            .collect();
         children.sort_by_key(|e| e.file_name());
         for child in children.iter().rev() {
             let name = child.file_name().to_string_lossy().into_owned();
-            let Ok(kind) = child.file_type() else { continue };
+            let Ok(kind) = child.file_type() else {
+                continue;
+            };
             if kind.is_dir() && !SKIPPED_DIRS.contains(&name.as_str()) {
                 stack.push(child.path());
             }
         }
         for child in children {
             let name = child.file_name().to_string_lossy().into_owned();
-            let Ok(kind) = child.file_type() else { continue };
+            let Ok(kind) = child.file_type() else {
+                continue;
+            };
             if kind.is_dir() && SKIPPED_DIRS.contains(&name.as_str()) {
                 continue;
             }
@@ -167,12 +179,16 @@ impl Tool for WriteFile {
 
     fn description(&self) -> String {
         match self.scope {
-            WriteScope::PlansOnly => "Write a UTF-8 text file. In plan mode only files inside the plans \
+            WriteScope::PlansOnly => {
+                "Write a UTF-8 text file. In plan mode only files inside the plans \
                  folder may be written: use it to write your plan before submitting it."
-                .into(),
-            WriteScope::Workspace => "Write a UTF-8 text file in the workspace, creating folders as \
+                    .into()
+            }
+            WriteScope::Workspace => {
+                "Write a UTF-8 text file in the workspace, creating folders as \
                  needed. `path` is relative to the workspace root."
-                .into(),
+                    .into()
+            }
         }
     }
 
@@ -212,7 +228,13 @@ impl Tool for WriteFile {
             .and_then(|()| fs::write(&resolved, content));
         match written {
             Ok(()) => ToolOutcome::Value(json!({"path": path, "bytesWritten": content.len()})),
-            Err(source) => failed(self.name(), &WorkspaceError::Io { path: path.to_owned(), source }),
+            Err(source) => failed(
+                self.name(),
+                &WorkspaceError::Io {
+                    path: path.to_owned(),
+                    source,
+                },
+            ),
         }
     }
 }

@@ -55,7 +55,10 @@ pub trait Tool: Send + Sync + fmt::Debug {
     fn execute(&self, ctx: &ToolContext<'_>, args: &Value) -> ToolOutcome;
     /// Continues a suspended call with the host's (already schema-checked) resume data.
     fn resume(&self, _ctx: &ToolContext<'_>, _args: &Value, resume_data: &Value) -> ToolOutcome {
-        ToolOutcome::Failed(format!("{} cannot be resumed (resume data {resume_data})", self.name()))
+        ToolOutcome::Failed(format!(
+            "{} cannot be resumed (resume data {resume_data})",
+            self.name()
+        ))
     }
 }
 
@@ -98,8 +101,12 @@ impl ToolSet {
 
     /// Adds `others`, replacing tools of the same name.
     pub fn merged(&self, others: &ToolSet) -> ToolSet {
-        let mut tools: Vec<Arc<dyn Tool>> =
-            self.0.iter().filter(|t| others.get(t.name()).is_none()).cloned().collect();
+        let mut tools: Vec<Arc<dyn Tool>> = self
+            .0
+            .iter()
+            .filter(|t| others.get(t.name()).is_none())
+            .cloned()
+            .collect();
         tools.extend(others.0.iter().cloned());
         ToolSet(tools)
     }
@@ -116,7 +123,12 @@ pub fn execute_standalone(tool: &dyn Tool, workspace: &Workspace, args: &Value) 
     };
     let violations = schema::validate(&tool.input_schema(), args);
     if !violations.is_empty() {
-        return ToolOutcome::Value(schema::validation_error(tool.name(), "input", args, &violations));
+        return ToolOutcome::Value(schema::validation_error(
+            tool.name(),
+            "input",
+            args,
+            &violations,
+        ));
     }
     tool.execute(&ctx, args)
 }

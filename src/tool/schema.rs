@@ -37,7 +37,11 @@ fn type_matches(expected: &str, value: &Value) -> bool {
 }
 
 fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Violation>) {
-    let at = if path.is_empty() { "root".to_owned() } else { path.to_owned() };
+    let at = if path.is_empty() {
+        "root".to_owned()
+    } else {
+        path.to_owned()
+    };
     if let Some(expected) = schema.get("type").and_then(Value::as_str) {
         if !type_matches(expected, value) {
             out.push(Violation {
@@ -49,7 +53,7 @@ fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Violation>) {
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
         if !allowed.contains(value) {
-            let options: Vec<String> = allowed.iter().map(|v| quote(v)).collect();
+            let options: Vec<String> = allowed.iter().map(quote).collect();
             out.push(Violation {
                 path: at.clone(),
                 message: format!(
@@ -60,16 +64,31 @@ fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Violation>) {
             });
         }
     }
-    let (Some(object), Some(properties)) =
-        (value.as_object(), schema.get("properties").and_then(Value::as_object))
-    else {
+    let (Some(object), Some(properties)) = (
+        value.as_object(),
+        schema.get("properties").and_then(Value::as_object),
+    ) else {
         return;
     };
-    let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
-    for key in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    for key in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let Some(key) = key.as_str() {
             if !object.contains_key(key) {
-                out.push(Violation { path: join(key), message: "Required".to_owned() });
+                out.push(Violation {
+                    path: join(key),
+                    message: "Required".to_owned(),
+                });
             }
         }
     }
@@ -77,7 +96,10 @@ fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Violation>) {
         match properties.get(key) {
             Some(sub) => check(sub, item, &join(key), out),
             None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                out.push(Violation { path: join(key), message: "Unrecognized key".to_owned() });
+                out.push(Violation {
+                    path: join(key),
+                    message: "Unrecognized key".to_owned(),
+                });
             }
             None => {}
         }
@@ -93,9 +115,16 @@ fn quote(value: &Value) -> String {
 
 /// The result object a model sees when a tool's input (or resume data) does not fit its schema:
 /// Mastra's `{error: true, message, validationErrors}` shape.
-pub fn validation_error(tool: &str, what: &str, provided: &Value, violations: &[Violation]) -> Value {
-    let lines: Vec<String> =
-        violations.iter().map(|v| format!("- {}: {}", v.path, v.message)).collect();
+pub fn validation_error(
+    tool: &str,
+    what: &str,
+    provided: &Value,
+    violations: &[Violation],
+) -> Value {
+    let lines: Vec<String> = violations
+        .iter()
+        .map(|v| format!("- {}: {}", v.path, v.message))
+        .collect();
     let pretty = serde_json::to_string_pretty(provided).unwrap_or_else(|_| provided.to_string());
     let (label, provided_label) = match what {
         "resume" => ("Tool resume data validation failed", "Provided resume data"),
@@ -133,16 +162,38 @@ mod tests {
     #[test]
     fn accepts_conforming_values() {
         assert!(validate(&plan_schema(), &json!({"action": "approved"})).is_empty());
-        assert!(validate(&plan_schema(), &json!({"action": "rejected", "feedback": "x"})).is_empty());
+        assert!(validate(
+            &plan_schema(),
+            &json!({"action": "rejected", "feedback": "x"})
+        )
+        .is_empty());
     }
 
     #[test]
     fn names_each_violation_and_where() {
-        let found = validate(&plan_schema(), &json!({"action": "maybe", "extra": 1, "feedback": 2}));
-        let text: Vec<String> = found.iter().map(|v| format!("{}: {}", v.path, v.message)).collect();
-        assert!(text.contains(&"action: Invalid enum value. Expected 'approved' | 'rejected', received 'maybe'".to_owned()), "{text:?}");
-        assert!(text.contains(&"extra: Unrecognized key".to_owned()), "{text:?}");
-        assert!(text.contains(&"feedback: Expected string, received integer".to_owned()), "{text:?}");
+        let found = validate(
+            &plan_schema(),
+            &json!({"action": "maybe", "extra": 1, "feedback": 2}),
+        );
+        let text: Vec<String> = found
+            .iter()
+            .map(|v| format!("{}: {}", v.path, v.message))
+            .collect();
+        assert!(
+            text.contains(
+                &"action: Invalid enum value. Expected 'approved' | 'rejected', received 'maybe'"
+                    .to_owned()
+            ),
+            "{text:?}"
+        );
+        assert!(
+            text.contains(&"extra: Unrecognized key".to_owned()),
+            "{text:?}"
+        );
+        assert!(
+            text.contains(&"feedback: Expected string, received integer".to_owned()),
+            "{text:?}"
+        );
         assert_eq!(validate(&plan_schema(), &json!({}))[0].message, "Required");
         assert_eq!(validate(&plan_schema(), &json!("approved"))[0].path, "root");
     }

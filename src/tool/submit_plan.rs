@@ -40,9 +40,15 @@ pub fn split_plan(text: &str) -> PlanText {
         // `line` borrows `text`: everything after it is the plan.
         let offset = line.as_ptr() as usize - text.as_ptr() as usize + line.len();
         let rest = text[offset..].trim_start_matches(['\n', '\r']).trim_end();
-        return PlanText { title: line[2..].trim().to_owned(), plan: rest.to_owned() };
+        return PlanText {
+            title: line[2..].trim().to_owned(),
+            plan: rest.to_owned(),
+        };
     }
-    PlanText { title: String::new(), plan: text.trim_end().to_owned() }
+    PlanText {
+        title: String::new(),
+        plan: text.trim_end().to_owned(),
+    }
 }
 
 /// The `submit_plan` tool.
@@ -132,7 +138,10 @@ impl Tool for SubmitPlan {
                 "isError": false
             }));
         }
-        if !Path::new(path).extension().is_some_and(|ext| ext.eq_ignore_ascii_case("md")) {
+        if !Path::new(path)
+            .extension()
+            .is_some_and(|ext| ext.eq_ignore_ascii_case("md"))
+        {
             return result(
                 format!(
                     "Plan file `{path}` is not a Markdown file: its name must end in `.md`. Write \
@@ -160,7 +169,11 @@ impl Tool for SubmitPlan {
                 submitted.insert(key.to_owned(), value.clone());
             }
         }
-        let feedback = data.get("feedback").and_then(Value::as_str).map(str::trim).unwrap_or("");
+        let feedback = data
+            .get("feedback")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .unwrap_or("");
         let content = match data.get("action").and_then(Value::as_str) {
             Some("approved") => APPROVED_TEXT.to_owned(),
             Some("rejected") if !feedback.is_empty() => {
@@ -168,7 +181,12 @@ impl Tool for SubmitPlan {
                 rejected_with_feedback_text(feedback)
             }
             Some("rejected") => REJECTED_NO_FEEDBACK_TEXT.to_owned(),
-            other => return result(format!("Failed to submit plan: unknown action {other:?}"), true),
+            other => {
+                return result(
+                    format!("Failed to submit plan: unknown action {other:?}"),
+                    true,
+                )
+            }
         };
         ToolOutcome::Value(json!({
             "toolId": TOOL_ID,
@@ -196,19 +214,37 @@ mod tests {
     #[test]
     fn title_is_first_nonblank_heading_line() {
         let p = split_plan("\n\n# My plan  \n\n\nStep one\n\n  ");
-        assert_eq!(p, PlanText { title: "My plan".into(), plan: "Step one".into() });
+        assert_eq!(
+            p,
+            PlanText {
+                title: "My plan".into(),
+                plan: "Step one".into()
+            }
+        );
     }
 
     #[test]
     fn no_heading_means_no_title_and_whole_text() {
         let p = split_plan("Intro\n# Later heading\n\n");
-        assert_eq!(p, PlanText { title: String::new(), plan: "Intro\n# Later heading".into() });
+        assert_eq!(
+            p,
+            PlanText {
+                title: String::new(),
+                plan: "Intro\n# Later heading".into()
+            }
+        );
         let p = split_plan("## Sub\nbody");
         assert_eq!(p.title, "", "only a level-one `# ` heading is a title");
     }
 
     #[test]
     fn heading_only_gives_empty_plan() {
-        assert_eq!(split_plan("# T"), PlanText { title: "T".into(), plan: String::new() });
+        assert_eq!(
+            split_plan("# T"),
+            PlanText {
+                title: "T".into(),
+                plan: String::new()
+            }
+        );
     }
 }

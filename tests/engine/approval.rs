@@ -12,14 +12,23 @@ fn write_turn() -> serde_json::Value {
 fn declined_tool_never_runs_and_the_model_hears_why() {
     let fx = Fixture::new(json!([write_turn(), text("Understood.")]));
     let (run, first) = fx.start(&["--mode", "build"]);
-    assert_eq!(types(&first), ["start", "step-start", "tool-call", "tool-call-approval"]);
+    assert_eq!(
+        types(&first),
+        ["start", "step-start", "tool-call", "tool-call-approval"]
+    );
     assert_eq!(first[3]["payload"]["args"]["path"], "src/new.rs");
     assert_eq!(fx.listing(&["pending"])[0]["kind"], "approval");
 
     let declined = fx.stream(&["reject", &run, "--feedback", "Not that file"]);
-    assert_eq!(types(&declined)[..3], ["tool-output-denied", "step-finish", "step-start"]);
+    assert_eq!(
+        types(&declined)[..3],
+        ["tool-output-denied", "step-finish", "step-start"]
+    );
     assert_eq!(declined[0]["payload"]["reason"], "Not that file");
-    assert!(!fx.workspace.join("src/new.rs").exists(), "a declined write must not touch the workspace");
+    assert!(
+        !fx.workspace.join("src/new.rs").exists(),
+        "a declined write must not touch the workspace"
+    );
     let message = tool_message(&fx.model_calls()[1], "w").clone();
     assert_eq!(message["result"]["error"], "Not that file");
 }
@@ -29,7 +38,10 @@ fn decline_without_reason_uses_the_default_reason() {
     let fx = Fixture::new(json!([write_turn(), text("Understood.")]));
     let (run, _) = fx.start(&["--mode", "build"]);
     let declined = fx.stream(&["reject", &run]);
-    assert_eq!(declined[0]["payload"]["reason"], "Tool call was not approved by the user");
+    assert_eq!(
+        declined[0]["payload"]["reason"],
+        "Tool call was not approved by the user"
+    );
     assert!(!fx.workspace.join("src/new.rs").exists());
 }
 
@@ -39,7 +51,10 @@ fn approved_tool_runs() {
     let (run, _) = fx.start(&["--mode", "build"]);
     let approved = fx.stream(&["approve", &run]);
     assert_eq!(types(&approved)[0], "tool-result");
-    assert_eq!(std::fs::read_to_string(fx.workspace.join("src/new.rs")).unwrap(), "fn new() {}\n");
+    assert_eq!(
+        std::fs::read_to_string(fx.workspace.join("src/new.rs")).unwrap(),
+        "fn new() {}\n"
+    );
 }
 
 #[test]
@@ -62,7 +77,16 @@ fn plan_mode_writes_only_into_the_plans_folder() {
     let (_, chunks) = fx.start(&[]);
     let error = &of_type(&chunks, "tool-error")[0]["payload"];
     assert_eq!(error["toolCallId"], "x");
-    assert!(error["error"].as_str().unwrap().contains("outside the plans folder"), "{error}");
-    assert_eq!(std::fs::read_to_string(fx.workspace.join("src/lib.rs")).unwrap(), "pub fn answer() -> u32 { 42 }\n");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("outside the plans folder"),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.workspace.join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 { 42 }\n"
+    );
     assert!(fx.workspace.join(".plandesk/plans/p.md").exists());
 }

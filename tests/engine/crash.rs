@@ -35,7 +35,11 @@ fn kill_9_right_after_suspension_keeps_the_plan_pending() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let pending = fx.listing(&["pending"]);
-    assert_eq!(pending[0]["runId"], run_id.as_str(), "the suspension was durable before it was announced");
+    assert_eq!(
+        pending[0]["runId"],
+        run_id.as_str(),
+        "the suspension was durable before it was announced"
+    );
     let resumed = fx.stream(&["approve", &run_id]);
     assert_eq!(*types(&resumed).last().unwrap(), "finish");
 }
@@ -44,16 +48,33 @@ fn kill_9_right_after_suspension_keeps_the_plan_pending() {
 fn abort_after_the_decision_is_recorded_loses_nothing() {
     let fx = fixture();
     let (run, _) = fx.start(&[]);
-    let out = fx.command(&["approve", &run]).env("PLANDESK_CRASH_AT", "after-decision").output().unwrap();
+    let out = fx
+        .command(&["approve", &run])
+        .env("PLANDESK_CRASH_AT", "after-decision")
+        .output()
+        .unwrap();
     assert!(!out.status.success(), "the process must have died");
     let history = fx.listing(&["history", &run]);
-    assert_eq!(history[0]["decision"]["action"], "approved", "the decision survived the crash");
-    assert_eq!(fx.listing(&["pending"]), json!([]), "a decided plan is no longer pending");
+    assert_eq!(
+        history[0]["decision"]["action"], "approved",
+        "the decision survived the crash"
+    );
+    assert_eq!(
+        fx.listing(&["pending"]),
+        json!([]),
+        "a decided plan is no longer pending"
+    );
     let err = fx.refused(&["approve", &run]);
-    assert!(err.contains("plandesk resume"), "the refusal says how to continue: {err}");
+    assert!(
+        err.contains("plandesk resume"),
+        "the refusal says how to continue: {err}"
+    );
     let resumed = fx.stream(&["resume", &run]);
     assert_eq!(types(&resumed)[0], "tool-result");
-    assert_eq!(resumed[0]["payload"]["result"]["content"], "Plan approved. Proceed with implementation following the approved plan.");
+    assert_eq!(
+        resumed[0]["payload"]["result"]["content"],
+        "Plan approved. Proceed with implementation following the approved plan."
+    );
     assert_eq!(*types(&resumed).last().unwrap(), "finish");
     assert_eq!(fx.listing(&["runs"])[0]["mode"], "build");
 }
@@ -71,7 +92,11 @@ fn abort_after_a_model_call_resumes_from_the_last_snapshot() {
     let run = chunks(&out.stdout)[0]["runId"].as_str().unwrap().to_owned();
     assert_eq!(fx.listing(&["runs"])[0]["status"], "running");
     let continued = fx.stream(&["resume", &run]);
-    assert_eq!(types(&continued), ["tool-call-suspended"], "the model's answer was kept; it is not asked again");
+    assert_eq!(
+        types(&continued),
+        ["tool-call-suspended"],
+        "the model's answer was kept; it is not asked again"
+    );
     assert_eq!(fx.model_calls().len(), 1);
 }
 
@@ -87,7 +112,10 @@ fn abort_after_suspension_is_pending_after_restart() {
     assert!(!out.status.success());
     assert_eq!(fx.listing(&["pending"]).as_array().unwrap().len(), 1);
     let run = fx.listing(&["runs"])[0]["id"].as_str().unwrap().to_owned();
-    assert_eq!(*types(&fx.stream(&["approve", &run])).last().unwrap(), "finish");
+    assert_eq!(
+        *types(&fx.stream(&["approve", &run])).last().unwrap(),
+        "finish"
+    );
 }
 
 #[test]
@@ -96,7 +124,24 @@ fn snapshots_and_events_are_append_only() {
     let (run, _) = fx.start(&[]);
     fx.stream(&["approve", &run]);
     let store = plandesk::Store::open(&fx.data).unwrap();
-    assert!(store.snapshot_count(&run).unwrap() >= 4, "every state change is a new snapshot version");
-    let kinds: Vec<String> = store.events(&run).unwrap().into_iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, ["run-started", "plan-submitted", "suspended", "decided", "finished"]);
+    assert!(
+        store.snapshot_count(&run).unwrap() >= 4,
+        "every state change is a new snapshot version"
+    );
+    let kinds: Vec<String> = store
+        .events(&run)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run-started",
+            "plan-submitted",
+            "suspended",
+            "decided",
+            "finished"
+        ]
+    );
 }

@@ -6,9 +6,16 @@ use crate::support::*;
 
 /// Submits `path` and returns the submit_plan result the model saw (asserting no suspension).
 fn submit_result(fx: &Fixture, path: &str) -> serde_json::Value {
-    std::fs::write(&fx.script, json!({"turns": [{"toolCalls": [submit("c", path)]}, text("ok")]}).to_string()).unwrap();
+    std::fs::write(
+        &fx.script,
+        json!({"turns": [{"toolCalls": [submit("c", path)]}, text("ok")]}).to_string(),
+    )
+    .unwrap();
     let (_, chunks) = fx.start(&[]);
-    assert!(of_type(&chunks, "tool-call-suspended").is_empty(), "{path} must not reach a person");
+    assert!(
+        of_type(&chunks, "tool-call-suspended").is_empty(),
+        "{path} must not reach a person"
+    );
     assert_eq!(fx.listing(&["pending"]), json!([]));
     of_type(&chunks, "tool-result")[0]["payload"]["result"].clone()
 }
@@ -17,7 +24,10 @@ fn assert_error(result: &serde_json::Value, needle: &str) {
     assert_eq!(result["isError"], true, "{result}");
     assert_eq!(result["toolId"], "submit_plan");
     let content = result["content"].as_str().unwrap();
-    assert!(content.contains(needle), "expected `{needle}` in: {content}");
+    assert!(
+        content.contains(needle),
+        "expected `{needle}` in: {content}"
+    );
 }
 
 #[test]
@@ -31,15 +41,43 @@ fn hostile_plan_files_are_answered_to_the_model() {
     fx.write(".plandesk/plans/notes.txt", b"# Notes\n");
     fx.write("src/plan.md", b"# Misplaced\n");
 
-    assert_error(&submit_result(&fx, "../outside.md"), "outside the plans folder");
-    assert_error(&submit_result(&fx, outside.to_str().unwrap()), "outside the plans folder");
-    assert_error(&submit_result(&fx, ".plandesk/plans/link.md"), "outside the plans folder");
-    assert_error(&submit_result(&fx, ".plandesk/plans/binary.md"), "not UTF-8");
-    assert_error(&submit_result(&fx, ".plandesk/plans/huge.md"), "5242880 bytes");
-    assert_error(&submit_result(&fx, ".plandesk/plans/missing.md"), "Plan file not found");
-    assert_error(&submit_result(&fx, ".plandesk/plans/notes.txt"), "must end in `.md`");
-    assert_error(&submit_result(&fx, "src/plan.md"), "outside the plans folder");
-    assert_eq!(fx.listing(&["history"]), json!([]), "no revision was recorded");
+    assert_error(
+        &submit_result(&fx, "../outside.md"),
+        "outside the plans folder",
+    );
+    assert_error(
+        &submit_result(&fx, outside.to_str().unwrap()),
+        "outside the plans folder",
+    );
+    assert_error(
+        &submit_result(&fx, ".plandesk/plans/link.md"),
+        "outside the plans folder",
+    );
+    assert_error(
+        &submit_result(&fx, ".plandesk/plans/binary.md"),
+        "not UTF-8",
+    );
+    assert_error(
+        &submit_result(&fx, ".plandesk/plans/huge.md"),
+        "5242880 bytes",
+    );
+    assert_error(
+        &submit_result(&fx, ".plandesk/plans/missing.md"),
+        "Plan file not found",
+    );
+    assert_error(
+        &submit_result(&fx, ".plandesk/plans/notes.txt"),
+        "must end in `.md`",
+    );
+    assert_error(
+        &submit_result(&fx, "src/plan.md"),
+        "outside the plans folder",
+    );
+    assert_eq!(
+        fx.listing(&["history"]),
+        json!([]),
+        "no revision was recorded"
+    );
 }
 
 #[test]
@@ -55,9 +93,16 @@ fn workspace_tools_refuse_paths_that_leave_it() {
         let (_, chunks) = fx.start(&[]);
         let errors = of_type(&chunks, "tool-error");
         assert_eq!(errors.len(), 1, "{path}: {chunks:?}");
-        assert!(of_type(&chunks, "tool-result").is_empty(), "{path} must not be read");
+        assert!(
+            of_type(&chunks, "tool-result").is_empty(),
+            "{path} must not be read"
+        );
         let error = errors[0]["payload"]["error"].as_str().unwrap();
-        assert!(error.contains("leaves the workspace") || error.contains("absolute paths are not allowed"), "{error}");
+        assert!(
+            error.contains("leaves the workspace")
+                || error.contains("absolute paths are not allowed"),
+            "{error}"
+        );
     }
 }
 
@@ -72,12 +117,25 @@ fn hostile_markdown_is_rendered_inert() {
     let html = String::from_utf8(fx.ok(&["show", "1", "--html"]).stdout).unwrap();
     assert!(!html.contains("javascript:"), "{html}");
     // Only real markup counts: the escaped text may well mention onerror.
-    let tags: Vec<&str> = html.split('<').skip(1).filter_map(|rest| rest.split_once('>').map(|(tag, _)| tag)).collect();
+    let tags: Vec<&str> = html
+        .split('<')
+        .skip(1)
+        .filter_map(|rest| rest.split_once('>').map(|(tag, _)| tag))
+        .collect();
     for tag in &tags {
-        assert!(!tag.starts_with("script") && !tag.starts_with("img"), "`<{tag}>` survived sanitising:\n{html}");
+        assert!(
+            !tag.starts_with("script") && !tag.starts_with("img"),
+            "`<{tag}>` survived sanitising:\n{html}"
+        );
         assert!(!tag.contains(" on"), "event handler in `<{tag}>`:\n{html}");
     }
-    assert!(html.contains("<a href=\"https://ok.example\" rel=\"noopener noreferrer nofollow\">ok</a>"), "{html}");
-    assert!(html.contains("&lt;script&gt;"), "raw HTML is shown as text:\n{html}");
+    assert!(
+        html.contains("<a href=\"https://ok.example\" rel=\"noopener noreferrer nofollow\">ok</a>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("&lt;script&gt;"),
+        "raw HTML is shown as text:\n{html}"
+    );
     assert!(html.contains("<h1>Innocent</h1>"), "{html}");
 }

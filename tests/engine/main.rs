@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers: a panic is the failure report
 //! Engine behaviour through the real `plandesk` binary (a new process per call, a real SQLite
 //! file) and through the library API. One binary, a module per area.
 
@@ -5,6 +6,7 @@ mod support;
 
 mod approval;
 mod crash;
+mod determinism;
 mod hostile;
 mod plan_loop;
 mod refusals;

@@ -21,13 +21,23 @@ fn revised_fixture() -> (Fixture, String) {
 #[test]
 fn decision_on_a_stale_revision_is_refused_and_changes_nothing() {
     let (fx, run) = revised_fixture();
-    let first_sha = fx.listing(&["pending"])[0]["revision"]["sha256"].as_str().unwrap().to_owned();
+    let first_sha = fx.listing(&["pending"])[0]["revision"]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     fx.stream(&["reject", &run, "--feedback", "shorter"]);
     let before = (fx.listing(&["pending"]), fx.listing(&["history"]));
     let err = fx.refused(&["approve", &run, "--revision", &first_sha[..12]]);
     assert!(err.contains("the plan changed since it was shown"), "{err}");
-    assert!(err.contains("revision 2"), "names the pending revision: {err}");
-    assert_eq!((fx.listing(&["pending"]), fx.listing(&["history"])), before, "a refused decision changes nothing");
+    assert!(
+        err.contains("revision 2"),
+        "names the pending revision: {err}"
+    );
+    assert_eq!(
+        (fx.listing(&["pending"]), fx.listing(&["history"])),
+        before,
+        "a refused decision changes nothing"
+    );
 }
 
 #[test]
@@ -38,7 +48,14 @@ fn second_decision_on_the_same_suspension_is_refused() {
     let err = fx.refused(&["approve", &run, "--tool-call-id", "c1"]);
     assert!(err.contains("already decided (rejected"), "{err}");
     assert_eq!(fx.listing(&["history"]), before);
-    let err = fx.refused(&["resume", &run, "--tool-call-id", "c1", "--data", r#"{"action":"approved"}"#]);
+    let err = fx.refused(&[
+        "resume",
+        &run,
+        "--tool-call-id",
+        "c1",
+        "--data",
+        r#"{"action":"approved"}"#,
+    ]);
     assert!(err.contains("already decided"), "{err}");
 }
 
@@ -48,10 +65,17 @@ fn decisions_for_unknown_runs_and_calls_are_refused() {
     let err = fx.refused(&["approve", "no-such-run"]);
     assert!(err.contains("no run matches `no-such-run`"), "{err}");
     let err = fx.refused(&["approve", &run, "--tool-call-id", "nope"]);
-    assert!(err.contains("nothing with tool call id nope is pending"), "{err}");
+    assert!(
+        err.contains("nothing with tool call id nope is pending"),
+        "{err}"
+    );
     let err = fx.refused(&["resume", &run, "--data", "{not json"]);
     assert!(err.contains("--data is not valid JSON"), "{err}");
-    assert_eq!(fx.listing(&["pending"]).as_array().unwrap().len(), 1, "still pending after the refusals");
+    assert_eq!(
+        fx.listing(&["pending"]).as_array().unwrap().len(),
+        1,
+        "still pending after the refusals"
+    );
 }
 
 #[test]
@@ -62,7 +86,10 @@ fn a_finished_run_takes_no_decision_and_a_suspended_run_takes_no_message() {
     fx.stream(&["reject", &run, "--feedback", "x"]);
     fx.stream(&["approve", &run]);
     let err = fx.refused(&["approve", &run]);
-    assert!(err.contains("is finished, not waiting for a decision"), "{err}");
+    assert!(
+        err.contains("is finished, not waiting for a decision"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -71,10 +98,18 @@ fn bad_arguments_exit_non_zero_with_one_line() {
     let err = fx.refused(&["run", "--model", "gpt-imaginary", "x"]);
     assert!(err.contains("unknown model `gpt-imaginary`"), "{err}");
     let err = fx.refused(&["run", "--model", "scripted:/does/not/exist.json", "x"]);
-    assert!(err.contains("scripted model file /does/not/exist.json"), "{err}");
+    assert!(
+        err.contains("scripted model file /does/not/exist.json"),
+        "{err}"
+    );
     let err = fx.refused(&["run", "--workspace", "/does/not/exist", "x"]);
     assert!(err.contains("/does/not/exist"), "{err}");
     let err = fx.refused(&["show", "999"]);
     assert!(err.contains("no plan revision 999"), "{err}");
-    assert!(!fx.command(&["run", "--max-steps", "0", "x"]).output().unwrap().status.success());
+    assert!(!fx
+        .command(&["run", "--max-steps", "0", "x"])
+        .output()
+        .unwrap()
+        .status
+        .success());
 }

@@ -1,4 +1,4 @@
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -6,7 +6,8 @@ use std::process::{Command, Output};
 use serde_json::{json, Value};
 
 pub const PLAN: &str = ".plandesk/plans/feature.md";
-pub const PLAN_TEXT: &str = "# Add a cache\n\nUse an LRU cache in front of the store.\n\n1. Measure\n2. Cache\n";
+pub const PLAN_TEXT: &str =
+    "# Add a cache\n\nUse an LRU cache in front of the store.\n\n1. Measure\n2. Cache\n";
 
 /// A workspace, a data directory and a scripted model file, in one temp folder.
 pub struct Fixture {
@@ -25,12 +26,23 @@ impl Fixture {
         let workspace = root.join("ws");
         std::fs::create_dir_all(workspace.join(".plandesk/plans")).unwrap();
         std::fs::create_dir_all(workspace.join("src")).unwrap();
-        std::fs::write(workspace.join("src/lib.rs"), "pub fn answer() -> u32 { 42 }\n").unwrap();
+        std::fs::write(
+            workspace.join("src/lib.rs"),
+            "pub fn answer() -> u32 { 42 }\n",
+        )
+        .unwrap();
         let data = root.join("data");
         let script = root.join("script.json");
         std::fs::write(&script, json!({"turns": turns}).to_string()).unwrap();
         let log = root.join("model.log");
-        Self { _dir: dir, root, workspace, data, script, log }
+        Self {
+            _dir: dir,
+            root,
+            workspace,
+            data,
+            script,
+            log,
+        }
     }
 
     pub fn write(&self, rel: &str, content: &[u8]) -> PathBuf {
@@ -67,9 +79,17 @@ impl Fixture {
     /// Runs `plandesk ARGS`, expecting a refusal; returns stderr.
     pub fn refused(&self, args: &[&str]) -> String {
         let out = self.command(args).output().unwrap();
-        assert!(!out.status.success(), "plandesk {args:?} should have been refused: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            !out.status.success(),
+            "plandesk {args:?} should have been refused: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(stderr.trim_end().lines().count(), 1, "one clear line on stderr, got: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "one clear line on stderr, got: {stderr}"
+        );
         stderr
     }
 

@@ -20,7 +20,11 @@ fn thousand_step_run() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(workspace.join("src")).unwrap();
-    std::fs::write(workspace.join("src/lib.rs"), "pub fn answer() -> u32 { 42 }\n".repeat(20)).unwrap();
+    std::fs::write(
+        workspace.join("src/lib.rs"),
+        "pub fn answer() -> u32 { 42 }\n".repeat(20),
+    )
+    .unwrap();
     let mut turns: Vec<_> = (0..STEPS - 1)
         .map(|i| {
             json!({"text": format!("Step {i}: reading the library again."),
@@ -34,18 +38,32 @@ fn thousand_step_run() {
     let engine = Engine::open(&dir.path().join("data")).unwrap();
     let mut options = StartOptions::new(&workspace, format!("scripted:{}", script.display()));
     options.max_steps = STEPS as u32 + 1;
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let rss_before = peak_rss_kib();
     let mut chunks = 0usize;
     let started = Instant::now();
     let report = runtime
-        .block_on(engine.start("Read the library a thousand times", &options, &mut |_c| chunks += 1))
+        .block_on(
+            engine.start("Read the library a thousand times", &options, &mut |_c| {
+                chunks += 1
+            }),
+        )
         .unwrap();
     let wall = started.elapsed();
     let rss_after = peak_rss_kib();
-    assert_eq!(report.status, plandesk::RunStatus::Finished, "the run must complete: {report:?}");
-    let db_bytes = std::fs::metadata(engine.store().path()).map(|m| m.len()).unwrap_or(0)
-        + std::fs::metadata(engine.store().path().with_extension("db-wal")).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(
+        report.status,
+        plandesk::RunStatus::Finished,
+        "the run must complete: {report:?}"
+    );
+    let db_bytes = std::fs::metadata(engine.store().path())
+        .map(|m| m.len())
+        .unwrap_or(0)
+        + std::fs::metadata(engine.store().path().with_extension("db-wal"))
+            .map(|m| m.len())
+            .unwrap_or(0);
     println!(
         "1000-step scripted run: {:.2} s wall ({:.2} ms/step), {chunks} chunks, peak RSS {} MiB (before the run {} MiB), store {:.1} MiB",
         wall.as_secs_f64(),
@@ -65,11 +83,23 @@ fn big_plan(variant: usize) -> String {
         plan.push_str(&format!("## Part {section}: module {section}\n\n"));
         plan.push_str("The module keeps its public API; the internals move to the new store with **no downtime** and a `feature flag`.\n\n");
         for step in 1..=8 {
-            let word = if variant == 1 && step == 3 { "carefully" } else { "quickly" };
-            plan.push_str(&format!("{step}. Move table {section}.{step} {word}, then verify row counts match\n"));
+            let word = if variant == 1 && step == 3 {
+                "carefully"
+            } else {
+                "quickly"
+            };
+            plan.push_str(&format!(
+                "{step}. Move table {section}.{step} {word}, then verify row counts match\n"
+            ));
         }
-        plan.push_str("\n- [ ] backfill\n- [x] schema\n\n| table | rows | owner |\n|---|---|---|\n");
-        plan.push_str(&format!("| t{section} | {} | team-{} |\n\n", section * 1000, section % 7));
+        plan.push_str(
+            "\n- [ ] backfill\n- [x] schema\n\n| table | rows | owner |\n|---|---|---|\n",
+        );
+        plan.push_str(&format!(
+            "| t{section} | {} | team-{} |\n\n",
+            section * 1000,
+            section % 7
+        ));
         plan.push_str("```rust\nfn migrate(conn: &Connection) -> Result<()> { Ok(()) }\n```\n\n");
     }
     plan
@@ -81,15 +111,24 @@ fn time<T>(label: &str, iterations: u32, mut f: impl FnMut() -> T) -> Duration {
         std::hint::black_box(f());
     }
     let each = started.elapsed() / iterations;
-    println!("{label}: {:.2} ms per call ({iterations} calls)", each.as_secs_f64() * 1000.0);
+    println!(
+        "{label}: {:.2} ms per call ({iterations} calls)",
+        each.as_secs_f64() * 1000.0
+    );
     each
 }
 
 fn main() {
     let (a, b) = (big_plan(0), big_plan(1));
     println!("plan size: {} KiB", a.len() / 1024);
-    time("render 200 KB plan (comrak + ammonia)", 20, || plandesk::plan::render_html(&a));
-    time("side-by-side diff of two 200 KB revisions", 20, || plandesk::plan::side_by_side(&a, &b));
-    time("side-by-side diff, identical 200 KB revisions", 20, || plandesk::plan::side_by_side(&a, &a));
+    time("render 200 KB plan (comrak + ammonia)", 20, || {
+        plandesk::plan::render_html(&a)
+    });
+    time("side-by-side diff of two 200 KB revisions", 20, || {
+        plandesk::plan::side_by_side(&a, &b)
+    });
+    time("side-by-side diff, identical 200 KB revisions", 20, || {
+        plandesk::plan::side_by_side(&a, &a)
+    });
     thousand_step_run();
 }

@@ -12,7 +12,12 @@ use crate::support::*;
 
 async fn run_once(fx: &Fixture, data: &str) -> (Vec<String>, String) {
     let store = Store::open(&fx.root.join(data)).unwrap();
-    let engine = Engine::new(store, Arc::new(SteppingClock::starting_at(1_700_000_000_000)), Arc::new(SequentialIds::default()), plandesk::mode::builtin());
+    let engine = Engine::new(
+        store,
+        Arc::new(SteppingClock::starting_at(1_700_000_000_000)),
+        Arc::new(SequentialIds::default()),
+        plandesk::mode::builtin(),
+    );
     let options = StartOptions::new(&fx.workspace, format!("scripted:{}", fx.script.display()));
     let mut stream = engine.stream("Add a cache".into(), options);
     let run_id = stream.run_id.clone();
@@ -23,13 +28,17 @@ async fn run_once(fx: &Fixture, data: &str) -> (Vec<String>, String) {
     let report = stream.report().await.unwrap();
     assert_eq!(report.run_id, run_id);
     assert_eq!(report.status, plandesk::RunStatus::Suspended);
-    assert_eq!(report.pending.unwrap().revision.unwrap().title, "Add a cache");
+    assert_eq!(
+        report.pending.unwrap().revision.unwrap().title,
+        "Add a cache"
+    );
     (lines, run_id)
 }
 
 #[tokio::test]
 async fn fixed_clock_and_ids_give_identical_streams() {
-    let fx = Fixture::new(json!([{"text": "Here is the plan.", "toolCalls": [submit("c1", PLAN)]}]));
+    let fx =
+        Fixture::new(json!([{"text": "Here is the plan.", "toolCalls": [submit("c1", PLAN)]}]));
     fx.write(PLAN, PLAN_TEXT.as_bytes());
     let (first, run_id) = run_once(&fx, "data-a").await;
     let (second, _) = run_once(&fx, "data-b").await;

@@ -457,16 +457,16 @@ impl Engine {
         };
         let found = match tool_call_id {
             Some(id) => pending(id),
-            None => step.calls.iter().find(|c| {
-                c.status.is_pending()
-                    && self
-                        .inner
-                        .store
-                        .decision(run_id, &c.call.tool_call_id)
-                        .ok()
-                        .flatten()
-                        .is_none()
-            }),
+            None => {
+                let mut undecided = None;
+                for call in step.calls.iter().filter(|c| c.status.is_pending()) {
+                    if !self.has_decision(run_id, &call.call.tool_call_id)? {
+                        undecided = Some(call);
+                        break;
+                    }
+                }
+                undecided
+            }
         };
         match (found, tool_call_id) {
             (Some(call), _) => Ok(call),
@@ -480,6 +480,10 @@ impl Engine {
                 }),
             },
         }
+    }
+
+    fn has_decision(&self, run_id: &str, tool_call_id: &str) -> Result<bool, EngineError> {
+        Ok(self.inner.store.decision(run_id, tool_call_id)?.is_some())
     }
 
     fn already_or_not_pending(&self, run_id: &str, id: &str) -> EngineError {
@@ -553,16 +557,10 @@ impl Engine {
         state.steps_this_stream = 0;
         match &state.phase {
             Phase::Suspended { step } => {
-                let decided = step.calls.iter().any(|c| {
-                    c.status.is_pending()
-                        && self
-                            .inner
-                            .store
-                            .decision(run_id, &c.call.tool_call_id)
-                            .ok()
-                            .flatten()
-                            .is_some()
-                });
+                let mut decided = false;
+                for call in step.calls.iter().filter(|c| c.status.is_pending()) {
+                    decided |= self.has_decision(run_id, &call.call.tool_call_id)?;
+                }
                 if !decided {
                     let tool_call_id = step
                         .first_pending()

@@ -5,7 +5,7 @@
 use futures::stream;
 use serde_json::{json, Value};
 
-use super::{calls_so_far, EventStream, LanguageModel, ModelEvent, ModelRequest};
+use super::{calls_so_far, canned_events, EventStream, LanguageModel, ModelRequest};
 use crate::chunk::Usage;
 use crate::message::Message;
 use crate::tool::submit_plan::{split_plan, APPROVED_TEXT, TOOL_ID as SUBMIT_PLAN};
@@ -28,42 +28,24 @@ impl LanguageModel for DemoModel {
     fn stream<'a>(&'a self, request: ModelRequest<'a>) -> EventStream<'a> {
         let turn = next_turn(&request);
         let call_no = calls_so_far(request.messages) + 1;
-        let mut events = Vec::new();
-        for word in turn.text.split_inclusive(' ') {
-            events.push(Ok(ModelEvent::TextDelta(word.to_owned())));
-        }
-        for (i, (name, args)) in turn.calls.iter().enumerate() {
-            let id = format!("demo-{call_no}-{}", i + 1);
-            events.push(Ok(ModelEvent::ToolCallStart {
-                id: id.clone(),
-                name: (*name).to_owned(),
-            }));
-            events.push(Ok(ModelEvent::ToolCallArgsDelta {
-                id: id.clone(),
-                delta: args.to_string(),
-            }));
-            events.push(Ok(ModelEvent::ToolCallEnd { id }));
-        }
         let input_tokens = request.messages.iter().map(rough_tokens).sum::<u64>();
-        let output_tokens = (turn.text.len() as u64
+        let written = turn.text.len()
             + turn
                 .calls
                 .iter()
-                .map(|c| c.1.to_string().len() as u64)
-                .sum::<u64>())
-            / 4;
-        events.push(Ok(ModelEvent::Usage(Usage {
+                .map(|c| c.1.to_string().len())
+                .sum::<usize>();
+        let usage = Usage {
             input_tokens,
-            output_tokens,
-        })));
-        let reason = if turn.calls.is_empty() {
-            "stop"
-        } else {
-            "tool-calls"
+            output_tokens: written as u64 / 4,
         };
-        events.push(Ok(ModelEvent::Finish {
-            reason: reason.into(),
-        }));
+        let calls = turn
+            .calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, args))| (format!("demo-{call_no}-{}", i + 1), name.to_owned(), args))
+            .collect();
+        let events = canned_events(&turn.text, calls, Some(usage));
         Box::pin(stream::iter(events))
     }
 }

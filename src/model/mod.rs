@@ -97,6 +97,48 @@ pub fn from_spec(spec: &str, cwd: &Path) -> Result<Arc<dyn LanguageModel>, Model
     }
 }
 
+/// The events of one canned turn, as a streaming model would send them: the text word by word,
+/// then each tool call with its arguments in two fragments, then usage and the stop reason.
+/// Shared by the models that do not talk to a server (`demo`, `scripted`).
+pub(crate) fn canned_events(
+    text: &str,
+    calls: Vec<(String, String, Value)>,
+    usage: Option<Usage>,
+) -> Vec<Result<ModelEvent, ModelError>> {
+    let mut events: Vec<Result<ModelEvent, ModelError>> = text
+        .split_inclusive(' ')
+        .map(|word| Ok(ModelEvent::TextDelta(word.to_owned())))
+        .collect();
+    let reason = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool-calls"
+    };
+    for (id, name, args) in calls {
+        let args = args.to_string();
+        let half = args
+            .char_indices()
+            .nth(args.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
+        events.push(Ok(ModelEvent::ToolCallStart {
+            id: id.clone(),
+            name,
+        }));
+        for piece in [&args[..half], &args[half..]] {
+            events.push(Ok(ModelEvent::ToolCallArgsDelta {
+                id: id.clone(),
+                delta: piece.to_owned(),
+            }));
+        }
+        events.push(Ok(ModelEvent::ToolCallEnd { id }));
+    }
+    events.extend(usage.map(|u| Ok(ModelEvent::Usage(u))));
+    events.push(Ok(ModelEvent::Finish {
+        reason: reason.into(),
+    }));
+    events
+}
+
 /// How many model calls this conversation has had: one assistant message each.
 pub(crate) fn calls_so_far(messages: &[Message]) -> usize {
     messages

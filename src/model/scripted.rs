@@ -11,7 +11,9 @@ use futures::stream;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{calls_so_far, EventStream, LanguageModel, ModelError, ModelEvent, ModelRequest};
+use super::{
+    calls_so_far, canned_events, EventStream, LanguageModel, ModelError, ModelEvent, ModelRequest,
+};
 
 pub const LOG_ENV: &str = "PLANDESK_SCRIPTED_LOG";
 
@@ -80,45 +82,19 @@ impl ScriptedModel {
     }
 
     fn events(&self, turn_no: usize, turn: &Turn) -> Vec<Result<ModelEvent, ModelError>> {
-        let mut events = Vec::new();
-        if let Some(text) = turn.text.as_deref().filter(|t| !t.is_empty()) {
-            // Stream word by word, as a real model would.
-            events.extend(
-                text.split_inclusive(' ')
-                    .map(|w| Ok(ModelEvent::TextDelta(w.to_owned()))),
-            );
-        }
-        for (i, call) in turn.tool_calls.iter().enumerate() {
-            let id = call
-                .tool_call_id
-                .clone()
-                .unwrap_or_else(|| format!("call-{}-{}", turn_no + 1, i + 1));
-            let args = call.args.to_string();
-            let split = args
-                .char_indices()
-                .nth(args.chars().count() / 2)
-                .map_or(0, |(i, _)| i);
-            events.push(Ok(ModelEvent::ToolCallStart {
-                id: id.clone(),
-                name: call.tool_name.clone(),
-            }));
-            for piece in [&args[..split], &args[split..]] {
-                events.push(Ok(ModelEvent::ToolCallArgsDelta {
-                    id: id.clone(),
-                    delta: piece.to_owned(),
-                }));
-            }
-            events.push(Ok(ModelEvent::ToolCallEnd { id }));
-        }
-        let reason = if turn.tool_calls.is_empty() {
-            "stop"
-        } else {
-            "tool-calls"
-        };
-        events.push(Ok(ModelEvent::Finish {
-            reason: reason.into(),
-        }));
-        events
+        let calls = turn
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                let id = call
+                    .tool_call_id
+                    .clone()
+                    .unwrap_or_else(|| format!("call-{}-{}", turn_no + 1, i + 1));
+                (id, call.tool_name.clone(), call.args.clone())
+            })
+            .collect();
+        canned_events(turn.text.as_deref().unwrap_or(""), calls, None)
     }
 }
 

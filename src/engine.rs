@@ -661,13 +661,8 @@ impl Engine {
         Ok(Workspace::open(&state.workspace, Some(&state.plans_dir))?)
     }
 
-    fn tool(
-        &self,
-        state: &RunState,
-        mode: &str,
-        name: &str,
-    ) -> Result<Option<Arc<dyn Tool>>, EngineError> {
-        let _ = state;
+    /// The tool `name` as mode `mode` offers it.
+    fn tool(&self, mode: &str, name: &str) -> Result<Option<Arc<dyn Tool>>, EngineError> {
         Ok(self.inner.controller.tools(mode)?.get(name).cloned())
     }
 
@@ -695,13 +690,13 @@ impl Engine {
             else {
                 continue;
             };
-            let tool = self
-                .tool(state, &step.mode, &call.tool_name)?
-                .ok_or_else(|| EngineError::MissingTool {
+            let tool = self.tool(&step.mode, &call.tool_name)?.ok_or_else(|| {
+                EngineError::MissingTool {
                     run_id: state.run_id.clone(),
                     tool: call.tool_name.clone(),
                     mode: step.mode.clone(),
-                })?;
+                }
+            })?;
             let ctx = ToolContext {
                 workspace: &workspace,
                 run_id: &state.run_id,
@@ -1095,7 +1090,7 @@ impl Engine {
         let Phase::Suspended { step } = &state.phase else {
             return Ok(());
         };
-        let tool = self.tool(state, &step.mode, &call.tool_name)?;
+        let tool = self.tool(&step.mode, &call.tool_name)?;
         let kind = match first.status {
             CallStatus::Suspended { suspend_payload } => {
                 let resume_schema = tool.and_then(|t| t.resume_schema()).unwrap_or(Value::Null);

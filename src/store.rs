@@ -127,8 +127,30 @@ pub struct NewDecision<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PendingKind {
+    /// A plan submitted with `submit_plan`.
     Plan,
+    /// An approval-gated tool call.
     Approval,
+    /// Another tool that suspended for the host.
+    Suspended,
+}
+
+impl PendingKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            PendingKind::Plan => "plan",
+            PendingKind::Approval => "approval",
+            PendingKind::Suspended => "suspended",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        match text {
+            "plan" => PendingKind::Plan,
+            "approval" => PendingKind::Approval,
+            _ => PendingKind::Suspended,
+        }
+    }
 }
 
 /// Something waiting for a person: a plan or an approval-gated tool call.
@@ -541,11 +563,7 @@ impl Store {
                     PendingItem {
                         run_id: r.get(0)?,
                         tool_call_id: r.get(1)?,
-                        kind: if kind == "plan" {
-                            PendingKind::Plan
-                        } else {
-                            PendingKind::Approval
-                        },
+                        kind: PendingKind::parse(&kind),
                         tool_name: r.get(3)?,
                         args: serde_json::from_str(&args).unwrap_or(Value::String(args)),
                         since: r.get(6)?,
@@ -697,16 +715,16 @@ fn sync_pending(tx: &Connection, state: &RunState, at: Millis) -> Result<(), Sto
         }
         let (kind, revision_id) = match &call.status {
             CallStatus::Suspended { suspend_payload } if call.call.tool_name == SUBMIT_PLAN => (
-                "plan",
+                PendingKind::Plan,
                 Some(insert_revision(tx, run_id, id, suspend_payload, at)?),
             ),
-            CallStatus::Suspended { .. } => ("suspended", None),
-            _ => ("approval", None),
+            CallStatus::Suspended { .. } => (PendingKind::Suspended, None),
+            _ => (PendingKind::Approval, None),
         };
         tx.execute(
             "INSERT OR IGNORE INTO pending (run_id, tool_call_id, kind, tool_name, args, revision_id, since)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![run_id, id, kind, call.call.tool_name, call.call.args.to_string(), revision_id, at],
+            params![run_id, id, kind.as_str(), call.call.tool_name, call.call.args.to_string(), revision_id, at],
         )
         .map_err(sql("insert pending"))?;
         keep.push(id.to_owned());

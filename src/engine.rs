@@ -62,6 +62,8 @@ pub enum EngineError {
     },
     #[error("run {run_id} is being run by {who}; wait for it to stop")]
     Busy { run_id: String, who: String },
+    #[error("run {run_id} was interrupted while it ran; `plandesk resume {run_id}` continues it")]
+    Interrupted { run_id: String },
     #[error("run {run_id} has nothing to continue: it is {status}")]
     NothingToContinue {
         run_id: String,
@@ -102,6 +104,7 @@ impl EngineError {
             EngineError::NotSuspended { .. } | EngineError::NothingToContinue { .. } => {
                 "not-suspended"
             }
+            EngineError::Interrupted { .. } => "interrupted",
             EngineError::DecisionPending { .. } => "decision-pending",
             EngineError::Busy { .. } => "busy",
             EngineError::RevisionOnApproval { .. } => "invalid-input",
@@ -616,9 +619,8 @@ impl Engine {
                 // Either another process drives it (claim refuses) or it was interrupted; the
                 // message waits until the run is continued.
                 let _probe = self.claim(run_id)?;
-                return Err(EngineError::NothingToContinue {
+                return Err(EngineError::Interrupted {
                     run_id: run_id.to_owned(),
-                    status: "interrupted (run `plandesk resume RUN_ID` to continue it first)",
                 });
             }
             Phase::Waiting { .. } | Phase::Failed { .. } => {}

@@ -119,6 +119,8 @@ fn time<T>(label: &str, iterations: u32, mut f: impl FnMut() -> T) -> Duration {
 }
 
 fn main() {
+    // First, so its peak memory is not hidden under the rendering's.
+    thousand_step_run();
     let (a, b) = (big_plan(0), big_plan(1));
     println!("plan size: {} KiB", a.len() / 1024);
     time("render 200 KB plan (comrak + ammonia)", 20, || {
@@ -130,5 +132,4 @@ fn main() {
     time("side-by-side diff, identical 200 KB revisions", 20, || {
         plandesk::plan::side_by_side(&a, &a)
     });
-    thousand_step_run();
 }

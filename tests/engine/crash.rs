@@ -92,7 +92,10 @@ fn abort_after_a_model_call_resumes_from_the_last_snapshot() {
     let run = chunks(&out.stdout)[0]["runId"].as_str().unwrap().to_owned();
     assert_eq!(fx.listing(&["runs"])[0]["status"], "running");
     let err = fx.refused(&["send", &run, "are you there?"]);
-    assert!(err.contains("was interrupted while it ran; `plandesk resume"), "{err}");
+    assert!(
+        err.contains("was interrupted while it ran; `plandesk resume"),
+        "{err}"
+    );
     let continued = fx.stream(&["resume", &run]);
     assert_eq!(
         types(&continued),

@@ -5,6 +5,7 @@
 mod support;
 
 mod approval;
+mod cli_output;
 mod crash;
 mod determinism;
 mod hostile;

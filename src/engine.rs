@@ -565,14 +565,7 @@ impl Engine {
                     decided |= self.has_decision(run_id, &call.call.tool_call_id)?;
                 }
                 if !decided {
-                    let tool_call_id = step
-                        .first_pending()
-                        .map(|c| c.call.tool_call_id.clone())
-                        .unwrap_or_default();
-                    return Err(EngineError::DecisionPending {
-                        run_id: run_id.to_owned(),
-                        tool_call_id,
-                    });
+                    return Err(decision_pending(run_id, step));
                 }
                 self.apply_decisions(&mut state, &*model, sink).await
             }
@@ -605,16 +598,7 @@ impl Engine {
         }
         let mut state = self.inner.store.load(run_id)?;
         match &state.phase {
-            Phase::Suspended { step } => {
-                let tool_call_id = step
-                    .first_pending()
-                    .map(|c| c.call.tool_call_id.clone())
-                    .unwrap_or_default();
-                return Err(EngineError::DecisionPending {
-                    run_id: run_id.to_owned(),
-                    tool_call_id,
-                });
-            }
+            Phase::Suspended { step } => return Err(decision_pending(run_id, step)),
             Phase::CallModel | Phase::RunTools { .. } => {
                 // Either another process drives it (claim refuses) or it was interrupted; the
                 // message waits until the run is continued.
@@ -1220,6 +1204,17 @@ impl Engine {
             }),
         ));
         Ok(Flow::Stop)
+    }
+}
+
+/// The refusal for acting on a run whose step still waits for a person.
+fn decision_pending(run_id: &str, step: &Step) -> EngineError {
+    EngineError::DecisionPending {
+        run_id: run_id.to_owned(),
+        tool_call_id: step
+            .first_pending()
+            .map(|c| c.call.tool_call_id.clone())
+            .unwrap_or_default(),
     }
 }
 

@@ -509,36 +509,22 @@ impl Store {
         }
     }
 
+    /// Every run, most recently active first.
     pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare(
-                "SELECT id, prompt, model, mode, status, workspace, created_at, updated_at, owner_pid
-                 FROM runs ORDER BY updated_at DESC, id",
-            )
+            .prepare(&format!("{RUN_COLUMNS} ORDER BY updated_at DESC, id"))
             .map_err(sql("list runs"))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(RunSummary {
-                    id: r.get(0)?,
-                    prompt: r.get(1)?,
-                    model: r.get(2)?,
-                    mode: r.get(3)?,
-                    status: r.get(4)?,
-                    workspace: r.get(5)?,
-                    created_at: r.get(6)?,
-                    updated_at: r.get(7)?,
-                    owner_pid: r.get(8)?,
-                })
-            })
-            .map_err(sql("list runs"))?;
+        let rows = stmt.query_map([], run_row).map_err(sql("list runs"))?;
         rows.collect::<Result<_, _>>().map_err(sql("list runs"))
     }
 
+    /// One run, by its full id.
     pub fn run(&self, run_id: &str) -> Result<RunSummary, StoreError> {
-        self.runs()?
-            .into_iter()
-            .find(|r| r.id == run_id)
+        self.conn()
+            .query_row(&format!("{RUN_COLUMNS} WHERE id = ?1"), [run_id], run_row)
+            .optional()
+            .map_err(sql("load run"))?
             .ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))
     }
 
@@ -810,6 +796,22 @@ fn decision_in(
     )
     .optional()
     .map_err(sql("find decision"))
+}
+
+const RUN_COLUMNS: &str = "SELECT id, prompt, model, mode, status, workspace, created_at, updated_at, owner_pid FROM runs";
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
+    Ok(RunSummary {
+        id: r.get(0)?,
+        prompt: r.get(1)?,
+        model: r.get(2)?,
+        mode: r.get(3)?,
+        status: r.get(4)?,
+        workspace: r.get(5)?,
+        created_at: r.get(6)?,
+        updated_at: r.get(7)?,
+        owner_pid: r.get(8)?,
+    })
 }
 
 fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DecisionRecord> {

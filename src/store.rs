@@ -136,7 +136,7 @@ pub enum PendingKind {
 }
 
 impl PendingKind {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             PendingKind::Plan => "plan",
             PendingKind::Approval => "approval",

@@ -228,9 +228,9 @@ pub fn pending(items: &[PendingItem]) {
         "WHAT"
     );
     for item in items {
-        let (kind, rev, what) = match &item.revision {
+        let kind = item.kind.as_str();
+        let (rev, what) = match &item.revision {
             Some(r) => (
-                "plan",
                 format!("{}", r.revision_no),
                 if r.title.is_empty() {
                     r.path.clone()
@@ -239,7 +239,6 @@ pub fn pending(items: &[PendingItem]) {
                 },
             ),
             None => (
-                "approval",
                 "-".into(),
                 format!("{} {}", item.tool_name, args_summary(&item.args)),
             ),

@@ -9,6 +9,7 @@ pub mod mode;
 pub mod model;
 pub mod plan;
 pub mod run;
+pub mod secret;
 pub mod store;
 pub mod tool;
 pub mod workspace;

@@ -1,8 +1,12 @@
 //! Language models behind one trait. A model turns a request (messages and tool schemas) into a
 //! stream of normalised events; the run loop assembles those into chunks.
 
+pub mod anthropic;
 pub mod demo;
+pub(crate) mod http;
+pub mod openai;
 pub mod scripted;
+pub mod select;
 
 use std::fmt;
 use std::path::Path;
@@ -56,7 +60,10 @@ pub enum ModelEvent {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("unknown model `{0}`: use `demo` or `scripted:FILE`")]
+    #[error(
+        "unknown model `{0}`: use `demo`, `scripted:FILE`, `openai:MODEL`, `anthropic:MODEL` \
+         or `ollama:MODEL` (each of the last three may end in `@BASE_URL`)"
+    )]
     UnknownSpec(String),
     #[error("scripted model file {path}: {message}")]
     ScriptFile { path: String, message: String },
@@ -64,6 +71,51 @@ pub enum ModelError {
     ScriptExhausted { path: String, turns: usize },
     #[error("{model}: {message}")]
     Protocol { model: String, message: String },
+    #[error("{provider}: {message}")]
+    Config {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("{provider}: no API key: {hint}")]
+    NoKey {
+        provider: &'static str,
+        hint: String,
+    },
+    #[error("{provider}: cannot reach {url}: {message}")]
+    Connect {
+        provider: &'static str,
+        url: String,
+        message: String,
+    },
+    #[error("{provider} refused the API key (HTTP {status}: {message}); {hint}")]
+    Auth {
+        provider: &'static str,
+        status: u16,
+        hint: &'static str,
+        message: String,
+    },
+    #[error("{provider} answered HTTP {status}: {message}")]
+    Status {
+        provider: &'static str,
+        status: u16,
+        message: String,
+    },
+    #[error("{provider}: {message}")]
+    Timeout {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("{provider}: {message}")]
+    Stream {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("{provider} reported an error mid-answer ({kind}): {message}")]
+    Provider {
+        provider: &'static str,
+        kind: String,
+        message: String,
+    },
 }
 
 impl ModelError {
@@ -74,6 +126,15 @@ impl ModelError {
             ModelError::ScriptFile { .. } => "model-script-file",
             ModelError::ScriptExhausted { .. } => "model-script-exhausted",
             ModelError::Protocol { .. } => "model-protocol",
+            ModelError::Config { .. } => "model-config",
+            ModelError::NoKey { .. } => "model-no-key",
+            ModelError::Connect { .. } => "model-connect",
+            ModelError::Auth { .. } => "model-auth",
+            ModelError::Status { status: 429, .. } => "model-rate-limited",
+            ModelError::Status { .. } => "model-http-status",
+            ModelError::Timeout { .. } => "model-timeout",
+            ModelError::Stream { .. } => "model-stream",
+            ModelError::Provider { .. } => "model-provider-error",
         }
     }
 }
@@ -86,15 +147,62 @@ pub trait LanguageModel: Send + Sync + fmt::Debug {
     fn stream<'a>(&'a self, request: ModelRequest<'a>) -> EventStream<'a>;
 }
 
-/// Builds a model from its spec: `demo` or `scripted:FILE` (relative files resolve from `cwd`).
+/// Builds a model from its spec (see [`select`]); relative `scripted:` files resolve from `cwd`.
+/// Keys come from the environment, else the OS keyring; a provider at its public base URL needs
+/// one, a server at a base URL you chose may do without.
 pub fn from_spec(spec: &str, cwd: &Path) -> Result<Arc<dyn LanguageModel>, ModelError> {
-    match spec.split_once(':') {
-        None if spec == "demo" => Ok(Arc::new(demo::DemoModel)),
-        Some(("scripted", file)) if !file.is_empty() => {
-            Ok(Arc::new(scripted::ScriptedModel::load(&cwd.join(file))?))
+    use select::{ModelSpec, Provider};
+    let (provider, model, base_url) = match ModelSpec::parse(spec)? {
+        ModelSpec::Demo => return Ok(Arc::new(demo::DemoModel)),
+        ModelSpec::Scripted(file) => {
+            return Ok(Arc::new(scripted::ScriptedModel::load(&cwd.join(file))?))
         }
-        _ => Err(ModelError::UnknownSpec(spec.to_owned())),
-    }
+        ModelSpec::Remote {
+            provider,
+            model,
+            base_url,
+        } => (
+            provider,
+            model,
+            base_url.unwrap_or_else(|| provider.base_url_from_env()),
+        ),
+    };
+    let key = match provider.key_provider() {
+        None => None,
+        Some(keys) => {
+            let (found, keyring_problem) = crate::secret::find_key(keys);
+            let key = found.map(|(key, _)| key);
+            if key.is_none() && base_url == provider.default_base_url() {
+                let mut hint = format!(
+                    "set {} or save one with `plandesk key set {}`",
+                    keys.env_var(),
+                    keys.name()
+                );
+                if let Some(problem) = keyring_problem {
+                    hint.push_str(&format!(" (the OS keyring could not be read: {problem})"));
+                }
+                return Err(ModelError::NoKey {
+                    provider: provider.name(),
+                    hint,
+                });
+            }
+            key
+        }
+    };
+    let settings = http::HttpSettings::from_env();
+    Ok(match provider {
+        Provider::Anthropic => Arc::new(anthropic::AnthropicModel::new(
+            &model, &base_url, key, settings,
+        )?),
+        Provider::OpenAi | Provider::Ollama => Arc::new(openai::OpenAiModel::new(
+            provider.name(),
+            &model,
+            &base_url,
+            provider.default_base_url(),
+            key,
+            settings,
+        )?),
+    })
 }
 
 /// The events of one canned turn, as a streaming model would send them: the text word by word,

@@ -432,13 +432,6 @@ mod tests {
         })
     }
 
-    fn args(id: &str, delta: &str) -> Result<ModelEvent, String> {
-        Ok(ModelEvent::ToolCallArgsDelta {
-            id: id.into(),
-            delta: delta.into(),
-        })
-    }
-
     fn end(id: &str) -> Result<ModelEvent, String> {
         Ok(ModelEvent::ToolCallEnd { id: id.into() })
     }

@@ -911,11 +911,18 @@ impl Engine {
             state.phase = Phase::Failed {
                 error: error.clone(),
             };
-            self.inner.store.save(
-                state,
-                self.now(),
-                Some(("failed", json!({"error": error.message}))),
-            )?;
+            // What streamed before the failure is kept in the log, not lost; the run itself
+            // resumes from its last good state (the model is called again).
+            let mut event = json!({"code": error.code, "error": error.message});
+            if !text.is_empty() {
+                event["partialText"] = json!(text);
+            }
+            if !tool_calls.is_empty() {
+                event["partialToolCalls"] = json!(tool_calls);
+            }
+            self.inner
+                .store
+                .save(state, self.now(), Some(("failed", event)))?;
             return Ok(Flow::Stop);
         }
         state.steps_this_stream += 1;
@@ -1253,6 +1260,14 @@ impl RunStream {
     /// The next chunk, or `None` once the run's stream has ended.
     pub async fn next_chunk(&mut self) -> Option<Chunk> {
         self.chunks.recv().await
+    }
+
+    /// Stops the run where it is: the model call in flight is dropped, which closes its HTTP
+    /// stream. The run keeps its last committed state; `Engine::continue_run` picks it up again.
+    /// Returns once the run's task has ended.
+    pub async fn cancel(self) {
+        self.task.abort();
+        let _ = self.task.await;
     }
 
     /// Waits for the stream to end and returns where the run stands.

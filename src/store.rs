@@ -259,6 +259,11 @@ CREATE TABLE IF NOT EXISTS events (
     kind TEXT NOT NULL,
     data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);
 CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
 CREATE INDEX IF NOT EXISTS revisions_by_run ON plan_revisions(run_id, path);
 ";
@@ -610,6 +615,36 @@ impl Store {
             })
             .map_err(sql("list events"))?;
         rows.collect::<Result<_, _>>().map_err(sql("list events"))
+    }
+
+    /// A saved setting (never a secret: keys live in the OS keyring).
+    pub fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn()
+            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(sql("read a setting"))
+    }
+
+    /// Saves a setting; `None` removes it.
+    pub fn set_setting(
+        &self,
+        key: &str,
+        value: Option<&str>,
+        at: Millis,
+    ) -> Result<(), StoreError> {
+        let conn = self.conn();
+        match value {
+            Some(value) => conn.execute(
+                "INSERT INTO settings (key, value, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                rusqlite::params![key, value, at],
+            ),
+            None => conn.execute("DELETE FROM settings WHERE key = ?1", [key]),
+        }
+        .map(drop)
+        .map_err(sql("save a setting"))
     }
 
     /// How many snapshot versions a run has (they are never overwritten).

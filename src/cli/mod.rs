@@ -2,13 +2,15 @@
 
 mod print;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Parser, Subcommand};
 use plandesk::engine::DEFAULT_MAX_STEPS;
+use plandesk::model::select::{self, DefaultModel, MODEL_SETTING};
+use plandesk::secret::{self, ApiKey, KeyError, KeyProvider, KeySource};
 use plandesk::store::{default_data_dir, PlanRevision};
 use plandesk::{Engine, EngineError, RunStatus, StartOptions, Verdict};
 
@@ -36,9 +38,10 @@ enum Command {
         /// Workspace folder the agent works in [default: the current folder]
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
-        /// `demo` (offline, built in) or `scripted:FILE`
-        #[arg(long, default_value = "demo", value_name = "MODEL")]
-        model: String,
+        /// `demo`, `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL` (each may end in `@BASE_URL`)
+        /// or `scripted:FILE` [default: `plandesk model` says which]
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
         /// Mode to start in
         #[arg(long, default_value = "plan", value_parser = ["plan", "build"])]
         mode: String,
@@ -105,6 +108,40 @@ enum Command {
     },
     /// Two plan revisions side by side, changed words marked
     Diff { a: String, b: String },
+    /// The model new runs use, and why; `set` saves a choice, `clear` forgets it
+    Model {
+        #[command(subcommand)]
+        action: Option<ModelAction>,
+    },
+    /// API keys in the OS keyring (the environment's OPENAI_API_KEY / ANTHROPIC_API_KEY win)
+    Key {
+        #[command(subcommand)]
+        action: KeyAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelAction {
+    /// Save the model new runs use when `--model` is not given
+    Set { spec: String },
+    /// Forget the saved model: the default is chosen from what is configured
+    Clear,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyAction {
+    /// Save a provider's key in the OS keyring, read from standard input
+    Set {
+        #[arg(value_parser = ["openai", "anthropic"])]
+        provider: String,
+    },
+    /// Remove a provider's key from the OS keyring
+    Rm {
+        #[arg(value_parser = ["openai", "anthropic"])]
+        provider: String,
+    },
+    /// Which providers have a key, and where it comes from (never the key itself)
+    List,
 }
 
 pub fn main() -> ExitCode {
@@ -149,6 +186,17 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             let workspace = match workspace {
                 Some(dir) => dir,
                 None => std::env::current_dir().context("cannot read the current folder")?,
+            };
+            let model = match model {
+                Some(model) => model,
+                None => {
+                    let chosen = default_model(&engine).await?;
+                    printer.preface(format!(
+                        "plandesk: model {} ({})",
+                        chosen.spec, chosen.reason
+                    ));
+                    chosen.spec
+                }
             };
             let options = StartOptions {
                 workspace,
@@ -255,6 +303,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
+        Command::Model { action } => return model_command(&engine, action, json).await,
+        Command::Key { action } => return key_command(action, json),
     };
     let report = report.map_err(explain)?;
     printer.finish(&report);
@@ -263,6 +313,118 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+async fn default_model(engine: &Engine) -> Result<DefaultModel> {
+    let saved = engine.store().setting(MODEL_SETTING)?;
+    Ok(select::default_model(saved).await)
+}
+
+async fn model_command(
+    engine: &Engine,
+    action: Option<ModelAction>,
+    json: bool,
+) -> Result<ExitCode> {
+    match action {
+        Some(ModelAction::Set { spec }) => {
+            select::ModelSpec::parse(&spec)?;
+            engine
+                .store()
+                .set_setting(MODEL_SETTING, Some(&spec), now_millis())?;
+            eprintln!("plandesk: new runs use {spec} unless --model says otherwise");
+        }
+        Some(ModelAction::Clear) => {
+            engine
+                .store()
+                .set_setting(MODEL_SETTING, None, now_millis())?;
+            let chosen = default_model(engine).await?;
+            eprintln!(
+                "plandesk: saved model forgotten; new runs use {} ({})",
+                chosen.spec, chosen.reason
+            );
+        }
+        None => {
+            let chosen = default_model(engine).await?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"model": chosen.spec, "reason": chosen.reason})
+                );
+            } else {
+                println!("{}\t{}", chosen.spec, chosen.reason);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn key_command(action: KeyAction, json: bool) -> Result<ExitCode> {
+    match action {
+        KeyAction::Set { provider } => {
+            let provider = KeyProvider::parse(&provider)?;
+            if std::io::stdin().is_terminal() {
+                eprint!("Paste the {} API key, then press Enter: ", provider.name());
+            }
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .context("cannot read the key from standard input")?;
+            let key = ApiKey::new(&line).ok_or(KeyError::Empty)?;
+            secret::keyring_set(provider, &key)?;
+            eprintln!(
+                "plandesk: the {} key is saved in the OS keyring",
+                provider.name()
+            );
+            if std::env::var_os(provider.env_var()).is_some() {
+                eprintln!(
+                    "plandesk: note: {} is set in this environment and is used before the keyring",
+                    provider.env_var()
+                );
+            }
+        }
+        KeyAction::Rm { provider } => {
+            let provider = KeyProvider::parse(&provider)?;
+            secret::keyring_remove(provider)?;
+            eprintln!(
+                "plandesk: the {} key is removed from the OS keyring",
+                provider.name()
+            );
+        }
+        KeyAction::List => {
+            let rows: Vec<(&str, String)> = KeyProvider::ALL
+                .into_iter()
+                .map(|p| {
+                    let (found, problem) = secret::find_key(p);
+                    let source = match (found, problem) {
+                        (Some((_, KeySource::Environment)), _) => {
+                            format!("from {}", p.env_var())
+                        }
+                        (Some((_, KeySource::Keyring)), _) => "in the OS keyring".into(),
+                        (None, Some(problem)) => format!("none ({problem})"),
+                        (None, None) => "none".into(),
+                    };
+                    (p.name(), source)
+                })
+                .collect();
+            if json {
+                let map: serde_json::Map<String, serde_json::Value> = rows
+                    .into_iter()
+                    .map(|(p, s)| (p.to_owned(), s.into()))
+                    .collect();
+                println!("{}", serde_json::Value::Object(map));
+            } else {
+                for (provider, source) in rows {
+                    println!("{provider}\t{source}");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn now_millis() -> i64 {
+    use plandesk::clock::Clock;
+    plandesk::clock::SystemClock.now()
 }
 
 /// Adds the command that helps, where an engine error has one.

@@ -53,6 +53,8 @@ fn age(since: i64) -> String {
 pub struct StreamPrinter {
     json: bool,
     in_text: bool,
+    /// Said on stderr once the run has started (so a refused run prints only its refusal).
+    preface: Option<String>,
 }
 
 impl StreamPrinter {
@@ -60,7 +62,13 @@ impl StreamPrinter {
         Self {
             json,
             in_text: false,
+            preface: None,
         }
+    }
+
+    /// A line for stderr when the stream's first chunk arrives.
+    pub fn preface(&mut self, line: String) {
+        self.preface = Some(line);
     }
 
     pub fn sink(&mut self) -> impl FnMut(Chunk) + Send + '_ {
@@ -68,6 +76,9 @@ impl StreamPrinter {
     }
 
     fn print(&mut self, chunk: &Chunk) {
+        if let Some(line) = self.preface.take() {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
         let mut out = std::io::stdout().lock();
         if self.json {
             if let Ok(line) = serde_json::to_string(chunk) {

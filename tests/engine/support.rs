@@ -5,6 +5,11 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
+/// A session bus address nothing listens on: no keyring.
+pub const NO_BUS: &str = "unix:path=/nonexistent/plandesk-test-bus";
+/// Where no Ollama answers (port 9 is discard; nothing listens on loopback).
+pub const CLOSED_PORT: &str = "127.0.0.1:9";
+
 pub const PLAN: &str = ".plandesk/plans/feature.md";
 pub const PLAN_TEXT: &str =
     "# Add a cache\n\nUse an LRU cache in front of the store.\n\n1. Measure\n2. Cache\n";
@@ -60,6 +65,19 @@ impl Fixture {
             .env("PLANDESK_SCRIPTED_LOG", &self.log)
             .env_remove("PLANDESK_CRASH_AT")
             .env_remove("PLANDESK_DATA_DIR");
+        // Tests never see this machine's provider settings or its keyring.
+        for var in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_BASE_URL",
+            "OLLAMA_HOST",
+            "PLANDESK_HTTP_IDLE_TIMEOUT_MS",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("DBUS_SESSION_BUS_ADDRESS", NO_BUS)
+            .env("OLLAMA_HOST", CLOSED_PORT);
         cmd
     }
 

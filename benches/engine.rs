@@ -1,6 +1,7 @@
 //! Benchmarks (not timed tests): `cargo bench --bench engine`.
 //! - a 1,000-step scripted run through the engine and a real SQLite store: wall time, peak memory
 //! - rendering and diffing a ~200 KB plan
+//! - decoding a provider's stream over real HTTP: a 200 KB plan as ~50,000 tool-argument deltas
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -118,6 +119,146 @@ fn time<T>(label: &str, iterations: u32, mut f: impl FnMut() -> T) -> Duration {
     each
 }
 
+/// A 200 KB plan written with one tool call whose arguments arrive four characters at a time,
+/// served over HTTP on 127.0.0.1 in `provider`'s wire format, decoded by that provider's model.
+fn provider_stream(provider: &str, plan: &str) {
+    use futures::StreamExt;
+    use std::io::{Read, Write};
+
+    let args = json!({"path": ".plandesk/plans/big.md", "content": plan}).to_string();
+    let pieces: Vec<String> = args
+        .chars()
+        .collect::<Vec<_>>()
+        .chunks(4)
+        .map(|c| c.iter().collect())
+        .collect();
+    let mut body = String::new();
+    let event = |body: &mut String, name: &str, data: serde_json::Value| {
+        if provider == "anthropic" {
+            body.push_str(&format!("event: {name}\n"));
+        }
+        body.push_str(&format!("data: {data}\n\n"));
+    };
+    if provider == "anthropic" {
+        event(
+            &mut body,
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10}}}),
+        );
+        event(
+            &mut body,
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": {}}}),
+        );
+        for p in &pieces {
+            event(
+                &mut body,
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}),
+            );
+        }
+        event(
+            &mut body,
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        );
+        event(
+            &mut body,
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": pieces.len()}}),
+        );
+        event(&mut body, "message_stop", json!({"type": "message_stop"}));
+    } else {
+        event(
+            &mut body,
+            "",
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "write_file", "arguments": ""}}]}}]}),
+        );
+        for p in &pieces {
+            event(
+                &mut body,
+                "",
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": p}}]}}]}),
+            );
+        }
+        event(
+            &mut body,
+            "",
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        );
+        body.push_str("data: [DONE]\n\n");
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = body.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let mut conn = conn.unwrap();
+            let mut buf = [0u8; 65536];
+            let mut seen = Vec::new();
+            // Read the head and the body (Content-Length) before answering.
+            loop {
+                let n = conn.read(&mut buf).unwrap();
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen);
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length: usize = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if seen.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+            }
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", served.len());
+            conn.write_all(head.as_bytes()).unwrap();
+            conn.write_all(served.as_bytes()).unwrap();
+        }
+    });
+    std::env::set_var("ANTHROPIC_API_KEY", "bench");
+    let spec = format!("{provider}:bench@http://127.0.0.1:{port}/v1");
+    let model = plandesk::model::from_spec(&spec, std::path::Path::new(".")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let request = plandesk::model::ModelRequest {
+        run_id: "bench",
+        system: "",
+        messages: &[],
+        tools: &[],
+    };
+    let each = time(
+        &format!(
+            "{provider}: decode {} KiB stream, {} deltas, over HTTP",
+            body.len() / 1024,
+            pieces.len()
+        ),
+        5,
+        || {
+            runtime.block_on(async {
+                let mut events = model.stream(request);
+                let mut n = 0usize;
+                while let Some(e) = events.next().await {
+                    e.unwrap();
+                    n += 1;
+                }
+                n
+            })
+        },
+    );
+    println!(
+        "  {:.0} deltas/s, {:.1} MiB/s of wire data",
+        pieces.len() as f64 / each.as_secs_f64(),
+        body.len() as f64 / 1048576.0 / each.as_secs_f64()
+    );
+}
+
 fn main() {
     // First, so its peak memory is not hidden under the rendering's.
     thousand_step_run();
@@ -132,4 +273,6 @@ fn main() {
     time("side-by-side diff, identical 200 KB revisions", 20, || {
         plandesk::plan::side_by_side(&a, &a)
     });
+    provider_stream("openai", &a);
+    provider_stream("anthropic", &a);
 }

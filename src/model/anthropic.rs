@@ -405,31 +405,16 @@ fn normalise_reason(reason: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::http::testing::{run_split, same_at_every_split};
+    use crate::model::http::testing::{
+        fixture as recorded, joined as collect, run_split, same_at_every_split,
+    };
 
     fn fixture(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/anthropic/{name}.sse",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        recorded("anthropic", name)
     }
 
     fn decode_all(name: &str) -> Vec<Result<ModelEvent, String>> {
         same_at_every_split(&fixture(name), MessagesDecoder::default)
-    }
-
-    fn collect(events: &[Result<ModelEvent, String>], id: Option<&str>) -> String {
-        events
-            .iter()
-            .filter_map(|e| match (e, id) {
-                (Ok(ModelEvent::TextDelta(t)), None) => Some(t.as_str()),
-                (Ok(ModelEvent::ToolCallArgsDelta { id: i, delta }), Some(id)) if i == id => {
-                    Some(delta.as_str())
-                }
-                _ => None,
-            })
-            .collect()
     }
 
     #[test]

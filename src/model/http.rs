@@ -407,6 +407,29 @@ pub(crate) mod testing {
 
     use super::*;
 
+    /// A recorded stream from `tests/fixtures/<provider>/<name>.sse`.
+    pub fn fixture(provider: &str, name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/{provider}/{name}.sse",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The text the events carry, or with `Some(id)`, that tool call's argument text.
+    pub fn joined(events: &[Result<ModelEvent, String>], id: Option<&str>) -> String {
+        events
+            .iter()
+            .filter_map(|e| match (e, id) {
+                (Ok(ModelEvent::TextDelta(t)), None) => Some(t.as_str()),
+                (Ok(ModelEvent::ToolCallArgsDelta { id: i, delta }), Some(id)) if i == id => {
+                    Some(delta.as_str())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Decodes `wire` delivered in the given pieces.
     pub fn run_split<D: WireDecoder + 'static>(
         wire: &[u8],

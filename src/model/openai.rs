@@ -411,14 +411,12 @@ fn provider_error(provider: &'static str, error: &Value) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::http::testing::{run_split, same_at_every_split};
+    use crate::model::http::testing::{
+        fixture as recorded, joined, run_split, same_at_every_split,
+    };
 
     fn fixture(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/openai/{name}.sse",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        recorded("openai", name)
     }
 
     fn decode_all(name: &str) -> Vec<Result<ModelEvent, String>> {
@@ -443,25 +441,11 @@ mod tests {
     }
 
     fn text_of(events: &[Result<ModelEvent, String>]) -> String {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Ok(ModelEvent::TextDelta(t)) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect()
+        joined(events, None)
     }
 
     fn args_of(events: &[Result<ModelEvent, String>], id: &str) -> String {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Ok(ModelEvent::ToolCallArgsDelta { id: i, delta }) if i == id => {
-                    Some(delta.as_str())
-                }
-                _ => None,
-            })
-            .collect()
+        joined(events, Some(id))
     }
 
     #[test]

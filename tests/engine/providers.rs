@@ -552,6 +552,19 @@ fn error_mid_stream_is_not_retried(wire: &Wire) {
     let run_id = chunks[0]["runId"].as_str().unwrap();
     let listing: Value = serde_json::from_slice(&fx.ok(&["--json", "runs"]).stdout).unwrap();
     assert_eq!(listing[0]["status"], "failed");
+    let store = plandesk::Store::open(&fx.data).unwrap();
+    let failed = store
+        .events(run_id)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == "failed")
+        .expect("a failed event");
+    assert_eq!(
+        failed.data["partialText"], "Working on ",
+        "what streamed before the failure is kept in the run's log"
+    );
+    assert_eq!(failed.data["code"], "model-provider-error");
+    drop(store);
 
     // The run resumes from its last good state: the same request again, then it finishes.
     server.push(Reply::sse(&wire.fixture("text")));
@@ -731,4 +744,24 @@ fn a_missing_key_is_refused_before_anything_is_stored() {
     );
     let runs: Value = serde_json::from_slice(&fx.ok(&["--json", "runs"]).stdout).unwrap();
     assert_eq!(runs, json!([]), "no run was created");
+}
+
+#[test]
+fn an_unreachable_server_is_named() {
+    let fx = Fixture::new(json!([]));
+    let out = fx
+        .command(&[
+            "--json",
+            "run",
+            "--model",
+            "openai:m@http://127.0.0.1:9/v1",
+            PROMPT,
+        ])
+        .output()
+        .unwrap();
+    let (_, message) = failed_with(&out, "model-connect");
+    assert!(
+        message.starts_with("openai: cannot reach http://127.0.0.1:9/v1/chat/completions: "),
+        "{message}"
+    );
 }

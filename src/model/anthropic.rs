@@ -406,7 +406,7 @@ fn normalise_reason(reason: &str) -> String {
 mod tests {
     use super::*;
     use crate::model::http::testing::{
-        fixture as recorded, joined as collect, run_split, same_at_every_split,
+        all_fixtures, fixture as recorded, joined as collect, run_split, same_at_every_split,
     };
 
     fn fixture(name: &str) -> String {
@@ -530,5 +530,25 @@ mod tests {
             "no empty text block; results and the next message merged"
         );
         assert!(body.get("tools").is_none(), "no tools, no tools field");
+    }
+
+    #[test]
+    fn every_recorded_stream_decodes_the_same_at_every_split() {
+        for (name, wire) in all_fixtures("anthropic") {
+            let events = same_at_every_split(&wire, MessagesDecoder::default);
+            let last = events.last().cloned();
+            let failing = name == "malformed" || name == "mid_error";
+            assert_eq!(
+                matches!(last, Some(Err(_))),
+                failing,
+                "{name} ends with {last:?}"
+            );
+            if !failing {
+                assert!(
+                    matches!(last, Some(Ok(ModelEvent::Finish { .. }))),
+                    "{name} ends with a stop reason: {last:?}"
+                );
+            }
+        }
     }
 }

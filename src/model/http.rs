@@ -458,6 +458,28 @@ pub(crate) mod testing {
         )
     }
 
+    /// Every recorded stream of a provider, by name.
+    pub fn all_fixtures(provider: &str) -> Vec<(String, String)> {
+        let dir = format!("{}/tests/fixtures/{provider}", env!("CARGO_MANIFEST_DIR"));
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{dir}: {e}"))
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter_map(|name| name.strip_suffix(".sse").map(str::to_owned))
+            .collect();
+        names.sort();
+        assert!(
+            names.len() >= 6,
+            "recorded streams for {provider}: {names:?}"
+        );
+        names
+            .into_iter()
+            .map(|name| {
+                let wire = fixture(provider, &name);
+                (name, wire)
+            })
+            .collect()
+    }
+
     /// Asserts that every split of `wire` into two pieces decodes exactly as the whole does,
     /// and returns the whole's events.
     pub fn same_at_every_split<D: WireDecoder + 'static>(

@@ -412,7 +412,7 @@ fn provider_error(provider: &'static str, error: &Value) -> ModelError {
 mod tests {
     use super::*;
     use crate::model::http::testing::{
-        fixture as recorded, joined, run_split, same_at_every_split,
+        all_fixtures, fixture as recorded, joined, run_split, same_at_every_split,
     };
 
     fn fixture(name: &str) -> String {
@@ -556,5 +556,25 @@ mod tests {
             Some(&finish("tool-calls")),
             "empty finish_reason is no reason"
         );
+    }
+
+    #[test]
+    fn every_recorded_stream_decodes_the_same_at_every_split() {
+        for (name, wire) in all_fixtures("openai") {
+            let events = same_at_every_split(&wire, || ChatDecoder::new("openai"));
+            let last = events.last().cloned();
+            let failing = name == "malformed" || name == "mid_error";
+            assert_eq!(
+                matches!(last, Some(Err(_))),
+                failing,
+                "{name} ends with {last:?}"
+            );
+            if !failing {
+                assert!(
+                    matches!(last, Some(Ok(ModelEvent::Finish { .. }))),
+                    "{name} ends with a stop reason: {last:?}"
+                );
+            }
+        }
     }
 }

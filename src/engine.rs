@@ -354,6 +354,23 @@ impl Engine {
             .await
     }
 
+    /// A fresh run id, for hosts that drive `start_as` on their own task.
+    pub fn new_run_id(&self) -> String {
+        self.inner.ids.next_id("run")
+    }
+
+    /// `start` with a run id chosen beforehand (see `new_run_id`), so a host can show the run
+    /// before its first chunk.
+    pub async fn start_as(
+        &self,
+        run_id: String,
+        prompt: &str,
+        options: &StartOptions,
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
+        self.start_with_id(run_id, prompt, options, sink).await
+    }
+
     /// Starts a run on a background task and returns its id and chunk stream at once.
     pub fn stream(&self, prompt: String, options: StartOptions) -> RunStream {
         let run_id = self.inner.ids.next_id("run");
@@ -382,7 +399,35 @@ impl Engine {
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
         let state = self.inner.store.load(run_id)?;
-        let call = self.target_call(&state, verdict.tool_call_id.as_deref())?;
+        let (call_id, data) = self.verdict_data(&state, verdict)?;
+        self.resume_inner(
+            state,
+            Some(&call_id),
+            data,
+            verdict.revision.as_deref(),
+            sink,
+        )
+        .await
+    }
+
+    /// Records a person's decision durably and returns without applying it, for hosts that
+    /// acknowledge the decision at once and stream the run's continuation separately
+    /// (`continue_run` applies it, from this process or any other).
+    pub fn record_verdict(&self, run_id: &str, verdict: &Verdict) -> Result<(), EngineError> {
+        let state = self.inner.store.load(run_id)?;
+        let (call_id, data) = self.verdict_data(&state, verdict)?;
+        let _active = self.claim(run_id)?;
+        self.record(&state, &call_id, &data, verdict.revision.as_deref())
+    }
+
+    /// The call a verdict answers and the resume data it means.
+    fn verdict_data(
+        &self,
+        state: &RunState,
+        verdict: &Verdict,
+    ) -> Result<(String, Value), EngineError> {
+        let run_id = state.run_id.as_str();
+        let call = self.target_call(state, verdict.tool_call_id.as_deref())?;
         let feedback = verdict
             .feedback
             .as_deref()
@@ -417,15 +462,7 @@ impl Engine {
                 data
             }
         };
-        let call_id = call.call.tool_call_id.clone();
-        self.resume_inner(
-            state,
-            Some(&call_id),
-            data,
-            verdict.revision.as_deref(),
-            sink,
-        )
-        .await
+        Ok((call.call.tool_call_id.clone(), data))
     }
 
     /// Resumes a suspended run with raw resume data, for the named call or the earliest pending.
@@ -516,8 +553,29 @@ impl Engine {
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
         let run_id = state.run_id.clone();
-        let call = self.target_call(&state, tool_call_id)?;
-        let call_id = call.call.tool_call_id.clone();
+        let call_id = self
+            .target_call(&state, tool_call_id)?
+            .call
+            .tool_call_id
+            .clone();
+        let _active = self.claim(&run_id)?;
+        self.record(&state, &call_id, &data, expect_sha)?;
+        crash_point("after-decision");
+        let model = model::from_spec(&state.model, &self.inner.cwd)?;
+        state.steps_this_stream = 0;
+        self.apply_decisions(&mut state, &*model, sink).await
+    }
+
+    /// Stores a decision for a pending call (refused if it is not pending, already decided, or
+    /// with `expect_sha`, if the pending plan is not that revision).
+    fn record(
+        &self,
+        state: &RunState,
+        call_id: &str,
+        data: &Value,
+        expect_sha: Option<&str>,
+    ) -> Result<(), EngineError> {
+        let call = self.target_call(state, Some(call_id))?;
         let (action, feedback) = match &call.status {
             CallStatus::AwaitingApproval => match data.get("approved").and_then(Value::as_bool) {
                 Some(true) => ("approved", None),
@@ -531,20 +589,16 @@ impl Engine {
                 _ => ("invalid", None),
             },
         };
-        let _active = self.claim(&run_id)?;
         self.inner.store.record_decision(&NewDecision {
-            run_id: &run_id,
-            tool_call_id: &call_id,
+            run_id: &state.run_id,
+            tool_call_id: call_id,
             action,
             feedback,
-            resume_data: &data,
+            resume_data: data,
             expect_sha,
             at: self.now(),
         })?;
-        crash_point("after-decision");
-        let model = model::from_spec(&state.model, &self.inner.cwd)?;
-        state.steps_this_stream = 0;
-        self.apply_decisions(&mut state, &*model, sink).await
+        Ok(())
     }
 
     /// Continues a run that was interrupted (its process died while it ran, or after a decision

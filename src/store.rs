@@ -97,6 +97,17 @@ pub struct PlanRevision {
     pub decision: Option<DecisionRecord>,
 }
 
+impl PlanRevision {
+    /// The plan as its file read: the title as a heading, then the body. What diffs compare.
+    pub fn markdown(&self) -> String {
+        if self.title.is_empty() {
+            self.body.clone()
+        } else {
+            format!("# {}\n\n{}", self.title, self.body)
+        }
+    }
+}
+
 /// A person's decision on a pending tool call, as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -615,6 +626,14 @@ impl Store {
             })
             .map_err(sql("list events"))?;
         rows.collect::<Result<_, _>>().map_err(sql("list events"))
+    }
+
+    /// SQLite's `data_version`: changes whenever another connection (this process's engine, or
+    /// another process) commits. Cheap enough to poll.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.conn()
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(sql("read data_version"))
     }
 
     /// A saved setting (never a secret: keys live in the OS keyring).

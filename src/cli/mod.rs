@@ -277,13 +277,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             let revision = find_revision(&engine, &revision)?;
             if json {
                 let mut value = serde_json::to_value(&revision)?;
-                value["html"] = plandesk::plan::render_html(&print::markdown_of(&revision)).into();
+                value["html"] = plandesk::plan::render_html(&revision.markdown()).into();
                 println!("{value}");
             } else if html {
-                println!(
-                    "{}",
-                    plandesk::plan::render_html(&print::markdown_of(&revision))
-                );
+                println!("{}", plandesk::plan::render_html(&revision.markdown()));
             } else {
                 print::revision(&revision);
             }
@@ -291,8 +288,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Diff { a, b } => {
             let (a, b) = (find_revision(&engine, &a)?, find_revision(&engine, &b)?);
-            let diff =
-                plandesk::plan::side_by_side(&print::markdown_of(&a), &print::markdown_of(&b));
+            let diff = plandesk::plan::side_by_side(&a.markdown(), &b.markdown());
             if json {
                 println!(
                     "{}",

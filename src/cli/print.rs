@@ -17,15 +17,6 @@ use plandesk::store::{PendingItem, PendingKind, PlanRevision, RunSummary};
 use plandesk::{Report, RunStatus};
 use serde_json::Value;
 
-/// The markdown a revision shows: its title line and body.
-pub fn markdown_of(revision: &PlanRevision) -> String {
-    if revision.title.is_empty() {
-        revision.body.clone()
-    } else {
-        format!("# {}\n\n{}", revision.title, revision.body)
-    }
-}
-
 fn short(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {

@@ -1,0 +1,33 @@
+//! Reads the root `tauri.conf.json` and declares the app's commands, so each gets an `allow-*`
+//! permission and the capability file can grant exactly those the UI uses.
+
+/// Every command the webview may invoke; `capabilities/main.json` grants them.
+const COMMANDS: &[&str] = &[
+    "app_info",
+    "start_run",
+    "decide",
+    "send_message",
+    "retry_run",
+    "cancel_run",
+    "inbox",
+    "runs",
+    "run_detail",
+    "revision",
+    "plan_thread",
+    "compare",
+    "history",
+    "save_settings",
+    "set_viewing",
+    "open_link",
+    "pick_workspace",
+];
+
+fn main() {
+    let attributes = tauri_build::Attributes::new()
+        .config_path("../tauri.conf.json")
+        .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
+    if let Err(err) = tauri_build::try_build(attributes) {
+        println!("cargo:warning=tauri build step failed: {err:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,212 @@
+//! The inbox watcher: notices every change to the store (this app's runs and any other
+//! process's, such as the `plandesk` CLI), tells the webview, keeps the window title and tray
+//! count, and sends a desktop notification when a plan becomes pending.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use plandesk::store::Store;
+use serde::Serialize;
+use tauri::menu::{Menu, MenuItem};
+use tauri::tray::TrayIconBuilder;
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+
+use crate::commands::{inbox_items, load_settings};
+use crate::ipc::InboxItem;
+use crate::WINDOW;
+
+const TRAY: &str = "tray";
+/// How often the store is asked whether anything changed (one cheap PRAGMA).
+const POLL: Duration = Duration::from_millis(250);
+
+/// The event the webview gets with the whole inbox whenever it changes.
+pub const INBOX_EVENT: &str = "inbox-changed";
+/// The event that opens a plan (a notification or the tray was clicked).
+pub const OPEN_EVENT: &str = "open-plan";
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OpenPlan {
+    run_id: String,
+    tool_call_id: String,
+}
+
+type Key = (String, String, Option<String>);
+
+fn key(item: &InboxItem) -> Key {
+    (
+        item.run_id.clone(),
+        item.tool_call_id.clone(),
+        item.sha256.clone(),
+    )
+}
+
+pub fn watch<R: Runtime>(app: AppHandle<R>, data_dir: PathBuf) {
+    let spawned = std::thread::Builder::new()
+        .name("inbox-watch".into())
+        .spawn(move || {
+            // Its own connection: SQLite's data_version then moves on every commit elsewhere,
+            // the app's engine included.
+            let store = match Store::open(&data_dir) {
+                Ok(store) => store,
+                Err(err) => {
+                    eprintln!("plandesk-app: the inbox cannot watch the store: {err}");
+                    return;
+                }
+            };
+            let mut seen: Option<HashSet<Key>> = None;
+            let mut version = None;
+            loop {
+                match store.data_version() {
+                    Ok(v) if Some(v) != version => {
+                        version = Some(v);
+                        refresh(&app, &store, &mut seen);
+                    }
+                    Ok(_) => {}
+                    Err(err) => eprintln!("plandesk-app: inbox check failed: {err}"),
+                }
+                std::thread::sleep(POLL);
+            }
+        });
+    if let Err(err) = spawned {
+        eprintln!("plandesk-app: cannot start the inbox watcher: {err}");
+    }
+}
+
+fn refresh<R: Runtime>(app: &AppHandle<R>, store: &Store, seen: &mut Option<HashSet<Key>>) {
+    let items = match inbox_items(store) {
+        Ok(items) => items,
+        Err(err) => {
+            eprintln!("plandesk-app: cannot read the inbox: {}", err.message);
+            return;
+        }
+    };
+    // Plans already waiting when the app starts are in the inbox; only new ones notify.
+    if let Some(before) = seen.as_ref() {
+        for item in items.iter().filter(|i| !before.contains(&key(i))) {
+            if item.kind == "plan" {
+                maybe_notify(app, store, item);
+            }
+        }
+    }
+    *seen = Some(items.iter().map(key).collect());
+    show_count(app, items.len());
+    let _ = app.emit(INBOX_EVENT, &items);
+}
+
+fn show_count<R: Runtime>(app: &AppHandle<R>, count: usize) {
+    let title = match count {
+        0 => "Plandesk".to_owned(),
+        n => format!("Plandesk — {n} waiting"),
+    };
+    if let Some(window) = app.get_webview_window(WINDOW) {
+        let _ = window.set_title(&title);
+    }
+    if let Some(tray) = app.tray_by_id(TRAY) {
+        let label = (count > 0).then(|| count.to_string());
+        let _ = tray.set_title(label.as_deref());
+        let _ = tray.set_tooltip(Some(&title));
+    }
+}
+
+fn maybe_notify<R: Runtime>(app: &AppHandle<R>, store: &Store, item: &InboxItem) {
+    let settings = load_settings(store).unwrap_or_default();
+    if !settings.notifications {
+        return;
+    }
+    let state = crate::state(app);
+    let viewing = state
+        .viewing
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let focused = app
+        .get_webview_window(WINDOW)
+        .and_then(|w| w.is_focused().ok())
+        .unwrap_or(false);
+    if focused && viewing.as_deref() == Some(item.run_id.as_str()) {
+        return;
+    }
+    let title = item.title.clone().unwrap_or_default();
+    let summary = if settings.notification_titles && !title.is_empty() {
+        format!("Plan \"{title}\" requires approval")
+    } else {
+        "A plan requires approval".to_owned()
+    };
+    let body = if settings.notification_titles {
+        short(&item.prompt, 120)
+    } else {
+        "Open Plandesk to review it.".to_owned()
+    };
+    let app = app.clone();
+    let open = OpenPlan {
+        run_id: item.run_id.clone(),
+        tool_call_id: item.tool_call_id.clone(),
+    };
+    // Showing blocks on D-Bus, and waiting for the click blocks until the bubble closes.
+    let _ = std::thread::Builder::new()
+        .name("notification".into())
+        .spawn(move || {
+            let shown = notify_rust::Notification::new()
+                .appname("Plandesk")
+                .summary(&summary)
+                .body(&body)
+                .action("default", "Review")
+                .show();
+            match shown {
+                Ok(handle) => handle.wait_for_action(|action| {
+                    if action == "default" {
+                        bring_forward(&app, Some(&open));
+                    }
+                }),
+                Err(err) => eprintln!("plandesk-app: the notification was not shown: {err}"),
+            }
+        });
+}
+
+fn short(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
+/// Shows, raises and focuses the window; with a plan, opens it there.
+fn bring_forward<R: Runtime>(app: &AppHandle<R>, open: Option<&OpenPlan>) {
+    if let Some(window) = app.get_webview_window(WINDOW) {
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+    if let Some(open) = open {
+        let _ = app.emit(OPEN_EVENT, open);
+    }
+}
+
+/// The tray icon: the waiting count as its label, a menu to open the window or quit. Desktops
+/// without a tray host simply show none.
+pub fn install_tray<R: Runtime>(app: &AppHandle<R>) {
+    let built = (|| -> tauri::Result<()> {
+        let open = MenuItem::with_id(app, "open", "Open Plandesk", true, None::<&str>)?;
+        let quit = MenuItem::with_id(app, "quit", "Quit Plandesk", true, None::<&str>)?;
+        let menu = Menu::with_items(app, &[&open, &quit])?;
+        let mut tray = TrayIconBuilder::with_id(TRAY)
+            .tooltip("Plandesk")
+            .menu(&menu)
+            .on_menu_event(|app, event| match event.id.as_ref() {
+                "open" => bring_forward(app, None),
+                "quit" => app.exit(0),
+                _ => {}
+            });
+        if let Some(icon) = app.default_window_icon() {
+            tray = tray.icon(icon.clone());
+        }
+        tray.build(app)?;
+        Ok(())
+    })();
+    if let Err(err) = built {
+        eprintln!("plandesk-app: no tray icon: {err}");
+    }
+}

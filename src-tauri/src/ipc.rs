@@ -1,0 +1,272 @@
+//! What crosses the IPC boundary: command arguments, results, events and errors, as serde types
+//! converted to and from the engine's own at the edge.
+
+use plandesk::plan::SideBySide;
+use plandesk::store::{PendingItem, PlanRevision, StoreError};
+use plandesk::{Chunk, EngineError, Report};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// An error the UI can branch on (`code`) and show (`message`).
+#[derive(Debug, Clone, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct IpcError {
+    pub code: String,
+    pub message: String,
+}
+
+impl IpcError {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new("invalid-input", message)
+    }
+}
+
+impl From<EngineError> for IpcError {
+    fn from(err: EngineError) -> Self {
+        Self::new(err.code(), err.to_string())
+    }
+}
+
+impl From<StoreError> for IpcError {
+    fn from(err: StoreError) -> Self {
+        EngineError::from(err).into()
+    }
+}
+
+impl From<plandesk::model::ModelError> for IpcError {
+    fn from(err: plandesk::model::ModelError) -> Self {
+        Self::new(err.code(), err.to_string())
+    }
+}
+
+/// What a run's channel carries: its chunks as they happen, then how the stream ended.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", content = "data", rename_all = "camelCase")]
+pub enum RunEvent {
+    Chunk(Chunk),
+    /// The stream ended; the report says where the run stands.
+    Ended(Box<Report>),
+    /// The engine refused to go on (busy, nothing to continue, a store failure).
+    Refused(IpcError),
+    /// The person cancelled the run; it keeps its last saved state.
+    Cancelled {
+        run_id: String,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartRequest {
+    pub workspace: String,
+    pub prompt: String,
+    /// `None` or empty: the default model.
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecideRequest {
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub approve: bool,
+    pub feedback: Option<String>,
+    /// The sha256 of the plan revision on screen; the decision is refused if it changed.
+    pub revision: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryFilter {
+    /// `pending`, `approved`, `rejected`, `superseded`; anything else: all.
+    pub status: Option<String>,
+    pub query: Option<String>,
+}
+
+/// The app's settings; stored in the store's settings table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    pub notifications: bool,
+    /// Whether notifications name the plan (off: "A plan requires approval").
+    pub notification_titles: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            notifications: true,
+            notification_titles: true,
+        }
+    }
+}
+
+/// One entry of the inbox: a pending plan or approval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    pub run_id: String,
+    pub tool_call_id: String,
+    /// `plan`, `approval`, `suspended`.
+    pub kind: String,
+    pub tool_name: String,
+    pub args: Value,
+    pub since: i64,
+    pub prompt: String,
+    pub workspace: String,
+    pub title: Option<String>,
+    pub path: Option<String>,
+    pub revision_id: Option<i64>,
+    pub revision_no: Option<i64>,
+    pub sha256: Option<String>,
+}
+
+impl From<&PendingItem> for InboxItem {
+    fn from(item: &PendingItem) -> Self {
+        let revision = item.revision.as_ref();
+        Self {
+            run_id: item.run_id.clone(),
+            tool_call_id: item.tool_call_id.clone(),
+            kind: item.kind.as_str().into(),
+            tool_name: item.tool_name.clone(),
+            args: item.args.clone(),
+            since: item.since,
+            prompt: item.prompt.clone(),
+            workspace: item.workspace.clone(),
+            title: revision.map(|r| r.title.clone()),
+            path: revision.map(|r| r.path.clone()),
+            revision_id: revision.map(|r| r.id),
+            revision_no: revision.map(|r| r.revision_no),
+            sha256: revision.map(|r| r.sha256.clone()),
+        }
+    }
+}
+
+/// A revision without its text, for lists.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionSummary {
+    pub id: i64,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub path: String,
+    pub title: String,
+    pub revision_no: i64,
+    pub sha256: String,
+    pub submitted_at: i64,
+    /// `pending`, `approved`, `rejected`, or `superseded` (never decided, no longer pending).
+    pub status: String,
+    pub feedback: Option<String>,
+    pub decided_at: Option<i64>,
+    pub prompt: String,
+}
+
+impl RevisionSummary {
+    pub fn new(revision: &PlanRevision, pending: bool, prompt: &str) -> Self {
+        let decision = revision.decision.as_ref();
+        let status = match decision {
+            Some(d) => d.action.clone(),
+            None if pending => "pending".into(),
+            None => "superseded".into(),
+        };
+        Self {
+            id: revision.id,
+            run_id: revision.run_id.clone(),
+            tool_call_id: revision.tool_call_id.clone(),
+            path: revision.path.clone(),
+            title: revision.title.clone(),
+            revision_no: revision.revision_no,
+            sha256: revision.sha256.clone(),
+            submitted_at: revision.submitted_at,
+            status,
+            feedback: decision.and_then(|d| d.feedback.clone()),
+            decided_at: decision.map(|d| d.decided_at),
+            prompt: prompt.to_owned(),
+        }
+    }
+}
+
+/// A revision to review: the summary, the sanitised HTML of its body, and its markdown.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionView {
+    #[serde(flatten)]
+    pub summary: RevisionSummary,
+    pub html: String,
+    pub markdown: String,
+    /// How many revisions this plan thread has so far.
+    pub revisions_in_thread: i64,
+}
+
+/// Feedback given on one revision, which led to the next.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedbackStep {
+    pub revision_no: i64,
+    pub action: String,
+    pub feedback: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    pub left: RevisionSummary,
+    pub right: RevisionSummary,
+    pub diff: SideBySide,
+    /// The decisions between the two revisions, oldest first.
+    pub between: Vec<FeedbackStep>,
+}
+
+/// One line of a run's transcript as stored (the live view builds the same from chunks).
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum TranscriptItem {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        tool_call_id: String,
+        tool_name: String,
+        args: Value,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        tool_call_id: String,
+        tool_name: String,
+        result: Value,
+    },
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDetail {
+    pub run: plandesk::store::RunSummary,
+    pub transcript: Vec<TranscriptItem>,
+    pub pending: Vec<InboxItem>,
+    /// The error that stopped the run, when it failed.
+    pub error: Option<plandesk::chunk::ChunkError>,
+    /// Why it waits, when it waits (`finished`, `feedback`, ...).
+    pub waiting: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppInfo {
+    pub data_dir: String,
+    pub default_model: String,
+    pub default_model_reason: String,
+    pub settings: Settings,
+    /// A folder to offer for new runs: `--workspace`, else the last run's, else home.
+    pub workspace: String,
+    pub version: &'static str,
+}

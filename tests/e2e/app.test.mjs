@@ -1,0 +1,172 @@
+// End-to-end: the real app binary in a real window (Xvfb), driven through WebDriver.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  ARTIFACTS, CTRL_ENTER, cli, fixture, killApp, openApp, startDriver, startNotificationDaemon, watchNotifications,
+} from './harness.mjs';
+
+const PORT = 4444;
+let driver;
+let daemon;
+
+before(async () => {
+  daemon = startNotificationDaemon();
+  driver = await startDriver(PORT);
+});
+
+after(() => {
+  driver?.kill();
+  daemon?.kill();
+});
+
+async function startDemoRun(app, prompt) {
+  await app.click('#new-run');
+  await app.type('#prompt', prompt);
+  await app.click('#start');
+  await app.find('#plan-title');
+}
+
+test('a demo run: plan, reject with feedback, revised plan with the diff, approve, finish', async () => {
+  const fx = fixture();
+  const app = await openApp(PORT, fx);
+  try {
+    await startDemoRun(app, 'Add a --verbose flag that prints each step');
+    assert.equal(await app.text('#plan-revision'), 'Revision 1');
+    assert.match(await app.text('#plan-path'), /^\.plandesk\/plans\/.+\.md$/);
+    const plan = await app.text('#plan');
+    assert.match(plan, /Steps/, 'the plan is rendered');
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '1'", { what: 'inbox count 1' });
+    await app.screenshot(join(ARTIFACTS, 'review.png'));
+
+    await app.type('#feedback', 'Also log to a file under logs/');
+    await app.click('#reject');
+    await app.waitFor("document.querySelector('#plan-revision')?.textContent === 'Revision 2'", { what: 'revision 2' });
+    assert.match(await app.text('#plan'), /logs\//, 'the revision took the feedback');
+
+    await app.click('#compare');
+    await app.find('table.diff');
+    const between = await app.text('#between');
+    assert.match(between, /Revision 1 was rejected: “Also log to a file under logs\/”/);
+    const marked = await app.exec("return document.querySelectorAll('table.diff td.ins mark, table.diff td.ins').length");
+    assert.ok(marked > 0, 'added lines are highlighted');
+    await app.screenshot(join(ARTIFACTS, 'diff.png'));
+
+    await app.click('.page-head button');
+    await app.find('#approve');
+    await app.keys('a');
+    await app.waitFor("document.querySelector('.page-head .badge')?.textContent === 'finished'", { what: 'the run to finish' });
+    assert.equal(await app.exec("return document.querySelector('#review-slot').children.length"), 0, 'nothing left to review');
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '0'");
+    const history = JSON.parse(cli(fx, ['--json', 'history']));
+    assert.deepEqual(history.map((r) => r.decision?.action), ['rejected', 'approved']);
+  } finally {
+    await app.close();
+  }
+});
+
+test('reject without feedback, then tell it what to change in the next message', async () => {
+  const fx = fixture();
+  const app = await openApp(PORT, fx);
+  try {
+    await startDemoRun(app, 'Refactor the greeting');
+    await app.keys('r');
+    assert.equal(await app.exec('return document.activeElement.id'), 'feedback', 'r focuses the feedback box');
+    await app.type('#feedback', CTRL_ENTER);
+    await app.find('#message');
+    await app.waitFor("document.activeElement && document.activeElement.id === 'message'", { what: 'the message box to have focus' });
+    await app.type('#message', `Split it into two functions${CTRL_ENTER}`);
+    await app.waitFor("document.querySelector('#plan-revision')?.textContent === 'Revision 2'", { what: 'a revised plan' });
+    const transcript = await app.exec("return document.querySelector('.transcript').textContent");
+    assert.match(transcript, /Split it into two functions/, 'the message is part of the run');
+  } finally {
+    await app.close();
+  }
+});
+
+test('killed with a plan pending, restarted: the plan is in the inbox and approving it resumes the run', async () => {
+  const fx = fixture();
+  let app = await openApp(PORT, fx);
+  await startDemoRun(app, 'Document the CLI');
+  killApp(fx);
+  await app.close();
+  app = await openApp(PORT, fx);
+  try {
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '1'", { what: 'the pending plan in the inbox' });
+    await app.keys('j');
+    await app.find('#plan-title');
+    await app.click('#approve');
+    await app.waitFor("document.querySelector('.page-head .badge')?.textContent === 'finished'", { what: 'the resumed run to finish' });
+    const runs = JSON.parse(cli(fx, ['--json', 'runs']));
+    assert.equal(runs[0].status, 'finished');
+  } finally {
+    await app.close();
+  }
+});
+
+test('a plan submitted by the CLI appears in the running app, with a desktop notification', async () => {
+  const fx = fixture();
+  const app = await openApp(PORT, fx);
+  const monitor = watchNotifications();
+  try {
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '0'");
+    cli(fx, ['run', '--model', 'demo', '--workspace', fx.workspace, 'Add a health check endpoint']);
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '1'", { what: 'the CLI plan in the inbox' });
+    assert.match(await app.title(), /Plandesk — 1 waiting/);
+    const windows = execFileSync('xwininfo', ['-root', '-tree'], { encoding: 'utf8' });
+    assert.match(windows, /"Plandesk — 1 waiting"/, 'the native window title carries the count');
+    const title = await app.text('#inbox li .title');
+    await app.screenshot(join(ARTIFACTS, 'inbox.png'));
+    const started = Date.now();
+    while (!monitor.text().includes(`Plan \\"${title}\\" requires approval`) && !monitor.text().includes(`Plan "${title}" requires approval`) && Date.now() - started < 10000) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.match(monitor.text(), /requires approval/, `a Notify call on the session bus: ${monitor.text().slice(0, 400)}`);
+    assert.ok(monitor.text().includes(title), 'the notification names the plan');
+  } finally {
+    monitor.stop();
+    await app.close();
+  }
+});
+
+test('hostile plan markdown shows as text and runs nothing', async () => {
+  const fx = fixture();
+  const hostile = [
+    '# Totally safe plan',
+    '',
+    '<script>window.__pwned = "script"</script>',
+    '<img src="x" onerror="window.__pwned = \'img\'">',
+    '[click me](javascript:window.__pwned="link")',
+    '<iframe src="https://example.com"></iframe>',
+    '<a href="https://example.com" onclick="window.__pwned=\'onclick\'">docs</a>',
+    '',
+    '1. Step one',
+  ].join('\n');
+  writeFileSync(join(fx.workspace, 'hostile.md'), hostile);
+  const script = join(fx.root, 'script.json');
+  writeFileSync(script, JSON.stringify({ turns: [
+    { toolCalls: [
+      { toolName: 'write_file', args: { path: '.plandesk/plans/hostile.md', content: hostile } },
+      { toolName: 'submit_plan', args: { path: '.plandesk/plans/hostile.md' } },
+    ] },
+  ] }));
+  cli(fx, ['run', '--model', `scripted:${script}`, '--workspace', fx.workspace, 'Plan something']);
+  const app = await openApp(PORT, fx);
+  try {
+    await app.find('#plan-title');
+    const counts = await app.exec(`const p = document.querySelector('#plan');
+      return { script: p.querySelectorAll('script').length, img: p.querySelectorAll('img').length,
+               iframe: p.querySelectorAll('iframe').length, handlers: p.querySelectorAll('[onclick],[onerror]').length,
+               js: [...p.querySelectorAll('a')].filter((a) => (a.getAttribute('href') || '').startsWith('javascript')).length,
+               pwned: window.__pwned ?? null };`);
+    assert.deepEqual(counts, { script: 0, img: 0, iframe: 0, handlers: 0, js: 0, pwned: null });
+    assert.match(await app.text('#plan'), /<script>window.__pwned = "script"<\/script>/, 'the attempt is visible as text');
+    await app.exec("document.querySelectorAll('#plan a').forEach((a) => a.click()); return true;");
+    assert.equal(await app.exec('return window.__pwned ?? null'), null, 'clicking links ran nothing');
+    assert.equal(await app.exec('return location.protocol'), 'tauri:', 'the window never left the app');
+  } finally {
+    await app.close();
+  }
+});

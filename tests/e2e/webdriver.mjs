@@ -1,0 +1,103 @@
+// A small W3C WebDriver client (tauri-driver speaks the protocol; Node 20 has fetch).
+import { writeFile } from 'node:fs/promises';
+
+const ELEMENT = 'element-6066-11e4-a52e-4f735466cecf';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export class Session {
+  constructor(base, id) {
+    this.base = base;
+    this.id = id;
+  }
+
+  static async start(port, application, args = []) {
+    const base = `http://127.0.0.1:${port}`;
+    const res = await fetch(`${base}/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ capabilities: { alwaysMatch: { 'tauri:options': { application, args } } } }),
+    });
+    const body = await res.json();
+    if (!res.ok) throw new Error(`no WebDriver session: ${JSON.stringify(body)}`);
+    return new Session(base, body.value.sessionId);
+  }
+
+  async cmd(method, path, body) {
+    const res = await fetch(`${this.base}/session/${this.id}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(60000),
+    });
+    const json = await res.json().catch(() => ({}));
+    if (!res.ok) {
+      const err = new Error(`${method} ${path}: ${json.value?.error}: ${json.value?.message}`);
+      err.webdriver = json.value?.error;
+      throw err;
+    }
+    return json.value;
+  }
+
+  /** Runs `script` (a function body) in the page with `args`. */
+  exec(script, ...args) {
+    return this.cmd('POST', '/execute/sync', { script, args });
+  }
+
+  /** Polls `check` (a page-side expression) until it is truthy; returns its value. */
+  async waitFor(expression, { timeout = 20000, what = expression } = {}) {
+    const until = Date.now() + timeout;
+    let last;
+    while (Date.now() < until) {
+      try {
+        last = await this.exec(`return (${expression});`);
+        if (last) return last;
+      } catch (e) {
+        last = e.message;
+      }
+      await sleep(100);
+    }
+    throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+  }
+
+  async find(css, timeout) {
+    await this.waitFor(`document.querySelector(${JSON.stringify(css)})`, { timeout, what: css });
+    const found = await this.cmd('POST', '/element', { using: 'css selector', value: css });
+    return found[ELEMENT];
+  }
+
+  async click(css) {
+    const el = await this.find(css);
+    await this.waitFor(`!document.querySelector(${JSON.stringify(css)}).disabled`, { what: `${css} enabled` });
+    await this.cmd('POST', `/element/${el}/click`, {});
+  }
+
+  /** Types into an element; WebDriver key codes (e.g. \uE009 Control) are allowed. */
+  async type(css, text) {
+    const el = await this.find(css);
+    await this.cmd('POST', `/element/${el}/value`, { text });
+  }
+
+  /** Presses keys on whatever has focus. */
+  async keys(text) {
+    const actions = [];
+    for (const ch of text) actions.push({ type: 'keyDown', value: ch }, { type: 'keyUp', value: ch });
+    await this.cmd('POST', '/actions', { actions: [{ type: 'key', id: 'keyboard', actions }] });
+  }
+
+  text(css) {
+    return this.exec(`const el = document.querySelector(arguments[0]); return el ? el.innerText : null;`, css);
+  }
+
+  async screenshot(path) {
+    const png = await this.cmd('GET', '/screenshot');
+    await writeFile(path, Buffer.from(png, 'base64'));
+  }
+
+  async title() {
+    return this.cmd('GET', '/title');
+  }
+
+  async close() {
+    try { await this.cmd('DELETE', ''); } catch { /* the app may already be gone */ }
+  }
+}

@@ -1,0 +1,202 @@
+// The UI alone in real Chromium: ui/ served on 127.0.0.1 under the app's CSP, with a fake
+// backend behind window.__TAURI__ that records every command. Fast checks of keyboard flows,
+// errors, layout and theming; the WebDriver tests prove the real app.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { readFile, mkdir } from 'node:fs/promises';
+import { join, resolve, extname } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const UI = join(ROOT, 'ui');
+const ARTIFACTS = join(ROOT, 'target/e2e-artifacts');
+const conf = JSON.parse(await readFile(join(ROOT, 'tauri.conf.json'), 'utf8'));
+const CSP = Object.entries(conf.app.security.csp).map(([k, v]) => `${k} ${v}`).join('; ');
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.png': 'image/png' };
+
+let server;
+let browser;
+let base;
+
+before(async () => {
+  await mkdir(ARTIFACTS, { recursive: true });
+  server = createServer(async (req, res) => {
+    const path = join(UI, new URL(req.url, 'http://x').pathname.replace(/^\/$/, '/index.html'));
+    if (!path.startsWith(UI)) { res.writeHead(403).end(); return; }
+    try {
+      const body = await readFile(path);
+      res.writeHead(200, { 'content-type': TYPES[extname(path)] || 'application/octet-stream', 'content-security-policy': CSP });
+      res.end(body);
+    } catch { res.writeHead(404).end(); }
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+const now = Date.now();
+const plan = (n, title, sha) => ({
+  runId: `run${n}`, toolCallId: `call${n}`, kind: 'plan', toolName: 'submit_plan', args: { path: `.plandesk/plans/p${n}.md` },
+  since: now - n * 60000, prompt: `Prompt ${n}`, workspace: '/ws', title, path: `.plandesk/plans/p${n}.md`,
+  revisionId: n, revisionNo: 1, sha256: sha,
+});
+
+/** The fake backend: `world` is plain data; every call is recorded in window.__calls. */
+function installFake(world) {
+  window.__calls = [];
+  window.__violations = [];
+  document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));
+  const handlers = {
+    app_info: () => world.info,
+    inbox: () => world.inbox,
+    runs: () => world.runs,
+    set_viewing: () => null,
+    run_detail: ({ runId }) => {
+      const pending = world.inbox.filter((i) => i.runId === runId);
+      const run = world.runs.find((r) => r.id === runId);
+      return { run, transcript: [{ kind: 'user', text: run.prompt }, { kind: 'assistant', text: 'Here is my plan.' }], pending, error: null, waiting: null };
+    },
+    revision: ({ id }) => {
+      const item = world.inbox.find((i) => i.revisionId === id);
+      return { id, runId: item.runId, toolCallId: item.toolCallId, path: item.path, title: item.title, revisionNo: 1,
+        sha256: item.sha256, submittedAt: item.since, status: 'pending', feedback: null, decidedAt: null, prompt: item.prompt,
+        html: `<h2>Steps</h2><ol><li>Do ${item.title}</li></ol><p><a href="https://example.com/doc" rel="noopener noreferrer">docs</a></p>`,
+        markdown: '', revisionsInThread: 1 };
+    },
+    decide: (args) => {
+      if (world.stale) throw { code: 'stale-revision', message: 'the plan changed since you saw it: revision 2 is pending now' };
+      return null;
+    },
+    history: () => [],
+    open_link: () => null,
+  };
+  window.__TAURI__ = {
+    core: {
+      Channel: class { constructor() { this.onmessage = () => {}; } },
+      invoke: async (cmd, args) => {
+        window.__calls.push({ cmd, args: JSON.parse(JSON.stringify(args || {}, (k, v) => (v && v.onmessage ? '[channel]' : v))) });
+        const handler = handlers[cmd];
+        if (!handler) throw { code: 'unknown', message: `no fake for ${cmd}` };
+        return handler(args || {});
+      },
+    },
+    event: { listen: async () => () => {} },
+  };
+}
+
+function world(extra = {}) {
+  const inbox = [plan(1, 'Add caching', 'aaa111'), plan(2, 'Fix the login bug', 'bbb222'), plan(3, 'Write docs', 'ccc333')];
+  return {
+    info: { dataDir: '/data', defaultModel: 'demo', defaultModelReason: 'no provider is configured', settings: { notifications: true, notificationTitles: true }, workspace: '/ws', version: '0.1.0' },
+    inbox,
+    runs: inbox.map((i) => ({ id: i.runId, prompt: i.prompt, model: 'demo', mode: 'plan', status: 'suspended', workspace: '/ws', createdAt: i.since, updatedAt: i.since, ownerPid: null })),
+    ...extra,
+  };
+}
+
+async function open(w, { colorScheme = 'light', width = 1200, height = 800 } = {}) {
+  const page = await browser.newPage({ viewport: { width, height }, colorScheme });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.addInitScript(installFake, w);
+  await page.goto(`${base}/index.html`);
+  await page.waitForSelector('body[data-ready="true"]');
+  page.errors = errors;
+  return page;
+}
+
+const calls = (page, cmd) => page.evaluate((c) => window.__calls.filter((x) => x.cmd === c), cmd);
+
+test('j/k move through the inbox and open each plan; a approves the plan on screen, naming its revision', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  assert.equal(await page.textContent('#plan-title'), 'Add caching', 'the newest item opens first');
+  await page.keyboard.press('j');
+  await page.waitForFunction(() => document.querySelector('#plan-title')?.textContent === 'Fix the login bug');
+  assert.equal(await page.getAttribute('#inbox-1', 'aria-selected'), 'true');
+  await page.keyboard.press('k');
+  await page.waitForFunction(() => document.querySelector('#plan-title')?.textContent === 'Add caching');
+  await page.keyboard.press('a');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+  const [decide] = await calls(page, 'decide');
+  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, revision: 'aaa111' });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('r focuses the feedback box and Ctrl+Enter rejects with the feedback', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  await page.keyboard.press('r');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'feedback');
+  await page.keyboard.type('Use Redis instead');
+  await page.keyboard.press('Control+Enter');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+  const [decide] = await calls(page, 'decide');
+  assert.equal(decide.args.request.approve, false);
+  assert.equal(decide.args.request.feedback, 'Use Redis instead');
+  await page.close();
+});
+
+test('? lists the keys and Esc closes it; focus is visible', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  await page.keyboard.press('?');
+  assert.equal(await page.evaluate(() => document.querySelector('#help').open), true);
+  await page.keyboard.press('Escape');
+  assert.equal(await page.evaluate(() => document.querySelector('#help').open), false);
+  await page.keyboard.press('Tab');
+  const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+  assert.notEqual(outline, 'none', 'keyboard focus is drawn');
+  await page.close();
+});
+
+test('a decision on a plan that changed is refused with a clear banner', async () => {
+  const page = await open(world({ stale: true }));
+  await page.waitForSelector('#approve');
+  await page.click('#approve');
+  await page.waitForSelector('#banner:not([hidden])');
+  assert.match(await page.textContent('#banner-text'), /the plan changed since you saw it/);
+  assert.equal(await page.isEnabled('#approve'), true, 'the buttons come back');
+  await page.close();
+});
+
+test('links in a plan go to the system browser through open_link', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan a');
+  await page.click('#plan a');
+  const [link] = await calls(page, 'open_link');
+  assert.deepEqual(link.args, { url: 'https://example.com/doc' });
+  assert.equal(new URL(page.url()).pathname, '/index.html', 'the page did not navigate');
+  await page.close();
+});
+
+test('with nothing yet, the new-run form; no CSP violation, no overflow at the smallest window', async () => {
+  const page = await open({ ...world(), inbox: [], runs: [] }, { width: 860, height: 560 });
+  await page.waitForSelector('#prompt');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'prompt', 'ready to type');
+  assert.equal(await page.textContent('#inbox-empty'), 'Nothing is waiting for you.');
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+  assert.equal(overflow, false);
+  assert.deepEqual(await page.evaluate(() => window.__violations), []);
+  await page.close();
+});
+
+test('dark mode follows the system', async () => {
+  const page = await open(world(), { colorScheme: 'dark' });
+  await page.waitForSelector('#plan-title');
+  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.equal(bg, 'rgb(20, 22, 28)');
+  await page.screenshot({ path: join(ARTIFACTS, 'dark-mode-chromium.png') });
+  await page.close();
+});

@@ -1,0 +1,26 @@
+// The only module that talks to the backend. Errors arrive as {code, message}.
+const tauri = () => {
+  if (!window.__TAURI__) throw { code: 'no-backend', message: 'The Plandesk backend is not available.' };
+  return window.__TAURI__;
+};
+
+export function call(command, args = {}) {
+  return tauri().core.invoke(command, args);
+}
+
+/** A channel for one run's events: chunks, then how the stream ended. */
+export function runChannel(onEvent) {
+  const channel = new (tauri().core.Channel)();
+  channel.onmessage = onEvent;
+  return channel;
+}
+
+export function listen(event, handler) {
+  return tauri().event.listen(event, (e) => handler(e.payload));
+}
+
+/** A message for any error a command may throw. */
+export function describe(error) {
+  if (error && typeof error === 'object' && 'message' in error) return error.message;
+  return String(error);
+}

@@ -1,0 +1,48 @@
+// A small element builder: text is always set as text, never parsed as HTML.
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') el.className = value;
+    else if (key === 'dataset') Object.assign(el.dataset, value);
+    else if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
+    else if (value === true) el.setAttribute(key, '');
+    else el.setAttribute(key, value);
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+export function clear(el) {
+  while (el.firstChild) el.firstChild.remove();
+  return el;
+}
+
+/** "3 min ago", "2 h ago", or a date. */
+export function age(millis, now = Date.now()) {
+  const s = Math.max(0, Math.round((now - millis) / 1000));
+  if (s < 45) return 'just now';
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return new Date(millis).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+}
+
+export function when(millis) {
+  return new Date(millis).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export function badge(status) {
+  return h('span', { class: `badge ${status}` }, status);
+}
+
+export function shorten(text, max) {
+  const flat = String(text ?? '').replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

@@ -1,0 +1,111 @@
+// A run's transcript: built from stored items, then extended live from chunks. Elements are only
+// ever appended or updated in place, so nothing jumps while the model streams.
+import { h, shorten } from './dom.js';
+
+function pretty(value) {
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value, null, 2);
+}
+
+function argSummary(args) {
+  if (args && typeof args === 'object') {
+    if (typeof args.path === 'string') return args.path;
+    return shorten(JSON.stringify(args), 80);
+  }
+  return shorten(String(args ?? ''), 80);
+}
+
+/** What a tool result says, for its one-line summary. */
+function resultSummary(result) {
+  if (result && typeof result === 'object') {
+    if (typeof result.content === 'string') return shorten(result.content, 90);
+    if (typeof result.message === 'string') return shorten(result.message, 90);
+  }
+  return shorten(pretty(result), 90);
+}
+
+export class Transcript {
+  constructor() {
+    this.el = h('div', { class: 'transcript', 'aria-live': 'polite', 'aria-label': 'Transcript' });
+    this.texts = new Map(); // text id -> element
+    this.calls = new Map(); // tool call id -> details element
+  }
+
+  /** Items as `run_detail` returns them. */
+  load(items) {
+    for (const item of items) {
+      switch (item.kind) {
+        case 'user': this.user(item.text); break;
+        case 'assistant': this.el.append(h('div', { class: 'msg assistant' }, item.text)); break;
+        case 'tool-call': this.call(item.toolCallId, item.toolName, item.args); break;
+        case 'tool-result': this.result(item.toolCallId, item.toolName, item.result); break;
+        default: break;
+      }
+    }
+  }
+
+  user(text) {
+    this.el.append(h('div', { class: 'msg user' }, text));
+  }
+
+  call(id, name, args) {
+    const state = h('span', { class: 'state' });
+    const details = h('details', { class: 'tool', dataset: { callId: id } },
+      h('summary', {}, h('span', { class: 'name' }, name), h('span', { class: 'arg' }, argSummary(args)), state),
+      h('pre', {}, pretty(args)));
+    details.stateEl = state;
+    this.calls.set(id, details);
+    this.el.append(details);
+    return details;
+  }
+
+  result(id, name, result, isError = false) {
+    const text = pretty(result);
+    const failed = isError || (result && typeof result === 'object' && result.isError === true);
+    // Collapsed: the summary line carries the gist, the whole result is one click away.
+    const details = h('details', { class: `tool result${failed ? ' error' : ''}` },
+      h('summary', {}, h('span', { class: 'name' }, `${name} →`), h('span', { class: 'arg' }, resultSummary(result))),
+      h('pre', {}, text));
+    this.el.append(details);
+    const call = this.calls.get(id);
+    if (call) call.stateEl.textContent = failed ? 'failed' : 'done';
+  }
+
+  /** Applies one chunk of the live stream. */
+  chunk(chunk) {
+    const p = chunk.payload || {};
+    switch (chunk.type) {
+      case 'text-start': {
+        const el = h('div', { class: 'msg assistant streaming' });
+        this.texts.set(p.id, el);
+        this.el.append(el);
+        break;
+      }
+      case 'text-delta': {
+        const el = this.texts.get(p.id);
+        if (el) el.append(document.createTextNode(p.text));
+        break;
+      }
+      case 'text-end': {
+        const el = this.texts.get(p.id);
+        if (el) el.classList.remove('streaming');
+        break;
+      }
+      case 'tool-call': this.call(p.toolCallId, p.toolName, p.args); break;
+      case 'tool-result': this.result(p.toolCallId, p.toolName, p.result); break;
+      case 'tool-error': this.result(p.toolCallId, p.toolName, p.error, true); break;
+      case 'tool-call-suspended':
+      case 'tool-call-approval': {
+        const call = this.calls.get(p.toolCallId);
+        if (call) call.stateEl.textContent = 'waiting for you';
+        break;
+      }
+      case 'tool-output-denied': {
+        const call = this.calls.get(p.toolCallId);
+        if (call) call.stateEl.textContent = 'declined';
+        break;
+      }
+      default: break;
+    }
+  }
+}

@@ -149,8 +149,15 @@ async function startRun(workspace, prompt, model, button) {
   try {
     const runId = await call('start_run', { request: { workspace, prompt, model: model || null }, onEvent: live.channel });
     live.transcript.user(prompt.trim());
+    live.runId = runId;
     state.live.set(runId, live);
-    openRun(runId, { live });
+    // The run is stored just before its `start` chunk: until then show it from the stream alone.
+    setView({ name: 'run', runId, pendingKey: '' });
+    clear(view()).append(h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, shorten(prompt, 140)),
+      h('div', { class: 'meta-line' }, badge('running')))), live.transcript.el, h('div', { class: 'run-status', 'aria-live': 'polite' }),
+    h('div', { id: 'review-slot' }));
+    updateStatus(live);
+    if (live.started) openRun(runId, { live });
   } catch (e) {
     showError(e);
   } finally {
@@ -170,10 +177,14 @@ function onRunEvent(live, event) {
     const chunk = event.data;
     live.runId = chunk.runId;
     live.transcript.chunk(chunk);
+    if (chunk.type === 'start') {
+      live.started = true;
+      if (state.view && state.view.runId === chunk.runId) openRun(chunk.runId, { live });
+    }
     if (chunk.type === 'tool-call-suspended' || chunk.type === 'tool-call-approval') {
+      // The stream ends right after this; the review is built once, when it has.
       state.metrics.suspendedAt = performance.now();
       live.status = 'suspended';
-      if (state.view && state.view.runId === chunk.runId) refreshReview(chunk.runId);
     }
     if (chunk.type === 'error') {
       live.error = chunk.payload.error;
@@ -267,17 +278,6 @@ async function openRun(runId, { live, keepScroll } = {}) {
   if (keepScroll) view().scrollTop = scroll;
 }
 
-async function refreshReview(runId) {
-  try {
-    const detail = await call('run_detail', { runId });
-    const slot = $('review-slot');
-    if (slot && detail.pending.length) {
-      state.view.pendingKey = detail.pending.map((i) => `${i.toolCallId}:${i.sha256}`).join();
-      await renderPending(detail.pending[0], slot);
-    }
-  } catch (e) { showError(e); }
-}
-
 async function renderPending(item, slot) {
   if (item.kind === 'plan') return renderPlanReview(item, slot);
   return renderApproval(item, slot);
@@ -308,6 +308,7 @@ async function renderPlanReview(item, slot) {
   state.metrics.planRenderedAt = performance.now();
   if (state.metrics.suspendedAt) {
     state.metrics.suspendToRendered = state.metrics.planRenderedAt - state.metrics.suspendedAt;
+    state.metrics.suspendedAt = null;
   }
 }
 

@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import {
   ARTIFACTS, CTRL_ENTER, cli, fixture, killApp, openApp, startDriver, startNotificationDaemon, watchNotifications,
@@ -125,6 +125,10 @@ test('a plan submitted by the CLI appears in the running app, with a desktop not
     }
     assert.match(monitor.text(), /requires approval/, `a Notify call on the session bus: ${monitor.text().slice(0, 400)}`);
     assert.ok(monitor.text().includes(title), 'the notification names the plan');
+    // Clicking the notification (its default action, invoked through dunst) opens that plan.
+    assert.equal(await app.exec('return document.querySelector("#plan-title")'), null, 'the plan is not open yet');
+    execFileSync('dunstctl', ['action', '0']);
+    await app.waitFor("document.querySelector('#plan-title')?.textContent === " + JSON.stringify(title), { what: 'the plan opened by the click' });
   } finally {
     monitor.stop();
     await app.close();
@@ -166,6 +170,59 @@ test('hostile plan markdown shows as text and runs nothing', async () => {
     await app.exec("document.querySelectorAll('#plan a').forEach((a) => a.click()); return true;");
     assert.equal(await app.exec('return window.__pwned ?? null'), null, 'clicking links ran nothing');
     assert.equal(await app.exec('return location.protocol'), 'tauri:', 'the window never left the app');
+    // The page may call the app's own commands and nothing else (capabilities/main.json).
+    const denied = await app.cmd('POST', '/execute/async', { script: `const done = arguments[arguments.length - 1];
+      const tryIt = (cmd, args) => window.__TAURI__.core.invoke(cmd, args).then(() => 'allowed', (e) => 'denied: ' + String(e));
+      Promise.all([tryIt('plugin:dialog|open', {}), tryIt('plugin:opener|open_url', { url: 'https://example.com' }),
+                   tryIt('plugin:window|set_title', { label: 'main', value: 'x' })]).then(done);`, args: [] });
+    for (const answer of denied) assert.match(answer, /^denied/, `only the app's commands are allowed: ${denied}`);
+  } finally {
+    await app.close();
+  }
+});
+
+test('dark mode follows the system theme', async () => {
+  const fx = fixture();
+  const dark = await startDriver(PORT + 2, { GTK_THEME: 'Adwaita:dark' });
+  const app = await openApp(PORT + 2, fx);
+  try {
+    await startDemoRun(app, 'Add a dark mode toggle');
+    const bg = await app.exec('return getComputedStyle(document.body).backgroundColor');
+    assert.equal(bg, 'rgb(20, 22, 28)', 'the dark palette is in use');
+    await app.screenshot(join(ARTIFACTS, 'dark-mode.png'));
+  } finally {
+    await app.close();
+    dark.kill();
+  }
+});
+
+test('after approval a file write asks first; declining it with a reason; a failed model call offers retry', async () => {
+  const fx = fixture();
+  const script = join(fx.root, 'script.json');
+  const planText = '# Add a greeting\n\n1. Write src/greet.rs\n';
+  writeFileSync(script, JSON.stringify({ turns: [
+    { toolCalls: [
+      { toolName: 'write_file', args: { path: '.plandesk/plans/greet.md', content: planText } },
+      { toolName: 'submit_plan', args: { path: '.plandesk/plans/greet.md' } },
+    ] },
+    { text: 'Writing the file.', toolCalls: [{ toolName: 'write_file', args: { path: 'src/greet.rs', content: 'pub fn greet() {}\n' } }] },
+  ] }));
+  cli(fx, ['run', '--model', `scripted:${script}`, '--workspace', fx.workspace, 'Add a greeting']);
+  const app = await openApp(PORT, fx);
+  try {
+    await app.find('#plan-title');
+    await app.click('#approve');
+    await app.waitFor("document.querySelector('.review h2')?.textContent === 'write_file wants to run'", { what: 'the approval card' });
+    assert.match(await app.text('.review'), /src\/greet\.rs[\s\S]*pub fn greet\(\) \{\}/, 'path and content are shown');
+    await app.type('#feedback', 'Not in this change');
+    await app.click('#reject');
+    // The script has no third turn: the next model call fails, and the app offers a retry.
+    await app.waitFor("!document.querySelector('#banner').hidden", { what: 'the error banner' });
+    assert.match(await app.text('#banner-text'), /The model failed: .*no turn left/);
+    assert.equal(await app.text('#banner-action'), 'Retry');
+    assert.equal(existsSync(join(fx.workspace, 'src/greet.rs')), false, 'the declined write never ran');
+    const events = cli(fx, ['--json', 'history']);
+    assert.match(events, /approved/);
   } finally {
     await app.close();
   }

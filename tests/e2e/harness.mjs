@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { Session } from './webdriver.mjs';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
-export const APP = join(ROOT, 'target/debug/plandesk-app');
+export const APP = process.env.PLANDESK_APP || join(ROOT, 'target/debug/plandesk-app');
 export const CLI = join(ROOT, 'target/debug/plandesk');
 export const ARTIFACTS = join(ROOT, 'target/e2e-artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });

@@ -1,0 +1,268 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
+//! The app's commands through Tauri's IPC, on the mock runtime (no window), over a real store
+//! prepared by the engine.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use plandesk::{Engine, StartOptions};
+use plandesk_app::{configure, AppState, Options};
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{
+    get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
+};
+use tauri::webview::InvokeRequest;
+use tauri::WebviewWindow;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    data: std::path::PathBuf,
+    workspace: std::path::PathBuf,
+    _app: tauri::App<MockRuntime>,
+    webview: WebviewWindow<MockRuntime>,
+}
+
+/// A store with one demo run waiting on its plan, and the app over it.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(workspace.join("src")).unwrap();
+    std::fs::write(workspace.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let engine = Engine::open(&data).unwrap();
+    let report = runtime
+        .block_on(engine.start(
+            "Add a --verbose flag",
+            &StartOptions::new(workspace.clone(), "demo"),
+            &mut |_| {},
+        ))
+        .unwrap();
+    assert_eq!(report.status, plandesk::RunStatus::Suspended);
+    drop(engine);
+    let state = AppState::open(&Options {
+        data_dir: Some(data.clone()),
+        workspace: Some(workspace.clone()),
+    })
+    .unwrap();
+    let app = configure(mock_builder(), state)
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    Fixture {
+        _dir: dir,
+        data,
+        workspace,
+        _app: app,
+        webview,
+    }
+}
+
+impl Fixture {
+    fn invoke(&self, cmd: &str, body: Value) -> Result<Value, Value> {
+        let request = InvokeRequest {
+            cmd: cmd.into(),
+            callback: CallbackFn(0),
+            error: CallbackFn(1),
+            url: "tauri://localhost".parse().unwrap(),
+            body: InvokeBody::Json(body),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_string(),
+        };
+        get_ipc_response(&self.webview, request).map(|b| b.deserialize::<Value>().unwrap())
+    }
+
+    fn ok(&self, cmd: &str, body: Value) -> Value {
+        self.invoke(cmd, body)
+            .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+    }
+
+    fn refused(&self, cmd: &str, body: Value) -> Value {
+        match self.invoke(cmd, body) {
+            Ok(v) => panic!("{cmd} should have been refused, got {v}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Polls the inbox until `check` holds (the continuation runs on the async runtime).
+    fn wait_inbox(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let inbox = self.ok("inbox", json!({}));
+            if check(&inbox) {
+                return inbox;
+            }
+            assert!(
+                Instant::now() < until,
+                "timed out waiting for {what}: {inbox}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn channel() -> Value {
+    json!("__CHANNEL__:7")
+}
+
+#[test]
+fn inbox_revision_and_a_stale_decision() {
+    let fx = fixture();
+    let inbox = fx.ok("inbox", json!({}));
+    assert_eq!(inbox.as_array().unwrap().len(), 1);
+    let item = &inbox[0];
+    assert_eq!(item["kind"], "plan");
+    assert_eq!(item["title"], "Add a --verbose flag");
+    assert_eq!(item["revisionNo"], 1);
+    let revision = fx.ok("revision", json!({"id": item["revisionId"]}));
+    assert_eq!(revision["status"], "pending");
+    assert!(
+        revision["html"].as_str().unwrap().contains("<h2>"),
+        "rendered"
+    );
+    assert!(revision["markdown"]
+        .as_str()
+        .unwrap()
+        .starts_with("# Add a --verbose flag"));
+
+    let stale = fx.refused(
+        "decide",
+        json!({"request": {"runId": item["runId"], "toolCallId": item["toolCallId"], "approve": true,
+                           "revision": "0000000000"}, "onEvent": channel()}),
+    );
+    assert_eq!(stale["code"], "stale-revision", "{stale}");
+    assert!(
+        stale["message"].as_str().unwrap().contains("changed"),
+        "{stale}"
+    );
+    assert_eq!(
+        fx.ok("inbox", json!({})),
+        inbox,
+        "a refused decision changes nothing"
+    );
+}
+
+#[test]
+fn reject_with_feedback_then_compare_and_search_history() {
+    let fx = fixture();
+    let item = fx.ok("inbox", json!({}))[0].clone();
+    fx.ok(
+        "decide",
+        json!({"request": {"runId": item["runId"], "toolCallId": item["toolCallId"], "approve": false,
+                           "feedback": "Also log to a file", "revision": item["sha256"]}, "onEvent": channel()}),
+    );
+    let inbox = fx.wait_inbox("revision 2", |i| i[0]["revisionNo"] == 2);
+    let second = &inbox[0];
+    let comparison = fx.ok(
+        "compare",
+        json!({"left": second["revisionId"], "right": item["revisionId"]}),
+    );
+    assert_eq!(comparison["left"]["revisionNo"], 1, "ordered oldest first");
+    assert_eq!(
+        comparison["between"],
+        json!([{"revisionNo": 1, "action": "rejected", "feedback": "Also log to a file"}])
+    );
+    assert!(comparison["diff"]["added"].as_u64().unwrap() > 0);
+    let thread = fx.ok("plan_thread", json!({"id": second["revisionId"]}));
+    let statuses: Vec<&str> = thread
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["rejected", "pending"]);
+    let rejected = fx.ok("history", json!({"filter": {"status": "rejected"}}));
+    assert_eq!(rejected.as_array().unwrap().len(), 1);
+    assert_eq!(rejected[0]["feedback"], "Also log to a file");
+    let found = fx.ok("history", json!({"filter": {"query": "LOG TO A FILE"}}));
+    assert_eq!(
+        found.as_array().unwrap().len(),
+        1,
+        "search is case-insensitive over plan text: only revision 2 mentions it"
+    );
+    let none = fx.ok("history", json!({"filter": {"query": "no such words"}}));
+    assert_eq!(none, json!([]));
+}
+
+#[test]
+fn bad_input_is_refused_with_codes() {
+    let fx = fixture();
+    let ws = fx.workspace.display().to_string();
+    let empty = fx.refused(
+        "start_run",
+        json!({"request": {"workspace": ws, "prompt": "  ", "model": null}, "onEvent": channel()}),
+    );
+    assert_eq!(empty["code"], "invalid-input");
+    let missing = fx.refused(
+        "start_run",
+        json!({"request": {"workspace": "/no/such/folder", "prompt": "x"}, "onEvent": channel()}),
+    );
+    assert_eq!(missing["code"], "workspace");
+    assert!(missing["message"]
+        .as_str()
+        .unwrap()
+        .contains("/no/such/folder"));
+    let model = fx.refused(
+        "start_run",
+        json!({"request": {"workspace": ws, "prompt": "x", "model": "gpt-4"}, "onEvent": channel()}),
+    );
+    assert_eq!(model["code"], "model-unknown");
+    let link = fx.refused("open_link", json!({"url": "javascript:alert(1)"}));
+    assert_eq!(link["code"], "invalid-input");
+    let run = fx.refused("run_detail", json!({"runId": "nope"}));
+    assert_eq!(run["code"], "unknown-run");
+    let busy = fx.refused(
+        "send_message",
+        json!({"runId": fx.ok("inbox", json!({}))[0]["runId"], "text": "hi", "onEvent": channel()}),
+    );
+    assert_eq!(busy["code"], "decision-pending");
+}
+
+#[test]
+fn settings_round_trip_and_app_info() {
+    let fx = fixture();
+    let info = fx.ok("app_info", json!({}));
+    assert_eq!(
+        info["settings"],
+        json!({"notifications": true, "notificationTitles": true})
+    );
+    assert_eq!(info["workspace"], fx.workspace.display().to_string());
+    assert_eq!(info["dataDir"], fx.data.display().to_string());
+    let saved = fx.ok(
+        "save_settings",
+        json!({"settings": {"notifications": true, "notificationTitles": false}}),
+    );
+    assert_eq!(saved["notificationTitles"], false);
+    assert_eq!(
+        fx.ok("app_info", json!({}))["settings"]["notificationTitles"],
+        false,
+        "stored"
+    );
+}
+
+#[test]
+fn a_run_started_through_ipc_reaches_its_plan() {
+    let fx = fixture();
+    let run_id = fx.ok(
+        "start_run",
+        json!({"request": {"workspace": fx.workspace.display().to_string(), "prompt": "Fix the login bug",
+                           "model": "demo"}, "onEvent": channel()}),
+    );
+    let run_id = run_id.as_str().unwrap().to_owned();
+    fx.wait_inbox("the new run's plan", |i| {
+        i.as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["runId"] == run_id.as_str())
+    });
+    let detail = fx.ok("run_detail", json!({"runId": run_id}));
+    assert_eq!(detail["run"]["status"], "suspended");
+    assert_eq!(
+        detail["transcript"][0],
+        json!({"kind": "user", "text": "Fix the login bug"})
+    );
+    let _ = Path::new(&fx.data);
+}

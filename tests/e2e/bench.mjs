@@ -1,0 +1,90 @@
+// App benchmarks (not tests): `./x bench app`. The real app under Xvfb, driven by WebDriver.
+//  - cold start to interactive (launch -> UI ready)
+//  - suspension -> plan rendered in the webview, for a ~200 KB plan
+//  - click Approve -> first chunk of the resumed run
+//  - idle memory of the app and its WebKit processes (PSS, after a few idle seconds)
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, fixture, openApp, startDriver } from './harness.mjs';
+
+const PORT = 4460;
+const ROUNDS = Number(process.env.ROUNDS || 5);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function bigPlan() {
+  let plan = '# Migrate the store to a new schema\n\n';
+  for (let i = 0; plan.length < 200 * 1024; i += 1) {
+    plan += `## Step ${i}\n\nMove table \`t${i}\` to the new layout; keep **reads** working while \`backfill_${i}\` runs.\n\n`;
+    plan += `- check ${i}: row counts match\n- check ${i}: p99 latency under 20 ms\n\n| table | rows |\n|---|---|\n| t${i} | ${i * 1000} |\n\n`;
+    plan += '```rust\nfn migrate(conn: &Connection) -> Result<()> { Ok(()) }\n```\n\n';
+  }
+  return plan;
+}
+
+function pss(pid) {
+  try {
+    const line = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').split('\n').find((l) => l.startsWith('Pss:'));
+    return Number(line.split(/\s+/)[1]);
+  } catch { return 0; }
+}
+
+function appPids(fx) {
+  const app = execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n').map(Number);
+  const children = app.flatMap((pid) => {
+    try { return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').map(Number); } catch { return []; }
+  });
+  return [...app, ...children];
+}
+
+const driver = await startDriver(PORT);
+const results = { coldStartMs: [], interactiveMs: [], suspendToRenderedMs: [], startToPlanMs: [], clickToFirstChunkMs: [], idlePssMiB: [] };
+try {
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const fx = fixture();
+    const plan = bigPlan();
+    const script = join(fx.root, 'script.json');
+    writeFileSync(script, JSON.stringify({ turns: [
+      { toolCalls: [
+        { toolName: 'write_file', args: { path: '.plandesk/plans/big.md', content: plan } },
+        { toolName: 'submit_plan', args: { path: '.plandesk/plans/big.md' } },
+      ] },
+      { text: 'Approved; starting on step 0.' },
+    ] }));
+    const launched = performance.now();
+    const app = await openApp(PORT, fx);
+    results.coldStartMs.push(performance.now() - launched);
+    results.interactiveMs.push(await app.exec('return window.__plandesk.metrics.interactiveAt'));
+    await sleep(3000);
+    results.idlePssMiB.push(appPids(fx).reduce((sum, pid) => sum + pss(pid), 0) / 1024);
+
+    await app.click('#new-run');
+    await app.type('#prompt', 'Migrate the store');
+    await app.type('#model', `scripted:${script}`);
+    const clicked = performance.now();
+    await app.click('#start');
+    try {
+      await app.find('#plan-title', 60000);
+    } catch (e) {
+      await app.screenshot('/tmp/bench-fail.png');
+      console.log(await app.exec("return document.querySelector('#view').innerText.slice(0, 2000)"));
+      throw e;
+    }
+    results.startToPlanMs.push(performance.now() - clicked);
+    await app.waitFor('window.__plandesk.metrics.suspendToRendered');
+    results.suspendToRenderedMs.push(await app.exec('return window.__plandesk.metrics.suspendToRendered'));
+    const size = await app.exec("return document.querySelector('#plan').innerHTML.length");
+    await app.click('#approve');
+    await app.waitFor('window.__plandesk.metrics.firstResumedChunk');
+    results.clickToFirstChunkMs.push(await app.exec('return window.__plandesk.metrics.firstResumedChunk'));
+    await app.close();
+    if (round === 0) console.log(`plan: ${Math.round(plan.length / 1024)} KiB of markdown, ${Math.round(size / 1024)} KiB of HTML`);
+  }
+} finally {
+  driver.kill();
+}
+for (const [name, xs] of Object.entries(results)) {
+  console.log(`${name}: median ${median(xs).toFixed(1)} (min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)}, n=${xs.length})`);
+}
+void cli;

@@ -208,8 +208,9 @@ function onRunEvent(live, event) {
   }
   updateStatus(live);
   const runId = live.runId || (event.data && event.data.runId);
-  if (state.view && state.view.runId === runId) openRun(runId, { live, keepScroll: true });
-  refreshRuns();
+  const shown = state.view && state.view.runId === runId ? openRun(runId, { live, keepScroll: true }) : Promise.resolve();
+  // The inbox watcher notices too, within a poll; this keeps the sidebar in step at once.
+  shown.then(() => call('inbox')).then(setInbox).catch(showError);
 }
 
 function updateStatus(live) {

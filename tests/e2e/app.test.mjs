@@ -187,6 +187,7 @@ test('dark mode follows the system theme', async () => {
   const app = await openApp(PORT + 2, fx);
   try {
     await startDemoRun(app, 'Add a dark mode toggle');
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '1'", { what: 'the plan in the inbox' });
     const bg = await app.exec('return getComputedStyle(document.body).backgroundColor');
     assert.equal(bg, 'rgb(20, 22, 28)', 'the dark palette is in use');
     await app.screenshot(join(ARTIFACTS, 'dark-mode.png'));

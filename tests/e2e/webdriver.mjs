@@ -89,6 +89,11 @@ export class Session {
   }
 
   async screenshot(path) {
+    // Let the page paint what the DOM already says before the frame is grabbed.
+    await this.cmd('POST', '/execute/async', {
+      script: 'const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));',
+      args: [],
+    });
     const png = await this.cmd('GET', '/screenshot');
     await writeFile(path, Buffer.from(png, 'base64'));
   }

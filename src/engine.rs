@@ -302,10 +302,12 @@ impl Engine {
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
         let run_id = self.inner.ids.next_id("run");
-        self.start_with_id(run_id, prompt, options, sink).await
+        self.start_as(run_id, prompt, options, sink).await
     }
 
-    async fn start_with_id(
+    /// `start` with a run id chosen beforehand (see `new_run_id`), so a host can show the run
+    /// before its first chunk.
+    pub async fn start_as(
         &self,
         run_id: String,
         prompt: &str,
@@ -359,18 +361,6 @@ impl Engine {
         self.inner.ids.next_id("run")
     }
 
-    /// `start` with a run id chosen beforehand (see `new_run_id`), so a host can show the run
-    /// before its first chunk.
-    pub async fn start_as(
-        &self,
-        run_id: String,
-        prompt: &str,
-        options: &StartOptions,
-        sink: &mut dyn ChunkSink,
-    ) -> Result<Report, EngineError> {
-        self.start_with_id(run_id, prompt, options, sink).await
-    }
-
     /// Starts a run on a background task and returns its id and chunk stream at once.
     pub fn stream(&self, prompt: String, options: StartOptions) -> RunStream {
         let run_id = self.inner.ids.next_id("run");
@@ -381,7 +371,7 @@ impl Engine {
             let mut sink = move |chunk: Chunk| {
                 let _ = tx.send(chunk);
             };
-            engine.start_with_id(id, &prompt, &options, &mut sink).await
+            engine.start_as(id, &prompt, &options, &mut sink).await
         });
         RunStream {
             run_id,

@@ -124,7 +124,9 @@ function showNewRun() {
   const info = state.info || {};
   const workspace = h('input', { id: 'workspace', type: 'text', value: info.workspace || '', spellcheck: 'false', 'aria-label': 'Workspace folder' });
   const prompt = h('textarea', { id: 'prompt', rows: '5', placeholder: 'e.g. Add a --verbose flag that prints each step', 'aria-label': 'What should the agent do?' });
-  const model = h('input', { id: 'model', type: 'text', spellcheck: 'false', placeholder: info.defaultModel || 'demo', 'aria-label': 'Model' });
+  const model = h('input', { id: 'model', type: 'text', spellcheck: 'false', list: 'model-options', placeholder: info.defaultModel || 'demo', 'aria-label': 'Model' });
+  const suggestions = [...new Set([info.defaultModel, 'demo', 'openai:gpt-4.1', 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2'].filter(Boolean))];
+  const options = h('datalist', { id: 'model-options' }, suggestions.map((spec) => h('option', { value: spec })));
   const start = h('button', { id: 'start', class: 'primary', type: 'submit' }, 'Start run', h('kbd', {}, 'Ctrl+Enter'));
   const form = h('form', { class: 'form card', onsubmit: (e) => { e.preventDefault(); startRun(workspace.value, prompt.value, model.value, start); } },
     h('label', {}, 'Workspace folder',
@@ -134,7 +136,7 @@ function showNewRun() {
     h('label', {}, 'What should the agent do?', prompt,
       h('span', { class: 'hint' }, 'It writes a plan first; nothing in the folder changes until you approve it.')),
     h('label', {}, 'Model',
-      model,
+      model, options,
       h('span', { class: 'hint' }, `Empty: ${info.defaultModel || 'demo'} — ${info.defaultModelReason || ''}. Also openai:MODEL, anthropic:MODEL, ollama:MODEL.`)),
     h('div', { class: 'actions' }, start));
   clear(view()).append(h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'New run'),

@@ -18,8 +18,8 @@ before(async () => {
 });
 
 after(() => {
-  driver?.kill();
-  daemon?.kill();
+  driver?.stop();
+  daemon?.stop();
 });
 
 async function startDemoRun(app, prompt) {
@@ -193,7 +193,7 @@ test('dark mode follows the system theme', async () => {
     await app.screenshot(join(ARTIFACTS, 'dark-mode.png'));
   } finally {
     await app.close();
-    dark.kill();
+    dark.stop();
   }
 });
 

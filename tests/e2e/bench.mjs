@@ -82,7 +82,7 @@ try {
     if (round === 0) console.log(`plan: ${Math.round(plan.length / 1024)} KiB of markdown, ${Math.round(size / 1024)} KiB of HTML`);
   }
 } finally {
-  driver.kill();
+  driver.stop();
 }
 for (const [name, xs] of Object.entries(results)) {
   console.log(`${name}: median ${median(xs).toFixed(1)} (min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)}, n=${xs.length})`);

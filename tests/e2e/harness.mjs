@@ -20,22 +20,31 @@ function driverPath() {
 
 /** tauri-driver on `port` (WebKitWebDriver on port + 1), with `env` added. */
 export async function startDriver(port, env = {}) {
+  // Its own process group: stopping it takes WebKitWebDriver and any app it launched along.
   const child = spawn(driverPath(), ['--port', String(port), '--native-port', String(port + 1)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
   });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   for (let i = 0; i < 100; i += 1) {
     try {
       const res = await fetch(`http://127.0.0.1:${port}/status`);
-      if (res.ok) return child;
+      if (res.ok) return { stop: () => stopGroup(child) };
     } catch { /* not up yet */ }
     if (child.exitCode !== null) break;
     await sleep(100);
   }
-  child.kill();
+  stopGroup(child);
   throw new Error(`tauri-driver did not start: ${stderr}`);
+}
+
+/** Kills a detached child's whole process group and lets go of its pipes, so Node can exit. */
+function stopGroup(child) {
+  try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+  child.stderr?.destroy();
+  child.unref();
 }
 
 /** A store and a small workspace of its own. */
@@ -75,16 +84,14 @@ export function watchNotifications() {
     "type='method_call',interface='org.freedesktop.Notifications',member='Notify'"], { stdio: ['ignore', 'pipe', 'ignore'] });
   let seen = '';
   monitor.stdout.on('data', (d) => { seen += d; });
-  return { text: () => seen, stop: () => monitor.kill() };
+  return { text: () => seen, stop: () => { monitor.kill('SIGKILL'); monitor.stdout.destroy(); } };
 }
 
 /** A notification daemon on the test display, so notifications are really shown. */
 export function startNotificationDaemon() {
-  try {
-    return spawn('dunst', [], { stdio: 'ignore' });
-  } catch {
-    return null;
-  }
+  const daemon = spawn('dunst', [], { stdio: 'ignore', detached: true });
+  daemon.on('error', () => {});
+  return { stop: () => stopGroup(daemon) };
 }
 
 export const CTRL_ENTER = '\uE009\uE007\uE000';

@@ -203,8 +203,10 @@ function onRunEvent(live, event) {
     live.status = event.data.status;
     if (event.data.error) live.error = event.data.error;
   } else if (event.event === 'refused') {
+    // E.g. another process is driving this run right now: say so; the run itself is unchanged.
     live.status = 'failed';
     live.error = event.data;
+    showError(event.data);
   } else if (event.event === 'cancelled') {
     live.status = 'cancelled';
   }

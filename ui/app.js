@@ -334,41 +334,47 @@ function renderApproval(item, slot) {
   clear(slot).append(card);
 }
 
-async function decide(item, revision, approve, feedback) {
+/**
+ * Carries a run on (a decision, a message, a retry): the stored transcript is laid down first,
+ * then `invoke(channel)` starts the continuation, whose chunks append below it in order.
+ * Returns the error that stopped it, or null.
+ */
+async function follow(runId, invoke, { said } = {}) {
   hideBanner();
+  const live = newLive();
+  live.runId = runId;
+  try {
+    const detail = await call('run_detail', { runId });
+    live.transcript.load(detail.transcript);
+    if (said) live.transcript.user(said);
+    await invoke(live.channel);
+  } catch (e) {
+    showError(e);
+    return e;
+  }
+  state.live.set(runId, live);
+  await openRun(runId, { live });
+  return null;
+}
+
+async function decide(item, revision, approve, feedback) {
   const buttons = document.querySelectorAll('#approve, #reject');
   buttons.forEach((b) => { b.disabled = true; });
-  const live = newLive();
-  live.runId = item.runId;
-  try {
+  const text = feedback && feedback.trim() ? feedback.trim() : null;
+  const error = await follow(item.runId, (channel) => {
     state.metrics.awaitFirstChunk = performance.now();
-    await call('decide', {
-      request: {
-        runId: item.runId,
-        toolCallId: item.toolCallId,
-        approve,
-        feedback: feedback && feedback.trim() ? feedback.trim() : null,
-        revision: revision ? revision.sha256 : null,
-      },
-      onEvent: live.channel,
+    return call('decide', {
+      request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: text, revision: revision ? revision.sha256 : null },
+      onEvent: channel,
     });
-  } catch (e) {
+  });
+  if (error) {
     buttons.forEach((b) => { b.disabled = false; });
-    showError(e);
-    if (e && e.code === 'stale-revision') openRun(item.runId);
+    if (error.code === 'stale-revision') openRun(item.runId);
     return;
   }
-  state.live.set(item.runId, live);
-  const transcript = live.transcript;
-  // The decision is recorded: show the run carrying on below what was there.
-  const detail = await call('run_detail', { runId: item.runId });
-  transcript.load(detail.transcript);
-  const waitingForMessage = !approve && !(feedback && feedback.trim()) && item.kind === 'plan';
-  await openRun(item.runId, { live });
-  if (waitingForMessage) {
-    const box = $('message');
-    if (box) box.focus();
-  }
+  // Rejected without feedback: the run waits for the person's next message.
+  if (!approve && !text && item.kind === 'plan') $('message')?.focus();
 }
 
 function renderFooter(detail, footer) {
@@ -389,35 +395,11 @@ function renderFooter(detail, footer) {
 
 async function sendMessage(runId, text) {
   if (!text.trim()) return;
-  hideBanner();
-  const live = newLive();
-  live.runId = runId;
-  try {
-    await call('send_message', { runId, text, onEvent: live.channel });
-  } catch (e) {
-    showError(e);
-    return;
-  }
-  const detail = await call('run_detail', { runId });
-  live.transcript.load(detail.transcript);
-  live.transcript.user(text.trim());
-  state.live.set(runId, live);
-  openRun(runId, { live });
+  await follow(runId, (channel) => call('send_message', { runId, text, onEvent: channel }), { said: text.trim() });
 }
 
-async function retryRun(runId) {
-  const live = newLive();
-  live.runId = runId;
-  try {
-    await call('retry_run', { runId, onEvent: live.channel });
-  } catch (e) {
-    showError(e);
-    return;
-  }
-  const detail = await call('run_detail', { runId });
-  live.transcript.load(detail.transcript);
-  state.live.set(runId, live);
-  openRun(runId, { live });
+function retryRun(runId) {
+  return follow(runId, (channel) => call('retry_run', { runId, onEvent: channel }));
 }
 
 // ---------- comparison ----------

@@ -111,10 +111,7 @@ impl KeyError {
 /// OS keyring. `Ok(None)` when neither has one; a keyring that cannot be reached counts as empty,
 /// its reason returned beside so an error can say why no key was found.
 pub fn find_key(provider: KeyProvider) -> (Option<(ApiKey, KeySource)>, Option<String>) {
-    if let Some(key) = std::env::var(provider.env_var())
-        .ok()
-        .and_then(|v| ApiKey::new(&v))
-    {
+    if let Some(key) = env_key(provider) {
         return (Some((key, KeySource::Environment)), None);
     }
     match keyring_get(provider) {
@@ -122,6 +119,13 @@ pub fn find_key(provider: KeyProvider) -> (Option<(ApiKey, KeySource)>, Option<S
         Err(KeyError::NotFound { .. }) => (None, None),
         Err(err) => (None, Some(err.to_string())),
     }
+}
+
+/// The provider's key from its environment variable, if set and not blank.
+pub fn env_key(provider: KeyProvider) -> Option<ApiKey> {
+    std::env::var(provider.env_var())
+        .ok()
+        .and_then(|v| ApiKey::new(&v))
 }
 
 /// Stores `key` in the OS keyring.

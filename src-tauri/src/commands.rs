@@ -8,7 +8,7 @@ use plandesk::message::Message;
 use plandesk::model::select;
 use plandesk::run::{Phase, RunState};
 use plandesk::store::{PlanRevision, Store};
-use plandesk::{Engine, StartOptions, Verdict};
+use plandesk::{StartOptions, Verdict};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
@@ -431,9 +431,4 @@ pub async fn pick_workspace<R: Runtime>(app: AppHandle<R>) -> Result<Option<Stri
         .blocking_pick_folder()
         .and_then(|p| p.into_path().ok())
         .map(|p| p.display().to_string()))
-}
-
-/// The engine a command needs, for callers outside a command (the inbox watcher).
-pub fn engine(state: &AppState) -> &Engine {
-    &state.engine
 }

@@ -153,15 +153,23 @@ pub async fn default_model(saved: Option<String>) -> DefaultModel {
             reason: "the saved choice (`plandesk model set`)".into(),
         };
     }
-    let found = tokio::task::spawn_blocking(|| {
-        KeyProvider::ALL
-            .into_iter()
-            .filter_map(|p| secret::find_key(p).0.map(|(_, source)| (p, source)))
-            .min_by_key(|(_, source)| matches!(source, KeySource::Keyring))
-    })
-    .await
-    .ok()
-    .flatten();
+    // Every environment variable before any keyring lookup (each of those is a D-Bus call).
+    let from_env = KeyProvider::ALL
+        .into_iter()
+        .find(|&p| secret::env_key(p).is_some())
+        .map(|p| (p, KeySource::Environment));
+    let found = match from_env {
+        Some(found) => Some(found),
+        None => tokio::task::spawn_blocking(|| {
+            KeyProvider::ALL
+                .into_iter()
+                .find(|&p| secret::find_key(p).0.is_some())
+                .map(|p| (p, KeySource::Keyring))
+        })
+        .await
+        .ok()
+        .flatten(),
+    };
     if let Some((provider, source)) = found {
         let (spec, var) = match provider {
             KeyProvider::OpenAi => (format!("openai:{DEFAULT_OPENAI_MODEL}"), provider.env_var()),

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, fixture, openApp, startDriver } from './harness.mjs';
+import { fixture, openApp, startDriver } from './harness.mjs';
 
 const PORT = 4460;
 const ROUNDS = Number(process.env.ROUNDS || 5);
@@ -87,4 +87,3 @@ try {
 for (const [name, xs] of Object.entries(results)) {
   console.log(`${name}: median ${median(xs).toFixed(1)} (min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)}, n=${xs.length})`);
 }
-void cli;

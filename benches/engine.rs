@@ -59,12 +59,14 @@ fn thousand_step_run() {
         plandesk::RunStatus::Finished,
         "the run must complete: {report:?}"
     );
-    let db_bytes = std::fs::metadata(engine.store().path())
+    let db_bytes = std::fs::metadata(engine.store_location())
         .map(|m| m.len())
         .unwrap_or(0)
-        + std::fs::metadata(engine.store().path().with_extension("db-wal"))
-            .map(|m| m.len())
-            .unwrap_or(0);
+        + std::fs::metadata(
+            std::path::Path::new(&engine.store_location()).with_extension("db-wal"),
+        )
+        .map(|m| m.len())
+        .unwrap_or(0);
     println!(
         "1000-step scripted run: {:.2} s wall ({:.2} ms/step), {chunks} chunks, peak RSS {} MiB (before the run {} MiB), store {:.1} MiB",
         wall.as_secs_f64(),
@@ -230,6 +232,7 @@ fn provider_stream(provider: &str, plan: &str) {
     let request = plandesk::model::ModelRequest {
         run_id: "bench",
         system: "",
+        plans_dir: ".plandesk/plans",
         messages: &[],
         tools: &[],
     };

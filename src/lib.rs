@@ -8,6 +8,7 @@ pub mod message;
 pub mod mode;
 pub mod model;
 pub mod plan;
+pub mod review;
 pub mod run;
 pub mod secret;
 pub mod store;
@@ -16,5 +17,6 @@ pub mod workspace;
 
 pub use chunk::{Chunk, ChunkKind};
 pub use engine::{ChunkSink, Engine, EngineError, Report, RunStream, StartOptions, Verdict};
+pub use review::Review;
 pub use run::RunStatus;
-pub use store::Store;
+pub use store::{SqliteStore, Store};

@@ -288,6 +288,15 @@ async function renderPending(item, slot) {
   return renderApproval(item, slot);
 }
 
+/** A revision's rendered plan, under a head that already names it. */
+function planArticle(revision, attrs) {
+  const body = h('article', { class: 'plan review-body', ...attrs });
+  body.innerHTML = revision.html; // sanitised by the engine (comrak, raw HTML escaped, then ammonia)
+  // The whole plan is rendered (its title heading too, as the CLI shows it): the head names it.
+  if (revision.title) body.querySelector(':scope > h1:first-child')?.remove();
+  return body;
+}
+
 async function renderPlanReview(item, slot) {
   const revision = await call('revision', { id: item.revisionId });
   const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder: 'What should change? Leave empty to tell it in your next message.', 'aria-label': 'Feedback' });
@@ -296,8 +305,7 @@ async function renderPlanReview(item, slot) {
   const compare = revision.revisionNo > 1
     ? h('button', { id: 'compare', type: 'button', onclick: () => showCompare(revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
     : '';
-  const body = h('article', { class: 'plan review-body', id: 'plan' });
-  body.innerHTML = revision.html; // sanitised by the engine (comrak, raw HTML escaped, then ammonia)
+  const body = planArticle(revision, { id: 'plan' });
   const card = h('section', { class: 'review', 'aria-label': 'Plan to review', dataset: { sha: revision.sha256 } },
     h('div', { class: 'review-head' },
       h('div', {},
@@ -379,9 +387,18 @@ async function decide(item, revision, approve, feedback) {
 
 function renderFooter(detail, footer) {
   const run = detail.run;
-  if (run.status === 'failed' || run.status === 'running') {
-    footer.append(h('div', { class: 'actions' },
+  if (run.status === 'failed' || detail.interrupted) {
+    // Interrupted: its process stopped mid-step, or after a decision was recorded but before the
+    // run went on. Either way it carries on from its last saved state.
+    const note = detail.interrupted
+      ? h('p', { class: 'hint', id: 'interrupted' }, 'This run stopped before it finished (its process ended). Continue it from where it was.')
+      : '';
+    footer.append(h('div', { class: 'actions' }, note,
       h('button', { id: 'retry', class: 'primary', type: 'button', onclick: () => retryRun(run.id) }, run.status === 'failed' ? 'Retry' : 'Continue')));
+    return;
+  }
+  if (run.status === 'running' || run.status === 'suspended') {
+    footer.append(h('p', { class: 'hint' }, run.status === 'running' ? 'Another Plandesk process is running this right now.' : 'Waiting for a decision.'));
     return;
   }
   const feedbackWait = detail.waiting === 'feedback';
@@ -473,8 +490,7 @@ async function showRevision(id) {
   let revision;
   try { revision = await call('revision', { id }); } catch (e) { showError(e); return; }
   setView({ name: 'revision', runId: revision.runId });
-  const body = h('article', { class: 'plan review-body' });
-  body.innerHTML = revision.html; // sanitised by the engine
+  const body = planArticle(revision, {});
   clear(view()).append(
     h('div', { class: 'page-head' }, h('div', {},
       h('h1', {}, revision.title || 'Untitled plan'),

@@ -1,22 +1,20 @@
 //! The commands the webview invokes. Each converts its IPC arguments into engine calls; no
 //! business logic lives here. Runs stream their chunks over the per-run channel they are given.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use plandesk::engine::RunView;
 use plandesk::message::Message;
 use plandesk::model::select;
-use plandesk::run::{Phase, RunState};
-use plandesk::store::{PlanRevision, Store};
-use plandesk::{StartOptions, Verdict};
+use plandesk::{Engine, RunStatus, StartOptions, Verdict};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::ipc::{
-    AppInfo, Comparison, DecideRequest, FeedbackStep, HistoryFilter, InboxItem, IpcError,
-    RevisionSummary, RevisionView, RunDetail, RunEvent, Settings, StartRequest, TranscriptItem,
+    AppInfo, Comparison, DecideRequest, HistoryFilter, InboxItem, IpcError, RevisionSummary,
+    RevisionView, RunDetail, RunEvent, Settings, StartRequest, TranscriptItem,
 };
 use crate::AppState;
 
@@ -26,31 +24,28 @@ const NOTIFICATIONS: &str = "notifications";
 const NOTIFICATION_TITLES: &str = "notification_titles";
 
 /// The settings as stored (`on`/`off`), defaults where unset.
-pub fn load_settings(store: &Store) -> Result<Settings> {
-    let on = |key: &str, default: bool| -> Result<bool> {
-        Ok(store.setting(key)?.map_or(default, |v| v == "on"))
-    };
+pub async fn load_settings(engine: &Engine) -> Result<Settings> {
     let defaults = Settings::default();
+    let on = |value: Option<String>, default: bool| value.map_or(default, |v| v == "on");
     Ok(Settings {
-        notifications: on(NOTIFICATIONS, defaults.notifications)?,
-        notification_titles: on(NOTIFICATION_TITLES, defaults.notification_titles)?,
+        notifications: on(engine.setting(NOTIFICATIONS).await?, defaults.notifications),
+        notification_titles: on(
+            engine.setting(NOTIFICATION_TITLES).await?,
+            defaults.notification_titles,
+        ),
     })
-}
-
-fn now() -> i64 {
-    use plandesk::clock::Clock;
-    plandesk::clock::SystemClock.now()
 }
 
 #[tauri::command]
 pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
-    let store = state.engine.store();
-    let saved = store.setting(select::MODEL_SETTING)?;
+    let engine = &state.engine;
+    let saved = engine.setting(select::MODEL_SETTING).await?;
     let chosen = select::default_model(saved).await;
     let workspace = match &state.workspace {
         Some(dir) => dir.display().to_string(),
-        None => store
-            .runs()?
+        None => engine
+            .runs()
+            .await?
             .into_iter()
             .next()
             .map(|r| r.workspace)
@@ -61,7 +56,7 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         data_dir: state.data_dir.display().to_string(),
         default_model: chosen.spec,
         default_model_reason: chosen.reason,
-        settings: load_settings(store)?,
+        settings: load_settings(engine).await?,
         workspace,
         version: env!("CARGO_PKG_VERSION"),
     })
@@ -95,7 +90,7 @@ pub async fn start_run(
     let model = match request.model.as_deref().map(str::trim) {
         Some(model) if !model.is_empty() => model.to_owned(),
         _ => {
-            let saved = state.engine.store().setting(select::MODEL_SETTING)?;
+            let saved = state.engine.setting(select::MODEL_SETTING).await?;
             select::default_model(saved).await.spec
         }
     };
@@ -125,11 +120,10 @@ pub async fn decide(
         tool_call_id: Some(request.tool_call_id.clone()),
         revision: request.revision.clone(),
     };
-    let engine = state.engine.clone();
-    let run_id = request.run_id.clone();
-    tauri::async_runtime::spawn_blocking(move || engine.record_verdict(&run_id, &verdict))
-        .await
-        .map_err(|e| IpcError::new("internal", format!("the decision task failed: {e}")))??;
+    state
+        .engine
+        .record_verdict(&request.run_id, &verdict)
+        .await?;
     let engine = state.engine.clone();
     let run_id = request.run_id.clone();
     state.drive(request.run_id, Some(on_event), move |mut sink| async move {
@@ -149,8 +143,8 @@ pub async fn send_message(
         return Err(IpcError::invalid("The message is empty."));
     }
     // Refuse at once what the engine would refuse (a run still waiting for a decision).
-    let summary = state.engine.store().run(&run_id)?;
-    if summary.status == "suspended" {
+    let run = state.engine.run(&run_id).await?;
+    if run.status == RunStatus::Suspended {
         return Err(IpcError::new(
             "decision-pending",
             "This run waits for a decision on its plan: approve or reject it first.",
@@ -171,7 +165,7 @@ pub async fn retry_run(
     run_id: String,
     on_event: Channel<RunEvent>,
 ) -> Result<()> {
-    state.engine.store().run(&run_id)?;
+    state.engine.run(&run_id).await?;
     let engine = state.engine.clone();
     let id = run_id.clone();
     state.drive(run_id, Some(on_event), move |mut sink| async move {
@@ -185,18 +179,24 @@ pub async fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<bo
     Ok(state.cancel(&run_id))
 }
 
-pub fn inbox_items(store: &Store) -> Result<Vec<InboxItem>> {
-    Ok(store.pending(None)?.iter().map(InboxItem::from).collect())
+pub async fn inbox_items(engine: &Engine) -> Result<Vec<InboxItem>> {
+    Ok(engine
+        .review()
+        .inbox()
+        .await?
+        .iter()
+        .map(InboxItem::from)
+        .collect())
 }
 
 #[tauri::command]
 pub async fn inbox(state: State<'_, AppState>) -> Result<Vec<InboxItem>> {
-    inbox_items(state.engine.store())
+    inbox_items(&state.engine).await
 }
 
 #[tauri::command]
-pub async fn runs(state: State<'_, AppState>) -> Result<Vec<plandesk::store::RunSummary>> {
-    Ok(state.engine.store().runs()?)
+pub async fn runs(state: State<'_, AppState>) -> Result<Vec<RunView>> {
+    Ok(state.engine.runs().await?)
 }
 
 fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
@@ -238,117 +238,38 @@ fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
 
 #[tauri::command]
 pub async fn run_detail(state: State<'_, AppState>, run_id: String) -> Result<RunDetail> {
-    let store = state.engine.store();
-    let run = store.run(&run_id)?;
-    let loaded: RunState = store.load(&run_id)?;
-    let (error, waiting) = match &loaded.phase {
-        Phase::Failed { error } => (Some(error.clone()), None),
-        Phase::Waiting { reason } => (
-            None,
-            serde_json::to_value(reason)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned)),
-        ),
-        _ => (None, None),
-    };
+    let detail = state.engine.run_detail(&run_id).await?;
     Ok(RunDetail {
-        run,
-        transcript: transcript(&loaded.messages),
-        pending: store
-            .pending(Some(&run_id))?
-            .iter()
-            .map(InboxItem::from)
-            .collect(),
-        error,
-        waiting,
+        transcript: transcript(&detail.messages),
+        pending: detail.open.iter().map(InboxItem::from).collect(),
+        run: detail.run,
+        error: detail.error,
+        waiting: detail.waiting,
+        interrupted: detail.interrupted,
     })
-}
-
-/// Revision ids with a pending plan.
-fn pending_revisions(store: &Store) -> Result<HashSet<i64>> {
-    Ok(store
-        .pending(None)?
-        .iter()
-        .filter_map(|p| p.revision.as_ref().map(|r| r.id))
-        .collect())
-}
-
-fn summary(
-    store: &Store,
-    revision: &PlanRevision,
-    pending: &HashSet<i64>,
-) -> Result<RevisionSummary> {
-    let prompt = store.run(&revision.run_id)?.prompt;
-    Ok(RevisionSummary::new(
-        revision,
-        pending.contains(&revision.id),
-        &prompt,
-    ))
-}
-
-/// The revisions of one plan: same run, same file.
-fn thread(store: &Store, revision: &PlanRevision) -> Result<Vec<PlanRevision>> {
-    Ok(store
-        .revisions(Some(&revision.run_id))?
-        .into_iter()
-        .filter(|r| r.path == revision.path)
-        .collect())
 }
 
 #[tauri::command]
 pub async fn revision(state: State<'_, AppState>, id: i64) -> Result<RevisionView> {
-    let store = state.engine.store();
-    let revision = store.revision(id)?;
-    let pending = pending_revisions(store)?;
-    Ok(RevisionView {
-        summary: summary(store, &revision, &pending)?,
-        html: plandesk::plan::render_html(&revision.body),
-        markdown: revision.markdown(),
-        revisions_in_thread: thread(store, &revision)?.len() as i64,
-    })
+    Ok(state.engine.review().view(id).await?.into())
 }
 
 /// Every revision of the plan `id` belongs to, oldest first.
 #[tauri::command]
 pub async fn plan_thread(state: State<'_, AppState>, id: i64) -> Result<Vec<RevisionSummary>> {
-    let store = state.engine.store();
-    let pending = pending_revisions(store)?;
-    thread(store, &store.revision(id)?)?
+    let review = state.engine.review();
+    let revision = review.revision_by_id(id).await?;
+    Ok(review
+        .thread(&revision)
+        .await?
         .iter()
-        .map(|r| summary(store, r, &pending))
-        .collect()
+        .map(RevisionSummary::from)
+        .collect())
 }
 
 #[tauri::command]
 pub async fn compare(state: State<'_, AppState>, left: i64, right: i64) -> Result<Comparison> {
-    let store = state.engine.store();
-    let (mut a, mut b) = (store.revision(left)?, store.revision(right)?);
-    if a.run_id != b.run_id || a.path != b.path {
-        return Err(IpcError::invalid(
-            "Only revisions of the same plan can be compared.",
-        ));
-    }
-    if a.revision_no > b.revision_no {
-        std::mem::swap(&mut a, &mut b);
-    }
-    let between = thread(store, &a)?
-        .into_iter()
-        .filter(|r| r.revision_no >= a.revision_no && r.revision_no < b.revision_no)
-        .filter_map(|r| {
-            r.decision.map(|d| FeedbackStep {
-                revision_no: r.revision_no,
-                action: d.action,
-                feedback: d.feedback,
-            })
-        })
-        .collect();
-    let pending = pending_revisions(store)?;
-    Ok(Comparison {
-        left: summary(store, &a, &pending)?,
-        right: summary(store, &b, &pending)?,
-        diff: plandesk::plan::side_by_side(&a.markdown(), &b.markdown()),
-        between,
-    })
+    Ok(state.engine.review().compare(left, right).await?.into())
 }
 
 #[tauri::command]
@@ -356,46 +277,31 @@ pub async fn history(
     state: State<'_, AppState>,
     filter: Option<HistoryFilter>,
 ) -> Result<Vec<RevisionSummary>> {
-    let filter = filter.unwrap_or_default();
-    let store = state.engine.store();
-    let pending = pending_revisions(store)?;
-    let query = filter
-        .query
-        .as_deref()
-        .map(|q| q.trim().to_lowercase())
-        .filter(|q| !q.is_empty());
-    let mut out = Vec::new();
-    for revision in store.revisions(None)?.iter().rev() {
-        if let Some(q) = &query {
-            let hit = revision.title.to_lowercase().contains(q)
-                || revision.body.to_lowercase().contains(q);
-            if !hit {
-                continue;
-            }
-        }
-        let row = summary(store, revision, &pending)?;
-        let keep = match filter.status.as_deref() {
-            Some(s @ ("pending" | "approved" | "rejected" | "superseded")) => row.status == s,
-            _ => true,
-        };
-        if keep {
-            out.push(row);
-        }
-    }
-    Ok(out)
+    let filter = filter.unwrap_or_default().into();
+    Ok(state
+        .engine
+        .review()
+        .history(&filter)
+        .await?
+        .iter()
+        .map(RevisionSummary::from)
+        .collect())
 }
 
 #[tauri::command]
 pub async fn save_settings(state: State<'_, AppState>, settings: Settings) -> Result<Settings> {
-    let store = state.engine.store();
+    let engine = &state.engine;
     let flag = |on: bool| if on { "on" } else { "off" };
-    store.set_setting(NOTIFICATIONS, Some(flag(settings.notifications)), now())?;
-    store.set_setting(
-        NOTIFICATION_TITLES,
-        Some(flag(settings.notification_titles)),
-        now(),
-    )?;
-    load_settings(store)
+    engine
+        .set_setting(NOTIFICATIONS, Some(flag(settings.notifications)))
+        .await?;
+    engine
+        .set_setting(
+            NOTIFICATION_TITLES,
+            Some(flag(settings.notification_titles)),
+        )
+        .await?;
+    load_settings(engine).await
 }
 
 /// Which run the person is looking at: no notification is shown for its plans while the

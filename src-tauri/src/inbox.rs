@@ -3,10 +3,10 @@
 //! count, and sends a desktop notification when a plan becomes pending.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
-use std::time::Duration;
 
-use plandesk::store::Store;
+use futures::StreamExt;
+use plandesk::store::ItemKind;
+use plandesk::Engine;
 use serde::Serialize;
 use tauri::menu::{Menu, MenuItem};
 use tauri::tray::TrayIconBuilder;
@@ -17,8 +17,6 @@ use crate::ipc::InboxItem;
 use crate::WINDOW;
 
 const TRAY: &str = "tray";
-/// How often the store is asked whether anything changed (one cheap PRAGMA).
-const POLL: Duration = Duration::from_millis(250);
 
 /// The event the webview gets with the whole inbox whenever it changes.
 pub const INBOX_EVENT: &str = "inbox-changed";
@@ -42,40 +40,19 @@ fn key(item: &InboxItem) -> Key {
     )
 }
 
-pub fn watch<R: Runtime>(app: AppHandle<R>, data_dir: PathBuf) {
-    let spawned = std::thread::Builder::new()
-        .name("inbox-watch".into())
-        .spawn(move || {
-            // Its own connection: SQLite's data_version then moves on every commit elsewhere,
-            // the app's engine included.
-            let store = match Store::open(&data_dir) {
-                Ok(store) => store,
-                Err(err) => {
-                    eprintln!("plandesk-app: the inbox cannot watch the store: {err}");
-                    return;
-                }
-            };
-            let mut seen: Option<HashSet<Key>> = None;
-            let mut version = None;
-            loop {
-                match store.data_version() {
-                    Ok(v) if Some(v) != version => {
-                        version = Some(v);
-                        refresh(&app, &store, &mut seen);
-                    }
-                    Ok(_) => {}
-                    Err(err) => eprintln!("plandesk-app: inbox check failed: {err}"),
-                }
-                std::thread::sleep(POLL);
-            }
-        });
-    if let Err(err) = spawned {
-        eprintln!("plandesk-app: cannot start the inbox watcher: {err}");
-    }
+/// Follows the store's changes (from this app or any other process) for as long as the app runs.
+pub fn watch<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    tauri::async_runtime::spawn(async move {
+        let mut changes = engine.changes();
+        let mut seen: Option<HashSet<Key>> = None;
+        while changes.next().await.is_some() {
+            refresh(&app, &engine, &mut seen).await;
+        }
+    });
 }
 
-fn refresh<R: Runtime>(app: &AppHandle<R>, store: &Store, seen: &mut Option<HashSet<Key>>) {
-    let items = match inbox_items(store) {
+async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, seen: &mut Option<HashSet<Key>>) {
+    let items = match inbox_items(engine).await {
         Ok(items) => items,
         Err(err) => {
             eprintln!("plandesk-app: cannot read the inbox: {}", err.message);
@@ -85,8 +62,8 @@ fn refresh<R: Runtime>(app: &AppHandle<R>, store: &Store, seen: &mut Option<Hash
     // Plans already waiting when the app starts are in the inbox; only new ones notify.
     if let Some(before) = seen.as_ref() {
         for item in items.iter().filter(|i| !before.contains(&key(i))) {
-            if item.kind == "plan" {
-                maybe_notify(app, store, item);
+            if item.kind == ItemKind::Plan {
+                maybe_notify(app, engine, item).await;
             }
         }
     }
@@ -110,8 +87,8 @@ fn show_count<R: Runtime>(app: &AppHandle<R>, count: usize) {
     }
 }
 
-fn maybe_notify<R: Runtime>(app: &AppHandle<R>, store: &Store, item: &InboxItem) {
-    let settings = load_settings(store).unwrap_or_default();
+async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &InboxItem) {
+    let settings = load_settings(engine).await.unwrap_or_default();
     if !settings.notifications {
         return;
     }

@@ -1,8 +1,10 @@
 //! What crosses the IPC boundary: command arguments, results, events and errors, as serde types
 //! converted to and from the engine's own at the edge.
 
+use plandesk::engine::RunView;
 use plandesk::plan::SideBySide;
-use plandesk::store::{PendingItem, PlanRevision, StoreError};
+use plandesk::review::{Comparison as ReviewComparison, ReviewError, ReviewItem, Revision};
+use plandesk::store::{Source, StoreError};
 use plandesk::{Chunk, EngineError, Report};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -37,6 +39,12 @@ impl From<EngineError> for IpcError {
 impl From<StoreError> for IpcError {
     fn from(err: StoreError) -> Self {
         EngineError::from(err).into()
+    }
+}
+
+impl From<ReviewError> for IpcError {
+    fn from(err: ReviewError) -> Self {
+        Self::new(err.code(), err.to_string())
     }
 }
 
@@ -89,6 +97,19 @@ pub struct HistoryFilter {
     pub query: Option<String>,
 }
 
+impl From<HistoryFilter> for plandesk::review::HistoryFilter {
+    fn from(filter: HistoryFilter) -> Self {
+        Self {
+            run_id: None,
+            status: filter
+                .status
+                .as_deref()
+                .and_then(plandesk::review::RevisionStatus::parse),
+            query: filter.query,
+        }
+    }
+}
+
 /// The app's settings; stored in the store's settings table.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -114,12 +135,13 @@ pub struct InboxItem {
     pub run_id: String,
     pub tool_call_id: String,
     /// `plan`, `approval`, `suspended`.
-    pub kind: String,
+    pub kind: plandesk::store::ItemKind,
     pub tool_name: String,
     pub args: Value,
     pub since: i64,
     pub prompt: String,
     pub workspace: String,
+    pub source: Source,
     pub title: Option<String>,
     pub path: Option<String>,
     pub revision_id: Option<i64>,
@@ -127,18 +149,19 @@ pub struct InboxItem {
     pub sha256: Option<String>,
 }
 
-impl From<&PendingItem> for InboxItem {
-    fn from(item: &PendingItem) -> Self {
+impl From<&ReviewItem> for InboxItem {
+    fn from(item: &ReviewItem) -> Self {
         let revision = item.revision.as_ref();
         Self {
             run_id: item.run_id.clone(),
             tool_call_id: item.tool_call_id.clone(),
-            kind: item.kind.as_str().into(),
+            kind: item.kind,
             tool_name: item.tool_name.clone(),
             args: item.args.clone(),
             since: item.since,
             prompt: item.prompt.clone(),
             workspace: item.workspace.clone(),
+            source: item.source.clone(),
             title: revision.map(|r| r.title.clone()),
             path: revision.map(|r| r.path.clone()),
             revision_id: revision.map(|r| r.id),
@@ -160,21 +183,16 @@ pub struct RevisionSummary {
     pub revision_no: i64,
     pub sha256: String,
     pub submitted_at: i64,
-    /// `pending`, `approved`, `rejected`, or `superseded` (never decided, no longer pending).
-    pub status: String,
+    /// The review core's status: `pending`, `approved`, `rejected`, `superseded`.
+    pub status: plandesk::review::RevisionStatus,
     pub feedback: Option<String>,
     pub decided_at: Option<i64>,
     pub prompt: String,
 }
 
-impl RevisionSummary {
-    pub fn new(revision: &PlanRevision, pending: bool, prompt: &str) -> Self {
+impl From<&Revision> for RevisionSummary {
+    fn from(revision: &Revision) -> Self {
         let decision = revision.decision.as_ref();
-        let status = match decision {
-            Some(d) => d.action.clone(),
-            None if pending => "pending".into(),
-            None => "superseded".into(),
-        };
         Self {
             id: revision.id,
             run_id: revision.run_id.clone(),
@@ -184,10 +202,10 @@ impl RevisionSummary {
             revision_no: revision.revision_no,
             sha256: revision.sha256.clone(),
             submitted_at: revision.submitted_at,
-            status,
+            status: revision.status,
             feedback: decision.and_then(|d| d.feedback.clone()),
             decided_at: decision.map(|d| d.decided_at),
-            prompt: prompt.to_owned(),
+            prompt: revision.prompt.clone(),
         }
     }
 }
@@ -204,13 +222,15 @@ pub struct RevisionView {
     pub revisions_in_thread: i64,
 }
 
-/// Feedback given on one revision, which led to the next.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FeedbackStep {
-    pub revision_no: i64,
-    pub action: String,
-    pub feedback: Option<String>,
+impl From<plandesk::review::RevisionView> for RevisionView {
+    fn from(view: plandesk::review::RevisionView) -> Self {
+        Self {
+            summary: (&view.revision).into(),
+            html: view.html,
+            markdown: view.markdown,
+            revisions_in_thread: view.revisions_in_thread,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,7 +240,18 @@ pub struct Comparison {
     pub right: RevisionSummary,
     pub diff: SideBySide,
     /// The decisions between the two revisions, oldest first.
-    pub between: Vec<FeedbackStep>,
+    pub between: Vec<plandesk::review::FeedbackStep>,
+}
+
+impl From<ReviewComparison> for Comparison {
+    fn from(c: ReviewComparison) -> Self {
+        Self {
+            left: (&c.left).into(),
+            right: (&c.right).into(),
+            diff: c.diff,
+            between: c.between,
+        }
+    }
 }
 
 /// One line of a run's transcript as stored (the live view builds the same from chunks).
@@ -250,13 +281,16 @@ pub enum TranscriptItem {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDetail {
-    pub run: plandesk::store::RunSummary,
+    pub run: RunView,
     pub transcript: Vec<TranscriptItem>,
     pub pending: Vec<InboxItem>,
     /// The error that stopped the run, when it failed.
     pub error: Option<plandesk::chunk::ChunkError>,
-    /// Why it waits, when it waits (`finished`, `feedback`, ...).
-    pub waiting: Option<String>,
+    /// Why it waits, when it waits (`finished`, `feedback`, `max-steps`).
+    pub waiting: Option<plandesk::run::WaitReason>,
+    /// Nobody drives it, yet it can go on (interrupted, or decided but not applied): the UI
+    /// offers Continue.
+    pub interrupted: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -183,7 +183,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
 /// The app: window, tray, inbox watcher.
 pub fn run(options: Options) -> Result<(), String> {
     let state = AppState::open(&options).map_err(|e| e.to_string())?;
-    let data_dir = state.data_dir.clone();
+    let engine = state.engine.clone();
     let builder = tauri::Builder::default()
         .plugin(tauri_plugin_opener::init())
         .plugin(tauri_plugin_dialog::init());
@@ -202,7 +202,7 @@ pub fn run(options: Options) -> Result<(), String> {
                     .build()?;
             let _ = window.set_focus();
             inbox::install_tray(app.handle());
-            inbox::watch(app.handle().clone(), data_dir.clone());
+            inbox::watch(app.handle().clone(), engine.clone());
             Ok(())
         })
         .run(tauri::generate_context!("../tauri.conf.json"))

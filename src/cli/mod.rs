@@ -10,8 +10,10 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Parser, Subcommand};
 use plandesk::engine::DEFAULT_MAX_STEPS;
 use plandesk::model::select::{self, DefaultModel, MODEL_SETTING};
+use plandesk::review;
+use plandesk::run::RunError;
 use plandesk::secret::{self, ApiKey, KeyError, KeyProvider, KeySource};
-use plandesk::store::{default_data_dir, PlanRevision};
+use plandesk::store::default_data_dir;
 use plandesk::{Engine, EngineError, RunStatus, StartOptions, Verdict};
 
 #[derive(Debug, Parser)]
@@ -170,10 +172,15 @@ fn fail(err: &anyhow::Error) -> ExitCode {
 
 async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
-    let engine = Engine::open(&data_dir)?;
     let json = cli.json;
+    // Commands that need no store never open it (a damaged store cannot stop `key list`).
+    let engine = match cli.command {
+        Command::Key { action } => return key_command(action, json),
+        _ => Engine::open(&data_dir)?,
+    };
     let mut printer = print::StreamPrinter::new(json);
     let report = match cli.command {
+        Command::Key { .. } => return Ok(ExitCode::SUCCESS),
         Command::Run {
             workspace,
             model,
@@ -215,7 +222,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             tool_call_id,
             revision,
         } => {
-            let run_id = engine.store().resolve_run(&run_id)?;
+            let run_id = engine.resolve_run(&run_id).await?;
             let verdict = Verdict {
                 approve: true,
                 feedback: None,
@@ -230,7 +237,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             tool_call_id,
             revision,
         } => {
-            let run_id = engine.store().resolve_run(&run_id)?;
+            let run_id = engine.resolve_run(&run_id).await?;
             let verdict = Verdict {
                 approve: false,
                 feedback,
@@ -244,7 +251,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             data,
             tool_call_id,
         } => {
-            let run_id = engine.store().resolve_run(&run_id)?;
+            let run_id = engine.resolve_run(&run_id).await?;
             match data {
                 Some(data) => {
                     let data: serde_json::Value = serde_json::from_str(&data)
@@ -258,49 +265,57 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Send { run_id, text } => {
-            let run_id = engine.store().resolve_run(&run_id)?;
+            let run_id = engine.resolve_run(&run_id).await?;
             engine
                 .send(&run_id, &text.join(" "), &mut printer.sink())
                 .await
         }
-        Command::Pending => return listing(json, &engine.store().pending(None)?, print::pending),
-        Command::Runs => return listing(json, &engine.store().runs()?, print::runs),
+        Command::Pending => return listing(json, &engine.review().inbox().await?, print::pending),
+        Command::Runs => return listing(json, &engine.runs().await?, print::runs),
         Command::History { run_id } => {
-            let run_id = run_id.map(|r| engine.store().resolve_run(&r)).transpose()?;
-            return listing(
-                json,
-                &engine.store().revisions(run_id.as_deref())?,
-                print::history,
-            );
+            let run_id = match run_id {
+                Some(r) => Some(engine.resolve_run(&r).await?),
+                None => None,
+            };
+            let revisions = engine.review().revisions(run_id.as_deref()).await?;
+            return listing(json, &revisions, print::history);
         }
         Command::Show { revision, html } => {
-            let revision = find_revision(&engine, &revision)?;
+            let revision = engine.review().revision(&revision).await?;
+            let view = review::view_of(revision, 0);
             if json {
-                let mut value = serde_json::to_value(&revision)?;
-                value["html"] = plandesk::plan::render_html(&revision.markdown()).into();
+                let mut value = serde_json::to_value(&view.revision)?;
+                value["html"] = view.html.into();
                 println!("{value}");
             } else if html {
-                println!("{}", plandesk::plan::render_html(&revision.markdown()));
+                println!("{}", view.html);
             } else {
-                print::revision(&revision);
+                print::revision(&view.revision);
             }
             return Ok(ExitCode::SUCCESS);
         }
         Command::Diff { a, b } => {
-            let (a, b) = (find_revision(&engine, &a)?, find_revision(&engine, &b)?);
-            let diff = plandesk::plan::side_by_side(&a.markdown(), &b.markdown());
+            let (a, b) = (
+                engine.review().revision(&a).await?,
+                engine.review().revision(&b).await?,
+            );
+            let comparison = engine.review().compare(a.id, b.id).await?;
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"left": a.id, "right": b.id, "diff": diff})
+                    serde_json::json!({
+                        "left": comparison.left.id,
+                        "right": comparison.right.id,
+                        "diff": comparison.diff,
+                        "between": comparison.between,
+                    })
                 );
             } else {
-                print::diff(&a, &b, &diff);
+                print::diff(&comparison.left, &comparison.right, &comparison.diff);
             }
             return Ok(ExitCode::SUCCESS);
         }
         Command::Model { action } => return model_command(&engine, action, json).await,
-        Command::Key { action } => return key_command(action, json),
     };
     let report = report.map_err(explain)?;
     printer.finish(&report);
@@ -312,7 +327,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
 }
 
 async fn default_model(engine: &Engine) -> Result<DefaultModel> {
-    let saved = engine.store().setting(MODEL_SETTING)?;
+    let saved = engine.setting(MODEL_SETTING).await?;
     Ok(select::default_model(saved).await)
 }
 
@@ -324,15 +339,11 @@ async fn model_command(
     match action {
         Some(ModelAction::Set { spec }) => {
             select::ModelSpec::parse(&spec)?;
-            engine
-                .store()
-                .set_setting(MODEL_SETTING, Some(&spec), now_millis())?;
+            engine.set_setting(MODEL_SETTING, Some(&spec)).await?;
             eprintln!("plandesk: new runs use {spec} unless --model says otherwise");
         }
         Some(ModelAction::Clear) => {
-            engine
-                .store()
-                .set_setting(MODEL_SETTING, None, now_millis())?;
+            engine.set_setting(MODEL_SETTING, None).await?;
             let chosen = default_model(engine).await?;
             eprintln!(
                 "plandesk: saved model forgotten; new runs use {} ({})",
@@ -418,19 +429,17 @@ fn key_command(action: KeyAction, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn now_millis() -> i64 {
-    use plandesk::clock::Clock;
-    plandesk::clock::SystemClock.now()
-}
-
 /// Adds the command that helps, where an engine error has one.
 fn explain(err: EngineError) -> anyhow::Error {
     let hint = match &err {
         EngineError::Store(plandesk::store::StoreError::AlreadyDecided { run_id, .. }) => {
             format!(" (if the run did not carry on, `plandesk resume {run_id}` continues it)")
         }
-        EngineError::DecisionPending { run_id, .. } => {
+        EngineError::Run(RunError::DecisionPending { run_id, .. }) => {
             format!(" (`plandesk pending` shows it; `plandesk approve {run_id}` or `plandesk reject {run_id}`)")
+        }
+        EngineError::Run(RunError::Interrupted { run_id }) => {
+            format!("; `plandesk resume {run_id}` continues it")
         }
         _ => String::new(),
     };
@@ -444,31 +453,4 @@ fn listing<T: serde::Serialize>(json: bool, items: &[T], human: fn(&[T])) -> Res
         human(items);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn find_revision(engine: &Engine, key: &str) -> Result<PlanRevision> {
-    if let Ok(id) = key.parse::<i64>() {
-        return Ok(engine.store().revision(id)?);
-    }
-    let key = key.to_ascii_lowercase();
-    if key.len() < 4 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
-        bail!(
-            "`{key}` is not a revision id (a number) or a sha256 prefix of at least 4 hex digits"
-        );
-    }
-    let matches: Vec<PlanRevision> = engine
-        .store()
-        .revisions(None)?
-        .into_iter()
-        .filter(|r| r.sha256.starts_with(&key))
-        .collect();
-    match matches.as_slice() {
-        [] => bail!("no plan revision has a sha256 starting with {key}"),
-        [one] => Ok(one.clone()),
-        many if many.iter().all(|r| r.sha256 == many[0].sha256) => Ok(many[many.len() - 1].clone()),
-        _ => bail!(
-            "sha256 prefix {key} matches {} revisions; give more digits or the revision id",
-            matches.len()
-        ),
-    }
 }

@@ -12,8 +12,10 @@ macro_rules! say {
 
 use plandesk::chunk::{Chunk, ChunkKind};
 use plandesk::clock::{Clock, SystemClock};
+use plandesk::engine::RunView;
 use plandesk::plan::{RowKind, SideBySide};
-use plandesk::store::{PendingItem, PendingKind, PlanRevision, RunSummary};
+use plandesk::review::{ReviewItem, Revision};
+use plandesk::store::ItemKind;
 use plandesk::{Report, RunStatus};
 use serde_json::Value;
 
@@ -168,11 +170,11 @@ fn result_summary(result: &Value) -> String {
     short(&result.to_string(), 200)
 }
 
-fn pending_detail(item: &PendingItem) {
+fn pending_detail(item: &ReviewItem) {
     let run = &item.run_id;
     let call = &item.tool_call_id;
     match (&item.kind, &item.revision) {
-        (PendingKind::Plan, Some(rev)) => {
+        (ItemKind::Plan, Some(rev)) => {
             let rule = "─".repeat(72);
             say!("{rule}");
             let title = if rev.title.is_empty() {
@@ -216,7 +218,7 @@ fn pending_detail(item: &PendingItem) {
     }
 }
 
-pub fn pending(items: &[PendingItem]) {
+pub fn pending(items: &[ReviewItem]) {
     if items.is_empty() {
         say!("Nothing is waiting for you.");
         return;
@@ -257,7 +259,7 @@ pub fn pending(items: &[PendingItem]) {
     say!("\nApprove with `plandesk approve RUN`, reject with `plandesk reject RUN --feedback \"…\"`.");
 }
 
-pub fn runs(items: &[RunSummary]) {
+pub fn runs(items: &[RunView]) {
     if items.is_empty() {
         say!("No runs yet. Start one with: plandesk run \"what the agent should do\"");
         return;
@@ -285,7 +287,7 @@ pub fn runs(items: &[RunSummary]) {
     }
 }
 
-pub fn history(revisions: &[PlanRevision]) {
+pub fn history(revisions: &[Revision]) {
     if revisions.is_empty() {
         say!("No plans have been submitted yet.");
         return;
@@ -299,9 +301,9 @@ pub fn history(revisions: &[PlanRevision]) {
         let decision = match &rev.decision {
             Some(d) => match d.feedback.as_deref() {
                 Some(f) if !f.is_empty() => format!("{}: \"{}\"", d.action, short(f, 60)),
-                _ => d.action.clone(),
+                _ => d.action.to_string(),
             },
-            None => "pending".into(),
+            None => rev.status.as_str().into(),
         };
         say!(
             "  #{:<4} rev {:<3} {}  {}  {}  — {}",
@@ -323,7 +325,7 @@ pub fn history(revisions: &[PlanRevision]) {
     say!("\nShow one with `plandesk show ID`; compare two with `plandesk diff ID ID`.");
 }
 
-pub fn revision(rev: &PlanRevision) {
+pub fn revision(rev: &Revision) {
     let title = if rev.title.is_empty() {
         "(untitled plan)"
     } else {
@@ -346,13 +348,13 @@ pub fn revision(rev: &PlanRevision) {
                 .map(|f| format!(" — \"{f}\""))
                 .unwrap_or_default()
         ),
-        None => say!("decision: pending"),
+        None => say!("decision: {}", rev.status.as_str()),
     }
     say!();
     say!("{}", rev.body);
 }
 
-pub fn diff(a: &PlanRevision, b: &PlanRevision, diff: &SideBySide) {
+pub fn diff(a: &Revision, b: &Revision, diff: &SideBySide) {
     let width = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse::<usize>().ok())

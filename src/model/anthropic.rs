@@ -510,6 +510,7 @@ mod tests {
             &ModelRequest {
                 run_id: "r",
                 system: "sys",
+                plans_dir: ".plandesk/plans",
                 messages: &messages,
                 tools: &[],
             },

@@ -9,7 +9,6 @@ use super::{calls_so_far, canned_events, EventStream, LanguageModel, ModelReques
 use crate::chunk::Usage;
 use crate::message::Message;
 use crate::tool::submit_plan::{split_plan, APPROVED_TEXT, TOOL_ID as SUBMIT_PLAN};
-use crate::workspace::DEFAULT_PLANS_DIR;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DemoModel;
@@ -78,7 +77,7 @@ fn next_turn(request: &ModelRequest<'_>) -> Turn {
         } if tool_name == "list_files" => Some(result),
         _ => None,
     });
-    let plans_dir = plans_dir_of(request.system);
+    let plans_dir = request.plans_dir.trim_end_matches('/').to_owned();
     match messages.last() {
         Some(Message::Tool { tool_name, result, .. }) if tool_name == SUBMIT_PLAN => {
             let content = result.get("content").and_then(Value::as_str).unwrap_or("");
@@ -126,14 +125,6 @@ fn next_turn(request: &ModelRequest<'_>) -> Turn {
         },
         _ => Turn { text: "Done.".into(), calls: vec![] },
     }
-}
-
-fn plans_dir_of(system: &str) -> String {
-    system
-        .split('`')
-        .find(|s| s.ends_with('/') && !s.contains(' '))
-        .map(|s| s.trim_end_matches('/').to_owned())
-        .unwrap_or_else(|| DEFAULT_PLANS_DIR.to_owned())
 }
 
 fn has_plan(messages: &[Message]) -> bool {

@@ -32,6 +32,8 @@ pub struct ModelRequest<'a> {
     pub run_id: &'a str,
     /// The agent's and the current mode's instructions.
     pub system: &'a str,
+    /// The workspace's plans folder (relative), for built-in models that write plans.
+    pub plans_dir: &'a str,
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
 }

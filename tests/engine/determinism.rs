@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use plandesk::clock::{SequentialIds, SteppingClock};
-use plandesk::{Engine, StartOptions, Store};
+use plandesk::{Engine, SqliteStore, StartOptions};
 use serde_json::json;
 
 use crate::support::*;
 
 async fn run_once(fx: &Fixture, data: &str) -> (Vec<String>, String) {
-    let store = Store::open(&fx.root.join(data)).unwrap();
+    let store = SqliteStore::open(&fx.root.join(data)).unwrap();
     let engine = Engine::new(
-        store,
+        Arc::new(store),
         Arc::new(SteppingClock::starting_at(1_700_000_000_000)),
         Arc::new(SequentialIds::default()),
         plandesk::mode::builtin(),

@@ -15,4 +15,5 @@ mod local_models;
 mod plan_loop;
 mod providers;
 mod refusals;
+mod store;
 mod suspensions;

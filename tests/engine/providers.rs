@@ -552,10 +552,7 @@ fn error_mid_stream_is_not_retried(wire: &Wire) {
     let run_id = chunks[0]["runId"].as_str().unwrap();
     let listing: Value = serde_json::from_slice(&fx.ok(&["--json", "runs"]).stdout).unwrap();
     assert_eq!(listing[0]["status"], "failed");
-    let store = plandesk::Store::open(&fx.data).unwrap();
-    let failed = store
-        .events(run_id)
-        .unwrap()
+    let failed = crate::support::events(&fx.data, run_id)
         .into_iter()
         .find(|e| e.kind == "failed")
         .expect("a failed event");
@@ -564,7 +561,6 @@ fn error_mid_stream_is_not_retried(wire: &Wire) {
         "what streamed before the failure is kept in the run's log"
     );
     assert_eq!(failed.data["code"], "model-provider-error");
-    drop(store);
 
     // The run resumes from its last good state: the same request again, then it finishes.
     server.push(Reply::sse(&wire.fixture("text")));

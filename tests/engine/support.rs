@@ -182,3 +182,19 @@ pub fn tool_message<'a>(call: &'a Value, tool_call_id: &str) -> &'a Value {
 pub fn exists(path: &Path) -> bool {
     path.exists()
 }
+
+/// Runs a future to completion on a runtime of its own (for sync tests reading the store).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+/// A run's event log, read straight from the store in `data`.
+pub fn events(data: &Path, run_id: &str) -> Vec<plandesk::store::EventRow> {
+    use plandesk::Store;
+    let store = plandesk::SqliteStore::open(data).unwrap();
+    block_on(store.events(run_id)).unwrap()
+}

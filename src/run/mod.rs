@@ -1,6 +1,9 @@
 //! A run's state between steps: plain data with a schema version, which is exactly what
-//! suspending, persisting and resuming need. The loop (`engine`) moves it
+//! suspending, persisting and resuming need. Its transitions (`machine`) do no I/O; the engine
+//! performs what they ask for (model calls, tools, persistence, chunks). A run moves
 //! CallModel -> RunTools -> Suspended | Waiting | Failed.
+
+mod machine;
 
 use std::path::PathBuf;
 
@@ -9,6 +12,9 @@ use serde_json::Value;
 
 use crate::chunk::{ChunkError, ToolCall, Usage};
 use crate::message::Message;
+
+pub use crate::store::RunStatus;
+pub use machine::{unique_call_id, NextStep, RunError, StepEnd, Turn};
 
 /// Bumped whenever the persisted shape of [`RunState`] changes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -33,6 +39,16 @@ pub struct RunState {
     /// The conversation; persisted append-only beside the snapshot, not inside it.
     #[serde(skip)]
     pub messages: Vec<Message>,
+    /// Where the store stands for this run: the snapshot version loaded or last written, and
+    /// how many messages it holds. Bookkeeping for the driver; never part of the snapshot.
+    #[serde(skip)]
+    pub stored: Stored,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stored {
+    pub version: i64,
+    pub messages: usize,
 }
 
 /// Where a run is.
@@ -126,30 +142,6 @@ impl Step {
     /// The earliest call still waiting for a person.
     pub fn first_pending(&self) -> Option<&CallState> {
         self.calls.iter().find(|c| c.status.is_pending())
-    }
-}
-
-/// A run's status as listings show it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RunStatus {
-    Running,
-    Suspended,
-    /// Waiting for the user's next message after a rejection without feedback.
-    Waiting,
-    Finished,
-    Failed,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Suspended => "suspended",
-            RunStatus::Waiting => "waiting",
-            RunStatus::Finished => "finished",
-            RunStatus::Failed => "failed",
-        }
     }
 }
 

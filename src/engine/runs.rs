@@ -1,0 +1,133 @@
+//! What hosts read about runs: listings, one run's conversation and where it stands, settings,
+//! and a signal when anything changed. Hosts never touch the store.
+
+use futures::stream::BoxStream;
+use serde::Serialize;
+
+use super::claim::is_driven;
+use super::{Engine, EngineError};
+use crate::chunk::ChunkError;
+use crate::clock::Millis;
+use crate::message::Message;
+use crate::review::ReviewItem;
+use crate::run::{Phase, RunStatus, WaitReason};
+use crate::store::{EventRow, RunRow, Source};
+
+/// A run as listings show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    pub id: String,
+    pub prompt: String,
+    pub model: String,
+    pub mode: String,
+    pub status: RunStatus,
+    pub workspace: String,
+    pub source: Source,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+impl From<RunRow> for RunView {
+    fn from(row: RunRow) -> Self {
+        Self {
+            id: row.id,
+            prompt: row.prompt,
+            model: row.model,
+            mode: row.mode,
+            status: row.status,
+            workspace: row.workspace,
+            source: row.source,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+/// One run: its conversation and where it stands.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDetail {
+    pub run: RunView,
+    pub messages: Vec<Message>,
+    pub open: Vec<ReviewItem>,
+    /// The error that stopped the run, when it failed.
+    pub error: Option<ChunkError>,
+    /// Why it waits, when it waits.
+    pub waiting: Option<WaitReason>,
+    /// A driver (this process or another) is working on it now.
+    pub driven: bool,
+    /// Nobody drives it, yet it can go on: it was interrupted mid-step, or a decision was
+    /// recorded but not applied (the deciding process stopped). `continue_run` carries it on.
+    pub interrupted: bool,
+}
+
+impl Engine {
+    /// Every run, most recently active first.
+    pub async fn runs(&self) -> Result<Vec<RunView>, EngineError> {
+        let rows = self.inner.store.runs().await?;
+        Ok(rows.into_iter().map(RunView::from).collect())
+    }
+
+    pub async fn run(&self, run_id: &str) -> Result<RunView, EngineError> {
+        Ok(self.inner.store.run(run_id).await?.into())
+    }
+
+    /// The full id of the run `prefix` names (an exact id or a unique prefix of 4+ characters).
+    pub async fn resolve_run(&self, prefix: &str) -> Result<String, EngineError> {
+        Ok(self.inner.store.resolve_run(prefix).await?)
+    }
+
+    pub async fn run_detail(&self, run_id: &str) -> Result<RunDetail, EngineError> {
+        let row = self.inner.store.run(run_id).await?;
+        let driven = is_driven(row.holder.as_ref(), self.now());
+        let state = self.load(run_id).await?;
+        let open = self.inner.review.open_items(run_id).await?;
+        let interrupted = !driven
+            && match &state.phase {
+                Phase::CallModel | Phase::RunTools { .. } => true,
+                Phase::Suspended { .. } => open.len() < state.open_calls().len(),
+                Phase::Waiting { .. } | Phase::Failed { .. } => false,
+            };
+        Ok(RunDetail {
+            run: row.into(),
+            error: match &state.phase {
+                Phase::Failed { error } => Some(error.clone()),
+                _ => None,
+            },
+            waiting: match &state.phase {
+                Phase::Waiting { reason } => Some(*reason),
+                _ => None,
+            },
+            messages: state.messages,
+            open,
+            driven,
+            interrupted,
+        })
+    }
+
+    /// A run's event log, oldest first.
+    pub async fn events(&self, run_id: &str) -> Result<Vec<EventRow>, EngineError> {
+        Ok(self.inner.store.events(run_id).await?)
+    }
+
+    /// A saved setting (never a secret).
+    pub async fn setting(&self, key: &str) -> Result<Option<String>, EngineError> {
+        Ok(self.inner.store.setting(key).await?)
+    }
+
+    /// Saves a setting; `None` removes it.
+    pub async fn set_setting(&self, key: &str, value: Option<&str>) -> Result<(), EngineError> {
+        Ok(self.inner.store.set_setting(key, value, self.now()).await?)
+    }
+
+    /// Yields whenever the store may have changed, from this process or any other.
+    pub fn changes(&self) -> BoxStream<'static, ()> {
+        self.inner.store.changes()
+    }
+
+    /// Where the store is, for messages.
+    pub fn store_location(&self) -> String {
+        self.inner.store.location()
+    }
+}

@@ -1,0 +1,111 @@
+//! Folds a model's streamed events into one turn (its text and tool calls), emitting the
+//! streaming chunks as they come. Tool call ids are made unique in the run here, before any
+//! chunk names them, so a decision always belongs to exactly one call.
+
+use std::collections::HashSet;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use super::emit;
+use crate::chunk::{ToolCall, Usage};
+use crate::clock::IdSource;
+use crate::engine::ChunkSink;
+use crate::model::{ModelError, ModelEvent};
+use crate::run::{unique_call_id, Turn};
+
+/// A turn as far as it got, and the error that cut it short, if any.
+pub(super) struct Folded {
+    pub turn: Turn,
+    pub failure: Option<ModelError>,
+}
+
+/// A tool call whose arguments are still streaming.
+struct Streaming {
+    id: String,
+    name: String,
+    args: String,
+}
+
+pub(super) async fn fold(
+    run_id: &str,
+    mut events: futures::stream::BoxStream<'_, Result<ModelEvent, ModelError>>,
+    mut used: HashSet<String>,
+    ids: &dyn IdSource,
+    sink: &mut dyn ChunkSink,
+) -> Folded {
+    let mut turn = Turn {
+        reason: "stop".into(),
+        ..Turn::default()
+    };
+    let mut text_id: Option<String> = None;
+    let mut streaming: Vec<Streaming> = Vec::new();
+    let mut usage: Option<Usage> = None;
+    let mut failure = None;
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => {
+                failure = Some(err);
+                break;
+            }
+        };
+        if !matches!(event, ModelEvent::TextDelta(_)) {
+            if let Some(id) = text_id.take() {
+                sink.emit(emit::text_end(run_id, id));
+            }
+        }
+        match event {
+            ModelEvent::TextDelta(delta) => {
+                let id = text_id.get_or_insert_with(|| {
+                    let id = ids.next_id("text");
+                    sink.emit(emit::text_start(run_id, &id));
+                    id
+                });
+                turn.text.push_str(&delta);
+                sink.emit(emit::text_delta(run_id, id, delta));
+            }
+            ModelEvent::ToolCallStart { id, name } => streaming.push(Streaming {
+                id,
+                name,
+                args: String::new(),
+            }),
+            ModelEvent::ToolCallArgsDelta { id, delta } => {
+                if let Some(call) = streaming.iter_mut().rev().find(|c| c.id == id) {
+                    call.args.push_str(&delta);
+                }
+            }
+            ModelEvent::ToolCallEnd { id } => {
+                if let Some(index) = streaming.iter().position(|c| c.id == id) {
+                    let done = streaming.remove(index);
+                    let tool_call_id = unique_call_id(&done.id, &used);
+                    used.insert(tool_call_id.clone());
+                    let call = ToolCall {
+                        tool_call_id,
+                        tool_name: done.name,
+                        args: parse_args(&done.args),
+                    };
+                    sink.emit(emit::tool_call(run_id, call.clone()));
+                    turn.tool_calls.push(call);
+                }
+            }
+            ModelEvent::Usage(u) => usage = Some(u),
+            ModelEvent::Finish { reason } => turn.reason = reason,
+        }
+    }
+    drop(events);
+    if let Some(id) = text_id.take() {
+        sink.emit(emit::text_end(run_id, id));
+    }
+    turn.usage = usage;
+    Folded { turn, failure }
+}
+
+/// Tool arguments as the model streamed them: `""` means no arguments; text that is not JSON is
+/// kept as a string so schema validation can say what is wrong with it.
+fn parse_args(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}

@@ -1,0 +1,260 @@
+//! The review core: what every plan source shares. Plan threads (consecutive plans of one run
+//! or one agent session), revisions identified by the sha256 of what a person sees, decisions
+//! bound to a revision, and the rules: a revision's status, what may be compared, which key
+//! names which revision, how a revision is rendered for a person. Sources (the engine's runs,
+//! outside agents) hand plans in and take decisions out; hosts (the CLI, the app) read and
+//! decide through it, never through the store.
+
+mod key;
+mod types;
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::plan;
+use crate::store::{DecisionRow, NewDecision, Store, StoreError};
+
+pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
+pub use types::*;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "`{key}` names no revision: give a revision number or at least {MIN_SHA_PREFIX} hex digits \
+         of its sha256"
+    )]
+    BadRevisionKey { key: String },
+    #[error("no plan revision has a sha256 starting with {prefix}")]
+    NoSuchSha { prefix: String },
+    #[error("`{key}` is ambiguous: {detail}")]
+    Ambiguous { key: String, detail: String },
+    #[error(
+        "revisions {left} and {right} are of different plans ({left_plan} and {right_plan}); only \
+         revisions of one plan can be compared"
+    )]
+    DifferentPlans {
+        left: i64,
+        right: i64,
+        left_plan: String,
+        right_plan: String,
+    },
+}
+
+impl ReviewError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReviewError::Store(e) => crate::engine::store_code(e),
+            ReviewError::BadRevisionKey { .. } | ReviewError::DifferentPlans { .. } => {
+                "invalid-input"
+            }
+            ReviewError::NoSuchSha { .. } => "unknown-revision",
+            ReviewError::Ambiguous { .. } => "ambiguous",
+        }
+    }
+}
+
+/// The SHA-256 of a plan as a person sees it (title and body), in hex.
+pub fn plan_sha256(title: &str, body: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(title.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(body.as_bytes());
+    hex::encode(hasher.finalize())
+}
+
+/// The review core over a store. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Review {
+    store: Arc<dyn Store>,
+}
+
+impl Review {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+
+    /// Everything waiting for a person, from every source, newest first.
+    pub async fn inbox(&self) -> Result<Vec<ReviewItem>, ReviewError> {
+        let rows = self.store.open_items(None).await?;
+        Ok(rows.into_iter().map(ReviewItem::from).collect())
+    }
+
+    /// What one run waits for, in the order its calls were made.
+    pub async fn open_items(&self, run_id: &str) -> Result<Vec<ReviewItem>, ReviewError> {
+        let rows = self.store.open_items(Some(run_id)).await?;
+        Ok(rows.into_iter().map(ReviewItem::from).collect())
+    }
+
+    /// Revisions newest first, filtered by run, status and text.
+    pub async fn history(&self, filter: &HistoryFilter) -> Result<Vec<Revision>, ReviewError> {
+        let query = filter
+            .query
+            .as_deref()
+            .map(|q| q.trim().to_lowercase())
+            .filter(|q| !q.is_empty());
+        let rows = self.store.revisions(filter.run_id.as_deref()).await?;
+        Ok(rows
+            .into_iter()
+            .rev()
+            .map(Revision::from)
+            .filter(|r| filter.status.map_or(true, |s| r.status == s))
+            .filter(|r| {
+                query.as_ref().map_or(true, |q| {
+                    r.title.to_lowercase().contains(q) || r.body.to_lowercase().contains(q)
+                })
+            })
+            .collect())
+    }
+
+    /// Every revision of one run, oldest first.
+    pub async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<Revision>, ReviewError> {
+        let rows = self.store.revisions(run_id).await?;
+        Ok(rows.into_iter().map(Revision::from).collect())
+    }
+
+    pub async fn revision_by_id(&self, id: i64) -> Result<Revision, ReviewError> {
+        Ok(self.store.revision(id).await?.into())
+    }
+
+    /// The revision a person's key names (see [`RevisionKey`]).
+    pub async fn revision(&self, key: &str) -> Result<Revision, ReviewError> {
+        match RevisionKey::parse(key)? {
+            RevisionKey::Id(id) => self.revision_by_id(id).await,
+            RevisionKey::Sha(prefix) => self.by_sha(&prefix).await,
+            RevisionKey::Either(id, prefix) => {
+                let by_id = match self.store.revision(id).await {
+                    Ok(row) => Some(Revision::from(row)),
+                    Err(StoreError::UnknownRevision(_)) => None,
+                    Err(err) => return Err(err.into()),
+                };
+                let by_sha = match self.by_sha(&prefix).await {
+                    Ok(revision) => Some(revision),
+                    Err(ReviewError::NoSuchSha { .. }) => None,
+                    Err(err) => return Err(err),
+                };
+                match (by_id, by_sha) {
+                    (Some(a), Some(b)) if a.id != b.id => Err(ReviewError::Ambiguous {
+                        key: key.trim().to_owned(),
+                        detail: format!(
+                            "it is revision number {} and the start of revision {}'s sha256; \
+                             write #{} for the number or more hex digits for the hash",
+                            a.id, b.id, a.id
+                        ),
+                    }),
+                    (Some(found), _) | (None, Some(found)) => Ok(found),
+                    (None, None) => Err(StoreError::UnknownRevision(id).into()),
+                }
+            }
+        }
+    }
+
+    async fn by_sha(&self, prefix: &str) -> Result<Revision, ReviewError> {
+        let rows = self.store.revisions_by_sha(prefix).await?;
+        match rows.as_slice() {
+            [] => Err(ReviewError::NoSuchSha {
+                prefix: prefix.to_owned(),
+            }),
+            // The same plan submitted again has the same hash: the newest is meant.
+            [.., last] if rows.iter().all(|r| r.sha256 == last.sha256) => Ok(last.clone().into()),
+            many => Err(ReviewError::Ambiguous {
+                key: prefix.to_owned(),
+                detail: format!(
+                    "{} revisions have a sha256 starting with it; give more digits",
+                    many.len()
+                ),
+            }),
+        }
+    }
+
+    /// The revisions of the plan `revision` belongs to, oldest first.
+    pub async fn thread(&self, revision: &Revision) -> Result<Vec<Revision>, ReviewError> {
+        Ok(self
+            .revisions(Some(&revision.run_id))
+            .await?
+            .into_iter()
+            .filter(|r| r.same_thread(revision))
+            .collect())
+    }
+
+    /// A revision as a person reviews it: the whole plan rendered, and its source text.
+    pub async fn view(&self, id: i64) -> Result<RevisionView, ReviewError> {
+        let revision = self.revision_by_id(id).await?;
+        let thread = self.thread(&revision).await?;
+        Ok(view_of(revision, thread.len() as i64))
+    }
+
+    /// Two revisions of one plan side by side, older on the left, with the decisions between.
+    pub async fn compare(&self, left: i64, right: i64) -> Result<Comparison, ReviewError> {
+        let (mut a, mut b) = (
+            self.revision_by_id(left).await?,
+            self.revision_by_id(right).await?,
+        );
+        if !a.same_thread(&b) {
+            return Err(ReviewError::DifferentPlans {
+                left: a.id,
+                right: b.id,
+                left_plan: format!("{} of run {}", a.path, a.run_id),
+                right_plan: format!("{} of run {}", b.path, b.run_id),
+            });
+        }
+        if a.revision_no > b.revision_no {
+            std::mem::swap(&mut a, &mut b);
+        }
+        let between = self
+            .thread(&a)
+            .await?
+            .into_iter()
+            .filter(|r| r.revision_no >= a.revision_no && r.revision_no < b.revision_no)
+            .filter_map(|r| {
+                r.decision.map(|d| FeedbackStep {
+                    revision_no: r.revision_no,
+                    action: d.action,
+                    feedback: d.feedback,
+                })
+            })
+            .collect();
+        let diff = plan::side_by_side(&a.markdown(), &b.markdown());
+        Ok(Comparison {
+            left: a,
+            right: b,
+            diff,
+            between,
+        })
+    }
+
+    /// Records a source's decision on an open item, bound (for plans) to the revision seen.
+    pub async fn record(&self, decision: &NewDecision<'_>) -> Result<DecisionRow, ReviewError> {
+        if let Some(expect) = decision.expect_sha {
+            sha_prefix(expect)?;
+        }
+        Ok(self.store.record_decision(decision).await?)
+    }
+
+    /// Whether an item has a decision recorded.
+    pub async fn decision(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<Decision>, ReviewError> {
+        Ok(self
+            .store
+            .decision(run_id, tool_call_id)
+            .await?
+            .map(Decision::from))
+    }
+}
+
+/// The rule for showing a revision: the whole plan (title heading and body) rendered, beside
+/// the exact text the agent acts on.
+pub fn view_of(revision: Revision, revisions_in_thread: i64) -> RevisionView {
+    let markdown = revision.markdown();
+    RevisionView {
+        html: plan::render_html(&markdown),
+        markdown,
+        revision,
+        revisions_in_thread,
+    }
+}

@@ -1,0 +1,215 @@
+//! What the review core hands to hosts: revisions with the status a person sees, open items,
+//! comparisons. Serialised (camelCase) as the CLI's `--json` and the app's IPC both show them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::clock::Millis;
+use crate::plan::SideBySide;
+use crate::store::{Action, DecisionRow, ItemKind, ItemRow, RevisionRow, Source};
+
+/// Where a revision stands, by one rule for every host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RevisionStatus {
+    /// Its item is open: a person has yet to decide.
+    Pending,
+    Approved,
+    Rejected,
+    /// Never decided and no longer open (the run moved on), or answered with invalid data.
+    Superseded,
+}
+
+impl RevisionStatus {
+    /// The rule: a decision says approved or rejected; without one, an open item is pending and
+    /// a closed one superseded.
+    pub fn of(open: bool, decision: Option<Action>) -> Self {
+        match decision {
+            Some(Action::Approved) => RevisionStatus::Approved,
+            Some(Action::Rejected | Action::Declined) => RevisionStatus::Rejected,
+            Some(Action::Invalid) => RevisionStatus::Superseded,
+            None if open => RevisionStatus::Pending,
+            None => RevisionStatus::Superseded,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevisionStatus::Pending => "pending",
+            RevisionStatus::Approved => "approved",
+            RevisionStatus::Rejected => "rejected",
+            RevisionStatus::Superseded => "superseded",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            RevisionStatus::Pending,
+            RevisionStatus::Approved,
+            RevisionStatus::Rejected,
+            RevisionStatus::Superseded,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+}
+
+/// A decision as people see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    pub id: i64,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub revision_id: Option<i64>,
+    pub action: Action,
+    pub feedback: Option<String>,
+    /// What the agent was answered with (for engine runs: the tool's resume data).
+    pub resume_data: Value,
+    pub decided_at: Millis,
+}
+
+impl From<DecisionRow> for Decision {
+    fn from(row: DecisionRow) -> Self {
+        Self {
+            id: row.id,
+            run_id: row.run_id,
+            tool_call_id: row.tool_call_id,
+            revision_id: row.revision_id,
+            action: row.action,
+            feedback: row.feedback,
+            resume_data: row.resume_data,
+            decided_at: row.decided_at,
+        }
+    }
+}
+
+/// One submitted plan, never overwritten, with where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Revision {
+    pub id: i64,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub path: String,
+    pub title: String,
+    pub body: String,
+    pub sha256: String,
+    pub revision_no: i64,
+    pub submitted_at: Millis,
+    pub prompt: String,
+    pub status: RevisionStatus,
+    pub decision: Option<Decision>,
+}
+
+impl Revision {
+    /// The plan as its file read: the title as a heading, then the body. What a person reads,
+    /// what diffs compare and what the hash covers.
+    pub fn markdown(&self) -> String {
+        if self.title.is_empty() {
+            self.body.clone()
+        } else {
+            format!("# {}\n\n{}", self.title, self.body)
+        }
+    }
+
+    /// Whether two revisions are of one plan (same run, same file): only those compare.
+    pub fn same_thread(&self, other: &Revision) -> bool {
+        self.run_id == other.run_id && self.path == other.path
+    }
+}
+
+impl From<RevisionRow> for Revision {
+    fn from(row: RevisionRow) -> Self {
+        Self {
+            status: RevisionStatus::of(row.open, row.decision.as_ref().map(|d| d.action)),
+            id: row.id,
+            run_id: row.run_id,
+            tool_call_id: row.tool_call_id,
+            path: row.path,
+            title: row.title,
+            body: row.body,
+            sha256: row.sha256,
+            revision_no: row.revision_no,
+            submitted_at: row.submitted_at,
+            prompt: row.prompt,
+            decision: row.decision.map(Decision::from),
+        }
+    }
+}
+
+/// Something waiting for a person: a plan, an approval-gated tool call, or another suspension.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewItem {
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub kind: ItemKind,
+    pub tool_name: String,
+    pub args: Value,
+    pub since: Millis,
+    pub prompt: String,
+    pub workspace: String,
+    pub source: Source,
+    pub revision: Option<Revision>,
+}
+
+impl From<ItemRow> for ReviewItem {
+    fn from(row: ItemRow) -> Self {
+        Self {
+            run_id: row.run_id,
+            tool_call_id: row.tool_call_id,
+            kind: row.kind,
+            tool_name: row.tool_name,
+            args: row.args,
+            since: row.since,
+            prompt: row.prompt,
+            workspace: row.workspace,
+            source: row.source,
+            revision: row.revision.map(Revision::from),
+        }
+    }
+}
+
+/// Which revisions a history listing shows.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryFilter {
+    pub run_id: Option<String>,
+    pub status: Option<RevisionStatus>,
+    /// Case-insensitive text searched in titles and bodies.
+    pub query: Option<String>,
+}
+
+/// A revision as a person reviews it: rendered, with its source and its thread's length.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionView {
+    #[serde(flatten)]
+    pub revision: Revision,
+    /// Sanitised HTML of the whole plan (title heading and body).
+    pub html: String,
+    /// Exactly the text the agent acts on.
+    pub markdown: String,
+    pub revisions_in_thread: i64,
+}
+
+/// The decision taken on one revision, which led to the next.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedbackStep {
+    pub revision_no: i64,
+    pub action: Action,
+    pub feedback: Option<String>,
+}
+
+/// Two revisions of one plan side by side, older on the left.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    pub left: Revision,
+    pub right: Revision,
+    pub diff: SideBySide,
+    /// The decisions between the two revisions, oldest first.
+    pub between: Vec<FeedbackStep>,
+}

@@ -1,0 +1,177 @@
+//! The store: rows and migrations, behind a trait so that a team can point every process at one
+//! shared database instead of the embedded SQLite file. It holds runs, versioned snapshots, an
+//! append-only message log, plan revisions, decisions, open review items, settings and an
+//! append-only event log. It knows no run, mode or tool rules: what is pending is decided above
+//! it and handed in with each commit.
+
+mod rows;
+pub mod sqlite;
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+use crate::clock::Millis;
+
+pub use rows::*;
+pub use sqlite::SqliteStore;
+
+pub const DB_FILE: &str = "plandesk.db";
+pub const DATA_DIR_ENV: &str = "PLANDESK_DATA_DIR";
+
+/// Where the store lives: `--data-dir`, else `PLANDESK_DATA_DIR`, else the user's data folder.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    dirs::data_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("plandesk")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the store {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("the store {path} is not a Plandesk database or is damaged ({message}); move it aside to start a new one")]
+    Damaged { path: PathBuf, message: String },
+    #[error(
+        "the store {path} cannot be written ({message}); Plandesk needs to write to it: check the \
+         permissions of the file and its folder"
+    )]
+    ReadOnly { path: PathBuf, message: String },
+    #[error(
+        "the store {path} was written by a newer Plandesk (schema version {found}; this one knows \
+         up to {known}); update Plandesk to use it"
+    )]
+    Newer {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("the store could not be upgraded to schema version {version} ({name}): {message}")]
+    Migration {
+        version: i64,
+        name: &'static str,
+        message: String,
+    },
+    #[error("store query failed ({context}): {message}")]
+    Query {
+        context: &'static str,
+        message: String,
+    },
+    #[error("snapshot of run {run_id} is unreadable: {message}")]
+    Corrupt { run_id: String, message: String },
+    #[error("no run matches `{0}`")]
+    UnknownRun(String),
+    #[error("`{prefix}` matches several runs ({candidates}); give more characters")]
+    AmbiguousRun { prefix: String, candidates: String },
+    #[error("no plan revision {0}")]
+    UnknownRevision(i64),
+    #[error(
+        "tool call {tool_call_id} of run {run_id} was already decided ({action} at {decided_at})"
+    )]
+    AlreadyDecided {
+        run_id: String,
+        tool_call_id: String,
+        action: Action,
+        decided_at: Millis,
+    },
+    #[error("nothing with tool call id {tool_call_id} is pending in run {run_id}")]
+    NotPending {
+        run_id: String,
+        tool_call_id: String,
+    },
+    #[error(
+        "the plan changed since it was shown: you decided on revision {given}, but revision {pending_no} \
+         ({pending_sha}) of {path} is pending now; review it and decide again"
+    )]
+    StaleRevision {
+        given: String,
+        pending_no: i64,
+        pending_sha: String,
+        path: String,
+    },
+    #[error(
+        "run {run_id} was changed by another process (snapshot {found} is newer than the {expected} \
+         this one continued from); this process stops driving it"
+    )]
+    Conflict {
+        run_id: String,
+        expected: i64,
+        found: i64,
+    },
+    #[error("the store cannot keep run {run_id}: {message}")]
+    Invalid { run_id: String, message: String },
+}
+
+/// The rows and operations every backend provides. Each write is one transaction, committed
+/// before it returns, so a crash at any point loses no plan and no decision.
+#[async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Where the store is, for messages (a file path or a database URL without its password).
+    fn location(&self) -> String;
+
+    /// Records a new run together with its first snapshot.
+    async fn create_run(&self, run: &NewRun<'_>, first: &Commit<'_>) -> Result<(), StoreError>;
+    /// Appends a snapshot (refused with `Conflict` unless the newest one is
+    /// `commit.expect_version`), its new messages, the run's open review items and an event.
+    async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError>;
+    /// The newest snapshot of a run with its whole conversation.
+    async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError>;
+
+    /// Takes a run for one driver: atomic, refused while another live holder's lease runs.
+    async fn claim(&self, run_id: &str, claim: &Lease<'_>) -> Result<ClaimOutcome, StoreError>;
+    /// Takes over a run from `holder` (whose process is known to be gone): compare-and-swap.
+    async fn take_over(
+        &self,
+        run_id: &str,
+        holder: &str,
+        claim: &Lease<'_>,
+    ) -> Result<bool, StoreError>;
+    /// Extends a held lease; `false` if this holder no longer holds the run.
+    async fn renew(&self, run_id: &str, claim: &Lease<'_>) -> Result<bool, StoreError>;
+    /// Gives a run back; only its holder can.
+    async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError>;
+
+    async fn run(&self, run_id: &str) -> Result<RunRow, StoreError>;
+    /// Every run, most recently active first.
+    async fn runs(&self) -> Result<Vec<RunRow>, StoreError>;
+    /// The full id of the run `prefix` names (an exact id or a unique prefix of 4+ characters).
+    async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError>;
+
+    /// Records a decision on an open item, atomically: refused if the item is not open (unknown
+    /// or already decided) or, with `expect_sha`, if the open plan is not that revision.
+    async fn record_decision(&self, decision: &NewDecision<'_>) -> Result<DecisionRow, StoreError>;
+    async fn decision(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<DecisionRow>, StoreError>;
+    /// Open review items (of one run, in call order; else all, newest first).
+    async fn open_items(&self, run_id: Option<&str>) -> Result<Vec<ItemRow>, StoreError>;
+    /// Plan revisions (of one run, or all), oldest first, each with its decision: one query.
+    async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError>;
+    async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError>;
+    /// Revisions whose sha256 starts with `prefix` (lowercase hex).
+    async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError>;
+
+    /// A run's event log, oldest first.
+    async fn events(&self, run_id: &str) -> Result<Vec<EventRow>, StoreError>;
+    /// How many snapshot versions a run has (they are never overwritten).
+    async fn snapshot_count(&self, run_id: &str) -> Result<i64, StoreError>;
+
+    /// A saved setting (never a secret: keys live in the OS keyring).
+    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError>;
+    /// Saves a setting; `None` removes it.
+    async fn set_setting(
+        &self,
+        key: &str,
+        value: Option<&str>,
+        at: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// Yields whenever anything in the store may have changed, from this process or any other.
+    fn changes(&self) -> BoxStream<'static, ()>;
+}

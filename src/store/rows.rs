@@ -1,0 +1,296 @@
+//! What the store keeps and hands back: plain rows and the small vocabularies (statuses, kinds,
+//! actions) they use, each an enum that is a string only in the database and on the wire.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::clock::Millis;
+
+/// Declares a string-backed enum: `as_str` for the database, `parse` for reading it back, and
+/// serde with the same names.
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The value a stored string names, if any.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// A run's status as listings show it.
+    RunStatus {
+        Running = "running",
+        Suspended = "suspended",
+        /// Waiting for the user's next message after a rejection without feedback.
+        Waiting = "waiting",
+        Finished = "finished",
+        Failed = "failed",
+    }
+}
+
+vocabulary! {
+    /// What an open review item asks of a person.
+    ItemKind {
+        /// A plan submitted with `submit_plan` (or by an outside agent).
+        Plan = "plan",
+        /// An approval-gated tool call.
+        Approval = "approval",
+        /// Another tool that suspended for the host.
+        Suspended = "suspended",
+    }
+}
+
+vocabulary! {
+    /// What a person (or the rules) decided on an item.
+    Action {
+        Approved = "approved",
+        Rejected = "rejected",
+        /// An approval-gated tool call that was declined.
+        Declined = "declined",
+        /// Resume data that did not fit the tool's schema: recorded, answered with an error.
+        Invalid = "invalid",
+    }
+}
+
+vocabulary! {
+    /// Where a run's plans come from.
+    SourceKind {
+        /// A run of Plandesk's own engine.
+        Engine = "engine",
+        ClaudeCode = "claude-code",
+        Codex = "codex",
+        Gemini = "gemini",
+        /// Any MCP client calling `plandesk mcp`'s `submit_plan`.
+        Mcp = "mcp",
+    }
+}
+
+vocabulary! {
+    /// The kinds of entries in a run's append-only event log.
+    EventKind {
+        RunStarted = "run-started",
+        PlanSubmitted = "plan-submitted",
+        Suspended = "suspended",
+        Decided = "decided",
+        Finished = "finished",
+        Waiting = "waiting",
+        MaxSteps = "max-steps",
+        Failed = "failed",
+        Retry = "retry",
+        Message = "message",
+    }
+}
+
+/// A plan's source: an engine run, or an outside agent's session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    pub kind: SourceKind,
+    /// The outside agent's own session id; `None` for engine runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+impl Source {
+    pub fn engine() -> Self {
+        Self {
+            kind: SourceKind::Engine,
+            session: None,
+        }
+    }
+}
+
+/// What a new run is created with.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    pub id: &'a str,
+    pub prompt: &'a str,
+    pub model: &'a str,
+    pub workspace: &'a str,
+    pub source: &'a Source,
+}
+
+/// One move of a run, committed as a whole: a snapshot, the messages appended since the last
+/// commit, the items that are open after it, and an event for the log.
+#[derive(Debug, Clone)]
+pub struct Commit<'a> {
+    pub run_id: &'a str,
+    /// The snapshot version this one replaces (0 for a new run).
+    pub expect_version: i64,
+    pub schema_version: u32,
+    /// The run's state as JSON (without its messages).
+    pub state: &'a str,
+    pub status: RunStatus,
+    pub mode: &'a str,
+    /// How many messages the conversation has after this commit.
+    pub message_count: i64,
+    /// The messages (JSON) from `message_count - new_messages.len()` on.
+    pub new_messages: &'a [String],
+    /// Every item of this run that waits for a person after this commit; others are closed.
+    /// An item that already has a decision is never reopened.
+    pub open: &'a [OpenItem],
+    pub event: Option<(EventKind, Value)>,
+    pub at: Millis,
+}
+
+/// Something that waits for a person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenItem {
+    pub tool_call_id: String,
+    pub kind: ItemKind,
+    pub tool_name: String,
+    pub args: Value,
+    /// For plans: the revision to record (once) for this item.
+    pub plan: Option<PlanText>,
+}
+
+/// A plan as a person sees it, and the hash that identifies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanText {
+    pub path: String,
+    pub title: String,
+    pub body: String,
+    pub sha256: String,
+}
+
+/// A run's newest snapshot and its conversation, as stored.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    pub version: i64,
+    pub schema_version: u32,
+    pub state: String,
+    pub messages: Vec<String>,
+}
+
+/// Who holds a run, and until when.
+#[derive(Debug, Clone, Copy)]
+pub struct Lease<'a> {
+    pub holder: &'a str,
+    pub until: Millis,
+    pub now: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    Claimed,
+    /// Another holder's lease runs until `until`.
+    Held {
+        holder: String,
+        until: Millis,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRow {
+    pub id: String,
+    pub prompt: String,
+    pub model: String,
+    pub mode: String,
+    pub status: RunStatus,
+    pub workspace: String,
+    pub source: Source,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    /// The driver holding the run, while its lease runs.
+    #[serde(skip)]
+    pub holder: Option<(String, Millis)>,
+}
+
+/// A decision as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRow {
+    pub id: i64,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub revision_id: Option<i64>,
+    pub action: Action,
+    pub feedback: Option<String>,
+    pub resume_data: Value,
+    pub decided_at: Millis,
+}
+
+/// What a decision is about to record.
+#[derive(Debug, Clone)]
+pub struct NewDecision<'a> {
+    pub run_id: &'a str,
+    pub tool_call_id: &'a str,
+    pub action: Action,
+    pub feedback: Option<&'a str>,
+    pub resume_data: &'a Value,
+    /// When set, the open plan's sha256 must start with this, or the decision is refused.
+    pub expect_sha: Option<&'a str>,
+    pub at: Millis,
+}
+
+/// A submitted plan, never overwritten.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionRow {
+    pub id: i64,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub path: String,
+    pub title: String,
+    pub body: String,
+    pub sha256: String,
+    pub revision_no: i64,
+    pub submitted_at: Millis,
+    /// The prompt of the run (or session) it belongs to.
+    pub prompt: String,
+    /// Whether its item is still open.
+    pub open: bool,
+    pub decision: Option<DecisionRow>,
+}
+
+/// An open review item with its run's context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemRow {
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub kind: ItemKind,
+    pub tool_name: String,
+    pub args: Value,
+    pub since: Millis,
+    pub prompt: String,
+    pub workspace: String,
+    pub source: Source,
+    pub revision: Option<RevisionRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventRow {
+    pub id: i64,
+    pub run_id: String,
+    pub at: Millis,
+    pub kind: String,
+    pub data: Value,
+}

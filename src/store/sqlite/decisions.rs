@@ -1,0 +1,113 @@
+//! `decisions`: at most one per item, bound to the plan revision it was made on.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Value};
+
+use super::{events, query, revisions, word};
+use crate::store::*;
+
+const COLUMNS: &str =
+    "id, run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at";
+
+/// A decision from the row's columns `at..at + 8`, or `None` when they are NULL (an outer join).
+pub(super) fn row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Option<DecisionRow>> {
+    let Some(id) = r.get::<_, Option<i64>>(at)? else {
+        return Ok(None);
+    };
+    let data: String = r.get(at + 6)?;
+    Ok(Some(DecisionRow {
+        id,
+        run_id: r.get(at + 1)?,
+        tool_call_id: r.get(at + 2)?,
+        revision_id: r.get(at + 3)?,
+        action: word(Action::parse, r.get(at + 4)?, at + 4)?,
+        feedback: r.get(at + 5)?,
+        resume_data: serde_json::from_str(&data).unwrap_or(Value::String(data)),
+        decided_at: r.get(at + 7)?,
+    }))
+}
+
+pub(super) fn find(
+    conn: &Connection,
+    run_id: &str,
+    tool_call_id: &str,
+) -> Result<Option<DecisionRow>, StoreError> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM decisions WHERE run_id = ?1 AND tool_call_id = ?2"
+    ))
+    .and_then(|mut stmt| {
+        stmt.query_row(params![run_id, tool_call_id], |r| row_at(r, 0))
+            .optional()
+    })
+    .map(Option::flatten)
+    .map_err(query("find decision"))
+}
+
+/// Checks the item is open (and, with `expect_sha`, that its plan is the one the person saw),
+/// records the decision, closes the item and logs it: all or nothing.
+pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
+    let open: Option<Option<i64>> = tx
+        .query_row(
+            "SELECT revision_id FROM pending WHERE run_id = ?1 AND tool_call_id = ?2",
+            params![d.run_id, d.tool_call_id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(query("find open item"))?;
+    let Some(revision_id) = open else {
+        if let Some(existing) = find(tx, d.run_id, d.tool_call_id)? {
+            return Err(StoreError::AlreadyDecided {
+                run_id: d.run_id.to_owned(),
+                tool_call_id: d.tool_call_id.to_owned(),
+                action: existing.action,
+                decided_at: existing.decided_at,
+            });
+        }
+        return Err(StoreError::NotPending {
+            run_id: d.run_id.to_owned(),
+            tool_call_id: d.tool_call_id.to_owned(),
+        });
+    };
+    if let (Some(expect), Some(revision_id)) = (d.expect_sha, revision_id) {
+        let revision = revisions::one(tx, revision_id)?;
+        let expect = expect.to_ascii_lowercase();
+        if expect.is_empty() || !revision.sha256.starts_with(&expect) {
+            return Err(StoreError::StaleRevision {
+                given: expect,
+                pending_no: revision.revision_no,
+                pending_sha: revision.sha256.chars().take(12).collect(),
+                path: revision.path,
+            });
+        }
+    }
+    tx.execute(
+        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            d.run_id,
+            d.tool_call_id,
+            revision_id,
+            d.action.as_str(),
+            d.feedback,
+            d.resume_data.to_string(),
+            d.at
+        ],
+    )
+    .map_err(query("insert decision"))?;
+    tx.execute(
+        "DELETE FROM pending WHERE run_id = ?1 AND tool_call_id = ?2",
+        params![d.run_id, d.tool_call_id],
+    )
+    .map_err(query("close item"))?;
+    let data = json!({
+        "toolCallId": d.tool_call_id,
+        "action": d.action,
+        "feedback": d.feedback,
+        "revisionId": revision_id,
+    });
+    events::insert(tx, d.run_id, d.at, EventKind::Decided, &data)?;
+    find(tx, d.run_id, d.tool_call_id)?.ok_or_else(|| StoreError::Invalid {
+        run_id: d.run_id.to_owned(),
+        message: "the decision vanished inside its own transaction".into(),
+    })
+}

@@ -1,0 +1,207 @@
+//! Versioned schema changes. `PRAGMA user_version` counts the migrations applied; each runs in
+//! its own IMMEDIATE transaction (so two processes opening a new store at once apply it once),
+//! and a store with more migrations than this build knows is refused rather than misread.
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::file_error;
+use crate::store::StoreError;
+
+struct Migration {
+    version: i64,
+    name: &'static str,
+    sql: &'static str,
+}
+
+/// Every migration, oldest first; `version` is its position, starting at 1. Never edit one that
+/// has shipped: add another.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "runs, snapshots, messages, revisions, decisions, pending, events, settings",
+        // Stores made before migrations existed have exactly these tables (and user_version 0):
+        // `IF NOT EXISTS` adopts them as they are.
+        sql: "
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    prompt TEXT NOT NULL,
+    model TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    status TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    owner_pid INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_snapshots (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    version INTEGER NOT NULL,
+    schema_version INTEGER NOT NULL,
+    message_count INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    saved_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, version)
+);
+CREATE TABLE IF NOT EXISTS messages (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    seq INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS plan_revisions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    tool_call_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    revision_no INTEGER NOT NULL,
+    submitted_at INTEGER NOT NULL,
+    UNIQUE (run_id, tool_call_id)
+);
+CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    tool_call_id TEXT NOT NULL,
+    revision_id INTEGER REFERENCES plan_revisions(id),
+    action TEXT NOT NULL,
+    feedback TEXT,
+    resume_data TEXT NOT NULL,
+    decided_at INTEGER NOT NULL,
+    UNIQUE (run_id, tool_call_id)
+);
+CREATE TABLE IF NOT EXISTS pending (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    tool_call_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    args TEXT NOT NULL,
+    revision_id INTEGER REFERENCES plan_revisions(id),
+    since INTEGER NOT NULL,
+    PRIMARY KEY (run_id, tool_call_id)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
+CREATE INDEX IF NOT EXISTS revisions_by_run ON plan_revisions(run_id, path);
+",
+    },
+    Migration {
+        version: 2,
+        name: "plan sources and run leases",
+        // `owner_pid` stays (unread): dropping a column rewrites the table for nothing.
+        sql: "
+ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'engine';
+ALTER TABLE runs ADD COLUMN session TEXT;
+ALTER TABLE runs ADD COLUMN holder TEXT;
+ALTER TABLE runs ADD COLUMN lease_until INTEGER;
+UPDATE runs SET owner_pid = NULL;
+CREATE INDEX revisions_by_sha ON plan_revisions(sha256);
+CREATE INDEX runs_by_source_session ON runs(source, session);
+CREATE INDEX runs_by_update ON runs(updated_at);
+CREATE INDEX pending_by_since ON pending(since);
+",
+    },
+];
+
+/// The schema version this build writes.
+pub(super) fn latest() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// Brings the store at `path` up to [`latest`], or refuses it if it is newer.
+pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let found = user_version(conn).map_err(|e| open_error(path, e))?;
+    if found > latest() {
+        return Err(StoreError::Newer {
+            path: path.to_owned(),
+            found,
+            known: latest(),
+        });
+    }
+    for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
+        let failed = |err: rusqlite::Error| match file_error(path, err) {
+            Ok(file) => file,
+            Err(err) => StoreError::Migration {
+                version: migration.version,
+                name: migration.name,
+                message: err.to_string(),
+            },
+        };
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(failed)?;
+        // Another process may have applied it while this one waited for the lock.
+        if user_version(&tx).map_err(failed)? >= migration.version {
+            continue;
+        }
+        tx.execute_batch(migration.sql).map_err(failed)?;
+        tx.pragma_update(None, "user_version", migration.version)
+            .map_err(failed)?;
+        tx.commit().map_err(failed)?;
+    }
+    Ok(())
+}
+
+fn open_error(path: &Path, err: rusqlite::Error) -> StoreError {
+    file_error(path, err).unwrap_or_else(|err| StoreError::Open {
+        path: path.to_owned(),
+        message: err.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_count_up_from_one() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i64 + 1, "{}", m.name);
+        }
+    }
+
+    #[test]
+    fn a_new_store_gets_every_migration_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut conn = Connection::open(&path).unwrap();
+        migrate(&mut conn, &path).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), latest());
+        // Opening again changes nothing and does not fail on the ALTERs.
+        migrate(&mut conn, &path).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), latest());
+    }
+
+    #[test]
+    fn a_newer_store_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", latest() + 1)
+            .unwrap();
+        let err = migrate(&mut conn, &path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Newer { found, .. } if found == latest() + 1),
+            "{err}"
+        );
+        assert!(err.to_string().contains("newer Plandesk"), "{err}");
+    }
+}

@@ -1,0 +1,288 @@
+//! The embedded store: one SQLite file (WAL, synchronous=FULL) shared by every process using the
+//! same data directory. A table per file; migrations in their own module.
+
+mod decisions;
+mod events;
+mod items;
+mod migrations;
+mod revisions;
+mod runs;
+mod settings;
+mod snapshots;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+
+use super::*;
+
+/// How often `changes` asks SQLite whether another connection committed (one cheap PRAGMA).
+const CHANGE_POLL: Duration = Duration::from_millis(250);
+
+/// Maps a failed query to a store error that says which query failed.
+pub(super) fn query(context: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
+    move |err| StoreError::Query {
+        context,
+        message: err.to_string(),
+    }
+}
+
+/// Reads a stored vocabulary word back, refusing one this build does not know.
+pub(super) fn word<T>(
+    parse: fn(&str) -> Option<T>,
+    text: String,
+    column: usize,
+) -> rusqlite::Result<T> {
+    parse(&text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            column,
+            rusqlite::types::Type::Text,
+            format!("unknown value `{text}`").into(),
+        )
+    })
+}
+
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store in `dir`, upgrading its schema; refuses a store
+    /// written by a newer Plandesk, and says plainly when the file is damaged or read-only.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        let path = dir.join(DB_FILE);
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        let mut conn = connect(&path)?;
+        migrations::migrate(&mut conn, &path)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (transactions roll back).
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `work` in one IMMEDIATE transaction (the write lock is taken at once, so two
+    /// processes never interleave a read and a write), committing if it succeeds.
+    fn write<T>(
+        &self,
+        context: &'static str,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.classify(context, e))?;
+        let value = work(&tx)?;
+        tx.commit().map_err(|e| self.classify(context, e))?;
+        Ok(value)
+    }
+
+    /// A write that failed because of the file itself names the file.
+    fn classify(&self, context: &'static str, err: rusqlite::Error) -> StoreError {
+        file_error(&self.path, err).unwrap_or_else(|err| query(context)(err))
+    }
+}
+
+/// Opens a connection with the store's settings, mapping a bad file to one clear error.
+fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let opened = Connection::open(path).and_then(|conn| {
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+        )?;
+        // Reading the schema proves the file is a database at all.
+        conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(conn)
+    });
+    opened.map_err(|err| {
+        file_error(path, err).unwrap_or_else(|err| StoreError::Open {
+            path: path.to_owned(),
+            message: err.to_string(),
+        })
+    })
+}
+
+/// The store error for a failure caused by the file (damaged, not a database, read-only), or
+/// the original error when it is something else.
+fn file_error(path: &Path, err: rusqlite::Error) -> Result<StoreError, rusqlite::Error> {
+    let code = err.sqlite_error_code();
+    let message = err.to_string();
+    match code {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Ok(StoreError::Damaged {
+            path: path.to_owned(),
+            message,
+        }),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
+            Ok(StoreError::ReadOnly {
+                path: path.to_owned(),
+                message,
+            })
+        }
+        _ => Err(err),
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    async fn create_run(&self, run: &NewRun<'_>, first: &Commit<'_>) -> Result<(), StoreError> {
+        self.write("create run", |tx| {
+            runs::insert(tx, run, first.at)?;
+            snapshots::commit(tx, first)
+        })
+    }
+
+    async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
+        self.write("commit snapshot", |tx| snapshots::commit(tx, commit))
+    }
+
+    async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError> {
+        snapshots::load(&self.conn(), run_id)
+    }
+
+    async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
+        self.write("claim run", |tx| runs::claim(tx, run_id, lease))
+    }
+
+    async fn take_over(
+        &self,
+        run_id: &str,
+        holder: &str,
+        lease: &Lease<'_>,
+    ) -> Result<bool, StoreError> {
+        self.write("take over run", |tx| {
+            runs::take_over(tx, run_id, holder, lease)
+        })
+    }
+
+    async fn renew(&self, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
+        self.write("renew lease", |tx| runs::renew(tx, run_id, lease))
+    }
+
+    async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError> {
+        self.write("release run", |tx| runs::release(tx, run_id, holder))
+    }
+
+    async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
+        runs::one(&self.conn(), run_id)
+    }
+
+    async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        runs::all(&self.conn())
+    }
+
+    async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError> {
+        runs::resolve(&self.conn(), prefix)
+    }
+
+    async fn record_decision(&self, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
+        self.write("record decision", |tx| decisions::record(tx, d))
+    }
+
+    async fn decision(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<DecisionRow>, StoreError> {
+        decisions::find(&self.conn(), run_id, tool_call_id)
+    }
+
+    async fn open_items(&self, run_id: Option<&str>) -> Result<Vec<ItemRow>, StoreError> {
+        items::open(&self.conn(), run_id)
+    }
+
+    async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError> {
+        revisions::of_run(&self.conn(), run_id)
+    }
+
+    async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError> {
+        revisions::one(&self.conn(), id)
+    }
+
+    async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {
+        revisions::by_sha(&self.conn(), prefix)
+    }
+
+    async fn events(&self, run_id: &str) -> Result<Vec<EventRow>, StoreError> {
+        events::of_run(&self.conn(), run_id)
+    }
+
+    async fn snapshot_count(&self, run_id: &str) -> Result<i64, StoreError> {
+        snapshots::count(&self.conn(), run_id)
+    }
+
+    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
+        settings::get(&self.conn(), key)
+    }
+
+    async fn set_setting(
+        &self,
+        key: &str,
+        value: Option<&str>,
+        at: Millis,
+    ) -> Result<(), StoreError> {
+        self.write("save a setting", |tx| settings::set(tx, key, value, at))
+    }
+
+    fn changes(&self) -> BoxStream<'static, ()> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let path = self.path.clone();
+        let spawned = std::thread::Builder::new()
+            .name("store-changes".into())
+            .spawn(move || {
+                // Its own connection: SQLite's data_version moves on every commit made by any
+                // other connection, this process's included.
+                let conn = match connect(&path) {
+                    Ok(conn) => conn,
+                    Err(err) => {
+                        eprintln!("plandesk: cannot watch the store for changes: {err}");
+                        return;
+                    }
+                };
+                let mut seen: Option<i64> = None;
+                loop {
+                    let version = conn
+                        .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+                        .ok();
+                    if version.is_some() && version != seen {
+                        seen = version;
+                        if tx.unbounded_send(()).is_err() {
+                            return;
+                        }
+                    }
+                    if tx.is_closed() {
+                        return;
+                    }
+                    std::thread::sleep(CHANGE_POLL);
+                }
+            });
+        if let Err(err) = spawned {
+            eprintln!("plandesk: cannot watch the store for changes: {err}");
+        }
+        Box::pin(rx)
+    }
+}

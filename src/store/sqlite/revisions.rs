@@ -1,0 +1,112 @@
+//! `plan_revisions`: every submitted plan, never overwritten. Listings read each revision with
+//! its decision and whether its item is still open in one query.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::json;
+
+use super::{decisions, events, query};
+use crate::clock::Millis;
+use crate::store::*;
+
+const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, v.body, v.sha256,
+        v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL,
+        d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, d.resume_data, d.decided_at
+    FROM plan_revisions v
+    JOIN runs r ON r.id = v.run_id
+    LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id
+    LEFT JOIN decisions d ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
+    Ok(RevisionRow {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        tool_call_id: r.get(2)?,
+        path: r.get(3)?,
+        title: r.get(4)?,
+        body: r.get(5)?,
+        sha256: r.get(6)?,
+        revision_no: r.get(7)?,
+        submitted_at: r.get(8)?,
+        prompt: r.get(9)?,
+        open: r.get(10)?,
+        decision: decisions::row_at(r, 11)?,
+    })
+}
+
+/// The revision of an item, recorded the first time the item is open; its number counts the
+/// revisions of the same plan file in the same run.
+pub(super) fn insert_once(
+    tx: &Connection,
+    run_id: &str,
+    tool_call_id: &str,
+    plan: &PlanText,
+    at: Millis,
+) -> Result<i64, StoreError> {
+    let existing: Option<i64> = tx
+        .query_row(
+            "SELECT id FROM plan_revisions WHERE run_id = ?1 AND tool_call_id = ?2",
+            params![run_id, tool_call_id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(query("find revision"))?;
+    if let Some(id) = existing {
+        return Ok(id);
+    }
+    tx.execute(
+        "INSERT INTO plan_revisions (run_id, tool_call_id, path, title, body, sha256, revision_no, submitted_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+                 (SELECT COUNT(*) + 1 FROM plan_revisions WHERE run_id = ?1 AND path = ?3), ?7)",
+        params![run_id, tool_call_id, plan.path, plan.title, plan.body, plan.sha256, at],
+    )
+    .map_err(query("insert revision"))?;
+    let id = tx.last_insert_rowid();
+    let data = json!({"revisionId": id, "toolCallId": tool_call_id, "path": plan.path});
+    events::insert(tx, run_id, at, EventKind::PlanSubmitted, &data)?;
+    Ok(id)
+}
+
+fn many(
+    conn: &Connection,
+    filter: &str,
+    arg: &dyn rusqlite::ToSql,
+) -> Result<Vec<RevisionRow>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(&format!("{SELECT} WHERE {filter} ORDER BY v.id"))
+        .map_err(query("list revisions"))?;
+    let rows = stmt
+        .query_map([arg], row)
+        .map_err(query("list revisions"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(query("list revisions"))
+}
+
+pub(super) fn of_run(
+    conn: &Connection,
+    run_id: Option<&str>,
+) -> Result<Vec<RevisionRow>, StoreError> {
+    many(conn, "?1 IS NULL OR v.run_id = ?1", &run_id)
+}
+
+pub(super) fn by_sha(conn: &Connection, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {
+    // A range scan on the sha index: every hash that starts with `prefix` sorts between it and
+    // the prefix followed by the highest hex digit.
+    let upper = format!("{prefix}g");
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "{SELECT} WHERE v.sha256 >= ?1 AND v.sha256 < ?2 ORDER BY v.id"
+        ))
+        .map_err(query("find revisions by hash"))?;
+    let rows = stmt
+        .query_map(params![prefix, upper], row)
+        .map_err(query("find revisions by hash"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(query("find revisions by hash"))
+}
+
+pub(super) fn one(conn: &Connection, id: i64) -> Result<RevisionRow, StoreError> {
+    conn.prepare_cached(&format!("{SELECT} WHERE v.id = ?1"))
+        .and_then(|mut stmt| stmt.query_row([id], row).optional())
+        .map_err(query("load revision"))?
+        .ok_or(StoreError::UnknownRevision(id))
+}

@@ -1,0 +1,166 @@
+//! The `runs` table: one row per run (or outside agent session), with the lease of whoever
+//! drives it now.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{query, word};
+use crate::clock::Millis;
+use crate::store::*;
+
+const COLUMNS: &str = "SELECT id, prompt, model, mode, status, workspace, source, session, \
+                       holder, lease_until, created_at, updated_at FROM runs";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    let holder: Option<String> = r.get(8)?;
+    let until: Option<Millis> = r.get(9)?;
+    Ok(RunRow {
+        id: r.get(0)?,
+        prompt: r.get(1)?,
+        model: r.get(2)?,
+        mode: r.get(3)?,
+        status: word(RunStatus::parse, r.get(4)?, 4)?,
+        workspace: r.get(5)?,
+        source: Source {
+            kind: word(SourceKind::parse, r.get(6)?, 6)?,
+            session: r.get(7)?,
+        },
+        holder: holder.zip(until),
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
+    })
+}
+
+pub(super) fn insert(tx: &Connection, run: &NewRun<'_>, at: Millis) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO runs (id, prompt, model, mode, status, workspace, source, session, created_at, updated_at)
+         VALUES (?1, ?2, ?3, '', ?4, ?5, ?6, ?7, ?8, ?8)",
+        params![
+            run.id,
+            run.prompt,
+            run.model,
+            RunStatus::Running.as_str(),
+            run.workspace,
+            run.source.kind.as_str(),
+            run.source.session,
+            at
+        ],
+    )
+    .map_err(query("insert run"))?;
+    Ok(())
+}
+
+/// Records a run's new status and mode (part of a commit).
+pub(super) fn update(
+    tx: &Connection,
+    run_id: &str,
+    status: RunStatus,
+    mode: &str,
+    at: Millis,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE runs SET status = ?2, mode = ?3, updated_at = ?4 WHERE id = ?1",
+        params![run_id, status.as_str(), mode, at],
+    )
+    .map_err(query("update run"))?;
+    Ok(())
+}
+
+pub(super) fn one(conn: &Connection, run_id: &str) -> Result<RunRow, StoreError> {
+    conn.query_row(&format!("{COLUMNS} WHERE id = ?1"), [run_id], row)
+        .optional()
+        .map_err(query("load run"))?
+        .ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))
+}
+
+pub(super) fn all(conn: &Connection) -> Result<Vec<RunRow>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(&format!("{COLUMNS} ORDER BY updated_at DESC, id"))
+        .map_err(query("list runs"))?;
+    let rows = stmt.query_map([], row).map_err(query("list runs"))?;
+    rows.collect::<Result<_, _>>().map_err(query("list runs"))
+}
+
+pub(super) fn resolve(conn: &Connection, prefix: &str) -> Result<String, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id FROM runs WHERE id = ?1 OR (length(?1) >= 4 AND substr(id, 1, length(?1)) = ?1)
+             ORDER BY id = ?1 DESC LIMIT 6",
+        )
+        .map_err(query("resolve run"))?;
+    let ids: Vec<String> = stmt
+        .query_map([prefix], |r| r.get(0))
+        .map_err(query("resolve run"))?
+        .collect::<Result<_, _>>()
+        .map_err(query("resolve run"))?;
+    match ids.as_slice() {
+        [] => Err(StoreError::UnknownRun(prefix.to_owned())),
+        [first, ..] if first == prefix => Ok(first.clone()),
+        [only] => Ok(only.clone()),
+        many => Err(StoreError::AmbiguousRun {
+            prefix: prefix.to_owned(),
+            candidates: many.join(", "),
+        }),
+    }
+}
+
+/// One statement decides the claim: it succeeds only where nobody holds the run or the
+/// holder's lease has run out.
+pub(super) fn claim(
+    tx: &Connection,
+    run_id: &str,
+    lease: &Lease<'_>,
+) -> Result<ClaimOutcome, StoreError> {
+    let claimed = tx
+        .execute(
+            "UPDATE runs SET holder = ?2, lease_until = ?3
+             WHERE id = ?1 AND (holder IS NULL OR lease_until IS NULL OR lease_until < ?4)",
+            params![run_id, lease.holder, lease.until, lease.now],
+        )
+        .map_err(query("claim run"))?;
+    if claimed == 1 {
+        return Ok(ClaimOutcome::Claimed);
+    }
+    let run = one(tx, run_id)?;
+    Ok(match run.holder {
+        Some((holder, until)) => ClaimOutcome::Held { holder, until },
+        // Released between the two statements (impossible inside one write transaction).
+        None => ClaimOutcome::Held {
+            holder: String::new(),
+            until: lease.now,
+        },
+    })
+}
+
+pub(super) fn take_over(
+    tx: &Connection,
+    run_id: &str,
+    holder: &str,
+    lease: &Lease<'_>,
+) -> Result<bool, StoreError> {
+    let changed = tx
+        .execute(
+            "UPDATE runs SET holder = ?3, lease_until = ?4 WHERE id = ?1 AND holder = ?2",
+            params![run_id, holder, lease.holder, lease.until],
+        )
+        .map_err(query("take over run"))?;
+    Ok(changed == 1)
+}
+
+pub(super) fn renew(tx: &Connection, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
+    let changed = tx
+        .execute(
+            "UPDATE runs SET lease_until = ?3 WHERE id = ?1 AND holder = ?2",
+            params![run_id, lease.holder, lease.until],
+        )
+        .map_err(query("renew lease"))?;
+    Ok(changed == 1)
+}
+
+pub(super) fn release(tx: &Connection, run_id: &str, holder: &str) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE runs SET holder = NULL, lease_until = NULL WHERE id = ?1 AND holder = ?2",
+        params![run_id, holder],
+    )
+    .map_err(query("release run"))?;
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! The store's file: versioned migrations (a store of the first schema upgrades with its data
+//! intact; a newer one is refused), and one clear line for a damaged or read-only file.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// Where the fixture's runs had their workspace (see tests/fixtures/store-v0/README.md).
+const FIXTURE_WORKSPACE: &str = "/tmp/plandesk-v0-fixture/ws";
+
+fn fixture_store(fx: &Fixture) {
+    std::fs::create_dir_all(&fx.data).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v0/plandesk.db"),
+        fx.data.join("plandesk.db"),
+    )
+    .unwrap();
+}
+
+fn user_version(fx: &Fixture) -> i64 {
+    let conn = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn a_store_of_the_first_schema_upgrades_with_its_data_intact() {
+    let fx = Fixture::new(serde_json::json!([]));
+    fixture_store(&fx);
+    assert_eq!(user_version(&fx), 0, "the fixture predates migrations");
+
+    let history = fx.listing(&["history"]);
+    let rows = history.as_array().unwrap();
+    assert_eq!(rows.len(), 3, "every revision survives: {history}");
+    let statuses: Vec<&str> = rows.iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["rejected", "approved", "pending"]);
+    assert_eq!(rows[0]["decision"]["feedback"], "Log to stderr, not stdout");
+    assert_eq!(rows[1]["revisionNo"], 2, "revision numbers are kept");
+    assert!(user_version(&fx) >= 2, "the store was migrated");
+
+    let runs = fx.listing(&["runs"]);
+    assert_eq!(runs.as_array().unwrap().len(), 2);
+    assert!(runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["source"]["kind"] == "engine"));
+    let model: Value = fx.listing(&["model"]);
+    assert_eq!(model["model"], "demo", "settings survive");
+
+    // The pending plan is still pending, and deciding it works on the upgraded store.
+    let pending = fx.listing(&["pending"]);
+    assert_eq!(pending.as_array().unwrap().len(), 1);
+    let run = pending[0]["runId"].as_str().unwrap().to_owned();
+    let sha = pending[0]["revision"]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(pending[0]["revision"]["title"], "Fix the login bug");
+    std::fs::create_dir_all(FIXTURE_WORKSPACE).unwrap();
+    let resumed = fx.stream(&["approve", &run, "--revision", &sha[..8]]);
+    assert_eq!(*types(&resumed).last().unwrap(), "finish");
+    assert_eq!(fx.listing(&["pending"]), serde_json::json!([]));
+}
+
+#[test]
+fn a_store_written_by_a_newer_plandesk_is_refused() {
+    let fx = Fixture::new(serde_json::json!([]));
+    fx.ok(&["runs"]);
+    let conn = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+    conn.pragma_update(None, "user_version", 999).unwrap();
+    drop(conn);
+    let err = fx.refused(&["runs"]);
+    assert!(
+        err.contains("written by a newer Plandesk") && err.contains("999"),
+        "{err}"
+    );
+    assert!(
+        err.contains("plandesk.db"),
+        "the line names the file: {err}"
+    );
+}
+
+#[test]
+fn a_damaged_store_gives_one_clear_line_and_keyless_commands_still_work() {
+    let fx = Fixture::new(serde_json::json!([]));
+    std::fs::create_dir_all(&fx.data).unwrap();
+    std::fs::write(fx.data.join("plandesk.db"), vec![0x5a; 8192]).unwrap();
+    let err = fx.refused(&["pending"]);
+    assert!(
+        err.contains("plandesk.db") && err.contains("not a Plandesk database or is damaged"),
+        "{err}"
+    );
+    // Commands that need no store never open it.
+    fx.ok(&["key", "list"]);
+    fx.ok(&["--help"]);
+    fx.ok(&["run", "--help"]);
+}
+
+#[test]
+fn a_read_only_store_gives_one_clear_line() {
+    let fx = Fixture::new(serde_json::json!([]));
+    fx.ok(&["runs"]);
+    // Root writes anywhere: run as `nobody`, who may read the store but not write it.
+    use std::os::unix::fs::PermissionsExt;
+    for dir in [&fx.root, &fx.data] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_plandesk"))
+        .args(["--data-dir", fx.data.to_str().unwrap(), "runs"])
+        .env("DBUS_SESSION_BUS_ADDRESS", NO_BUS)
+        .output()
+        .expect("setpriv (util-linux) runs the CLI as nobody");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.starts_with("setpriv:"), "{stderr}");
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("plandesk.db") && stderr.contains("cannot be written"),
+        "{stderr}"
+    );
+}

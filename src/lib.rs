@@ -11,6 +11,7 @@ pub mod plan;
 pub mod run;
 pub mod secret;
 pub mod store;
+pub mod text;
 pub mod tool;
 pub mod workspace;
 

@@ -373,7 +373,7 @@ fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 
 fn describe_wait(wait: Duration) -> String {
     if wait == Duration::MAX {
-        "longer than a Duration can hold".into()
+        "an unrepresentably long time".into()
     } else {
         format!("{} s", wait.as_secs())
     }
@@ -768,10 +768,7 @@ mod tests {
             Some(Duration::ZERO),
             "a date in the past means now"
         );
-        assert_eq!(
-            describe_wait(Duration::MAX),
-            "longer than a Duration can hold"
-        );
+        assert_eq!(describe_wait(Duration::MAX), "an unrepresentably long time");
     }
 
     #[test]

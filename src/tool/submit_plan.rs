@@ -261,4 +261,24 @@ mod tests {
             }
         );
     }
+
+    proptest::proptest! {
+        #![proptest_config(crate::text::testing::proptest_config(256))]
+
+        /// Any text: no panic; the title is one trimmed line from a `# ` heading; the plan is
+        /// a piece of the text with no trailing whitespace.
+        #[test]
+        fn prop_split_plan_any_text(text in proptest::prelude::any::<String>(), heading in proptest::prelude::any::<bool>()) {
+            let text = if heading { format!("# {text}") } else { text };
+            let PlanText { title, plan } = split_plan(&text);
+            proptest::prop_assert!(!title.contains('\n'), "{title:?}");
+            proptest::prop_assert_eq!(title.trim(), title.as_str());
+            proptest::prop_assert!(text.contains(plan.as_str()));
+            proptest::prop_assert_eq!(plan.trim_end(), plan.as_str());
+            if !title.is_empty() {
+                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                proptest::prop_assert!(first.starts_with("# "), "{first:?}");
+            }
+        }
+    }
 }

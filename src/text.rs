@@ -317,7 +317,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(testing::proptest_config(64))]
+        #![proptest_config(testing::proptest_config(128))]
 
         /// Whatever the text, nothing a terminal acts on survives, and plain text is untouched.
         #[test]

@@ -679,7 +679,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(crate::text::testing::proptest_config(64))]
+        #![proptest_config(crate::text::testing::proptest_config(128))]
 
         /// Any bytes: read back exactly when they are UTF-8, refused as not UTF-8 otherwise.
         #[test]

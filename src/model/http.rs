@@ -927,7 +927,7 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(crate::text::testing::proptest_config(48))]
+            #![proptest_config(crate::text::testing::proptest_config(128))]
 
             /// A recorded stream delivered in any number of pieces decodes as it does whole.
             #[test]

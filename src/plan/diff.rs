@@ -483,7 +483,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(crate::text::testing::proptest_config(48))]
+        #![proptest_config(crate::text::testing::proptest_config(128))]
 
         /// Any two revisions: no panic, and the rows give back both sides exactly.
         #[test]

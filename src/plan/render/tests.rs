@@ -461,7 +461,7 @@ fn assert_safe(rendered: &Rendered) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(crate::text::testing::proptest_config(64))]
+    #![proptest_config(crate::text::testing::proptest_config(128))]
 
     /// Any markdown: no panic, nothing active in the markup, nothing hidden left in the HTML.
     #[test]

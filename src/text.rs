@@ -58,6 +58,27 @@ pub fn invisible_name(c: char) -> Option<&'static str> {
     })
 }
 
+/// The name of a control character, for a person: `ESCAPE`, `CARRIAGE RETURN`, ...; the
+/// less common ones are `CONTROL CHARACTER`.
+pub fn control_name(c: char) -> &'static str {
+    match c {
+        '\0' => "NULL",
+        '\u{7}' => "BELL",
+        '\u{8}' => "BACKSPACE",
+        '\t' => "CHARACTER TABULATION",
+        '\n' => "LINE FEED",
+        '\u{b}' => "LINE TABULATION",
+        '\u{c}' => "FORM FEED",
+        '\r' => "CARRIAGE RETURN",
+        '\u{1b}' => "ESCAPE",
+        '\u{7f}' => "DELETE",
+        '\u{85}' => "NEXT LINE",
+        '\u{9b}' => "CONTROL SEQUENCE INTRODUCER",
+        '\u{9d}' => "OPERATING SYSTEM COMMAND",
+        _ => "CONTROL CHARACTER",
+    }
+}
+
 /// C0 controls (U+0000–U+001F), DEL and C1 controls (U+0080–U+009F): what a terminal acts on.
 pub fn is_control(c: char) -> bool {
     c.is_control()

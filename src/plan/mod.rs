@@ -7,4 +7,6 @@ pub mod render;
 pub use diff::{
     side_by_side, side_by_side_within, DiffLine, DiffRow, RowKind, Segment, SideBySide,
 };
-pub use render::{render, render_html, Fallback, HiddenContent, HiddenKind, Rendered};
+pub use render::{
+    render, render_html, render_source, Fallback, HiddenContent, HiddenKind, Rendered,
+};

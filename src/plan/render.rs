@@ -263,8 +263,10 @@ fn render_markdown(markdown: &str) -> Rendering {
     Ok((marked, findings))
 }
 
-/// The page shown instead of a rendering: the reason, then the escaped source.
-fn source_html(markdown: &str, fallback: &Fallback) -> String {
+/// The plan's source exactly as the model reads it, as HTML for a source view: escaped, in a
+/// `<pre class="plan-source"><code>`, with every invisible or control character shown as a
+/// marker (see [`Rendered::html`]). Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`.
+pub fn render_source(markdown: &str) -> String {
     let mut shown = markdown;
     if shown.len() > MAX_INPUT_BYTES {
         let mut cut = MAX_INPUT_BYTES;
@@ -273,16 +275,23 @@ fn source_html(markdown: &str, fallback: &Fallback) -> String {
         }
         shown = &shown[..cut];
     }
-    let mut html = String::with_capacity(shown.len() + 200);
-    html.push_str("<p class=\"render-fallback\">");
-    html.push_str(&escape_html(&fallback.message()));
-    html.push_str("</p>\n<pre class=\"plan-source\"><code>");
+    let mut html = String::with_capacity(shown.len() + 64);
+    html.push_str("<pre class=\"plan-source\"><code>");
     html.push_str(&escape_html(shown));
     if shown.len() < markdown.len() {
         html.push_str("\n…");
     }
     html.push_str("</code></pre>\n");
     mark_invisible(&html)
+}
+
+/// The page shown instead of a rendering: the reason, then the escaped source.
+fn source_html(markdown: &str, fallback: &Fallback) -> String {
+    format!(
+        "<p class=\"render-fallback\">{}</p>\n{}",
+        escape_html(&fallback.message()),
+        render_source(markdown)
+    )
 }
 
 fn escape_html(text: &str) -> String {

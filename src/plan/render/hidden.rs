@@ -298,7 +298,7 @@ pub(super) fn invisible_findings(markdown: &str) -> Vec<HiddenContent> {
 
 /// The name shown for a hidden character.
 pub(super) fn char_name(c: char) -> &'static str {
-    text::invisible_name(c).unwrap_or("CONTROL CHARACTER")
+    text::invisible_name(c).unwrap_or_else(|| text::control_name(c))
 }
 
 /// Whether `c` (between `prev` and `next`) is shown as a marker. A zero-width joiner between

@@ -55,9 +55,15 @@ pub(super) struct InlineDepth {
     emphasis: usize,
 }
 
+/// How far ahead a code span's closing backticks are looked for (longer spans are scanned as
+/// text, which can only overestimate).
+const CODE_SPAN_WINDOW: usize = 1000;
+
 impl InlineDepth {
-    /// Feeds one line; returns the deepest nesting seen so far in the paragraph.
-    fn line(&mut self, line: &str) -> usize {
+    /// Feeds one line; returns the deepest nesting seen so far in the paragraph. Emphasis that
+    /// could both open and close (inside a word) counts as neither: it pairs with its
+    /// neighbours rather than nesting, and the parsed tree is measured again anyway.
+    pub(super) fn line(&mut self, line: &str) -> usize {
         let bytes = line.as_bytes();
         let mut deepest = self.brackets + self.emphasis;
         let mut i = 0;
@@ -66,6 +72,7 @@ impl InlineDepth {
                 b'\\' => i += 1,
                 b'[' => self.brackets += 1,
                 b']' => self.brackets = self.brackets.saturating_sub(1),
+                b'`' => i = code_span_end(bytes, i),
                 c @ (b'*' | b'_' | b'~') => {
                     let run = bytes[i..].iter().take_while(|&&b| b == c).count();
                     let before = i.checked_sub(1).map(|j| bytes[j]);
@@ -74,9 +81,9 @@ impl InlineDepth {
                     let closes = before.is_some_and(|b| !b.is_ascii_whitespace());
                     // A run of n delimiters nests at most (n + 1) / 2 deep (strong takes two).
                     let levels = run.div_ceil(2);
-                    if opens && !(closes && c == b'_') {
+                    if opens && !closes {
                         self.emphasis += levels;
-                    } else if closes {
+                    } else if closes && !opens {
                         self.emphasis = self.emphasis.saturating_sub(levels);
                     }
                     i += run - 1;
@@ -88,6 +95,27 @@ impl InlineDepth {
         }
         deepest
     }
+}
+
+/// The index of the last backtick of the code span opening at `start`, or of the opening run
+/// itself when no closing run of the same length follows within [`CODE_SPAN_WINDOW`].
+fn code_span_end(bytes: &[u8], start: usize) -> usize {
+    let run = bytes[start..].iter().take_while(|&&b| b == b'`').count();
+    let from = start + run;
+    let until = bytes.len().min(from.saturating_add(CODE_SPAN_WINDOW));
+    let mut j = from;
+    while j < until {
+        if bytes[j] == b'`' {
+            let close = bytes[j..].iter().take_while(|&&b| b == b'`').count();
+            if close == run {
+                return j + close - 1;
+            }
+            j += close;
+        } else {
+            j += 1;
+        }
+    }
+    from - 1
 }
 
 /// Splits off the block-container markers at the start of a line: `>` and list markers, with

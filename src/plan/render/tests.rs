@@ -353,7 +353,7 @@ fn invisible_characters_are_marked_and_reported() {
     );
     assert_eq!(
         rendered.hidden[2].detail,
-        "U+0007 CONTROL CHARACTER, U+E0041 TAG CHARACTER, U+E0042 TAG CHARACTER"
+        "U+0007 BELL, U+E0041 TAG CHARACTER, U+E0042 TAG CHARACTER"
     );
     assert_eq!(rendered.hidden[0].excerpt, "Delete⟨U+200B⟩ nothing.");
 }
@@ -476,4 +476,33 @@ proptest! {
         assert_safe(&rendered)?;
         prop_assert!(!matches!(rendered.fallback, Some(Fallback::Failed | Fallback::TimedOut { .. })), "{:?}", rendered.fallback);
     }
+}
+
+/// Plans that mention emphasis characters a lot, in code and in words, are not mistaken for
+/// deep nesting.
+#[test]
+fn busy_but_shallow_plans_render() {
+    let paragraph: String = (0..300)
+        .map(|i| format!("`**kwargs` and `*args` in step {i}, 2*3*4 = 24, snake_case_{i}. "))
+        .collect();
+    let list: String = (0..300)
+        .map(|i| format!("- **item {i}** is 2*3\n"))
+        .collect();
+    for (what, markdown) in [("paragraph", paragraph), ("list", list)] {
+        let rendered = render_quickly(what, &markdown);
+        assert_eq!(rendered.fallback, None, "{what}");
+    }
+}
+
+#[test]
+fn the_source_view_shows_every_character() {
+    let html = render_source("[//]: # \"hidden\"\n<b>\u{200b}</b>\r\n\u{1b}[31m");
+    assert_eq!(
+        html,
+        "<pre class=\"plan-source\"><code>[//]: # &quot;hidden&quot;\n&lt;b&gt;\
+         <span class=\"invisible\" title=\"U+200B ZERO WIDTH SPACE\">⟨U+200B⟩</span>&lt;/b&gt;\
+         <span class=\"invisible\" title=\"U+000D CARRIAGE RETURN\">⟨U+000D⟩</span>\n\
+         <span class=\"invisible\" title=\"U+001B ESCAPE\">⟨U+001B⟩</span>[31m\
+         </code></pre>\n"
+    );
 }

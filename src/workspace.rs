@@ -25,6 +25,7 @@ pub const DEFAULT_PLANS_DIR: &str = ".plandesk/plans";
 /// Largest file the workspace tools read or a plan may be (1 MiB).
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
+/// Why a path was refused, or could not be read or written; each names the path.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     #[error("workspace folder {path} cannot be opened: {source}")]
@@ -308,7 +309,9 @@ impl Workspace {
                 }
                 kind => {
                     regular_only(kind, path)?;
-                    Some(Mode::from_raw_mode(stat.st_mode))
+                    // Permission bits only: a rewritten file keeps no setuid, setgid or sticky
+                    // bit (writing to a file clears setuid and setgid too).
+                    Some(Mode::from_raw_mode(stat.st_mode & 0o777))
                 }
             },
             Err(Errno::NOENT) => None,

@@ -110,6 +110,7 @@ impl Fallback {
 /// One place where what the model receives differs from what the rendered view shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HiddenContent {
+    /// What sort of content it is.
     pub kind: HiddenKind,
     /// 1-based line in the markdown that was rendered (lines end at `\n`, `\r\n` or `\r`).
     pub line: usize,
@@ -119,6 +120,8 @@ pub struct HiddenContent {
     pub detail: String,
 }
 
+/// The sorts of content a rendering hides or changes (serialised in kebab-case, e.g.
+/// `link-reference-definition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HiddenKind {

@@ -178,9 +178,13 @@ pub fn short(text: &str, max_chars: usize) -> String {
         let space = usize::from(count > 0);
         let len = word.chars().count();
         if count + space + len > max_chars {
-            // Too long: fill up to max_chars - 1 and add the ellipsis.
+            // Too long: keep max_chars - 1 characters and add the ellipsis.
             let room = max_chars.saturating_sub(1);
-            if count + space < room {
+            if count > room {
+                // What is already kept fills the room (it was exactly max_chars long).
+                let cut = flat.char_indices().nth(room).map_or(flat.len(), |(i, _)| i);
+                flat.truncate(cut);
+            } else if count + space < room {
                 flat.extend(std::iter::repeat(' ').take(space));
                 count += space;
                 flat.extend(word.chars().take(room - count));
@@ -332,6 +336,12 @@ mod tests {
         assert_eq!(short("alpha beta", 7), "alpha…", "no dangling space");
         assert_eq!(short("abc", 0), "");
         assert_eq!(short("abc", 1), "…");
+        assert_eq!(
+            short("! a", 1),
+            "…",
+            "found by ./x fuzz: a first word that exactly fills max"
+        );
+        assert_eq!(short("abc de", 3), "ab…");
         assert_eq!(short("", 3), "");
         let long = "x".repeat(10_000);
         assert_eq!(short(&long, 80).chars().count(), 80);

@@ -268,7 +268,10 @@ mod tests {
         /// Any text: no panic; the title is one trimmed line from a `# ` heading; the plan is
         /// a piece of the text with no trailing whitespace.
         #[test]
-        fn prop_split_plan_any_text(text in proptest::prelude::any::<String>(), heading in proptest::prelude::any::<bool>()) {
+        fn prop_split_plan_any_text(
+            text in proptest::prelude::any::<String>(),
+            heading in proptest::prelude::any::<bool>(),
+        ) {
             let text = if heading { format!("# {text}") } else { text };
             let PlanText { title, plan } = split_plan(&text);
             proptest::prop_assert!(!title.contains('\n'), "{title:?}");

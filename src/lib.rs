@@ -12,6 +12,7 @@ pub mod review;
 pub mod run;
 pub mod secret;
 pub mod store;
+pub mod text;
 pub mod tool;
 pub mod workspace;
 

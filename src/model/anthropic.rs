@@ -42,7 +42,7 @@ impl AnthropicModel {
             format!("{base_url}/messages"),
             "check ANTHROPIC_API_KEY, or save a new key with `plandesk key set anthropic`",
         )
-        .with_key("x-api-key", "", key)?
+        .with_key("x-api-key", "", key, &settings)?
         .with_header("anthropic-version", API_VERSION);
         Ok(Self {
             model: model.to_owned(),

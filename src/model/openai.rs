@@ -48,7 +48,7 @@ impl OpenAiModel {
             "check OPENAI_API_KEY, or save a new key with `plandesk key set openai`"
         };
         let endpoint = Endpoint::new(provider, format!("{base_url}/chat/completions"), key_hint)
-            .with_key("authorization", "Bearer ", key)?;
+            .with_key("authorization", "Bearer ", key, &settings)?;
         Ok(Self {
             provider,
             model: model.to_owned(),

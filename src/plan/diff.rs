@@ -1,8 +1,25 @@
 //! Side-by-side comparison of two plan revisions: a line diff, and inside each changed line pair
 //! the words that changed.
+//!
+//! Revisions are untrusted and may be large and wholly different, so a comparison has a
+//! deadline ([`DIFF_DEADLINE`]): the line diff stops searching for the best alignment when it
+//! passes, and from then on replaced blocks are shown as whole lines removed and added. Very
+//! long lines are never diffed word by word, and the search for which old line pairs with which
+//! new one has a budget. Whenever any of this applies the result says so
+//! ([`SideBySide::coarse`]); it always reconstructs both revisions exactly.
+
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use similar::{ChangeTag, DiffOp, TextDiff};
+
+/// Longest a comparison searches for the finest diff before settling for a coarser one.
+pub const DIFF_DEADLINE: Duration = Duration::from_secs(2);
+/// Lines longer than this (in bytes) are shown whole, not diffed word by word.
+pub const MAX_WORD_DIFF_LINE: usize = 4096;
+/// Bytes of line pairs the pairing search may compare in one comparison; past it, lines of a
+/// replaced block pair by position.
+const PAIR_BUDGET_BYTES: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -46,6 +63,23 @@ pub struct SideBySide {
     pub added: usize,
     pub removed: usize,
     pub changed: usize,
+    /// The comparison was coarsened to stay within its deadline or budgets: lines of a large
+    /// replaced block may be paired by position rather than by likeness, some lines that
+    /// changed only in part may show as wholly removed and added, or without word highlights.
+    pub coarse: bool,
+}
+
+/// What one comparison may still spend.
+#[derive(Debug)]
+struct Budget {
+    deadline: Instant,
+    pair_bytes: usize,
+}
+
+impl Budget {
+    fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
 }
 
 fn whole(number: usize, text: &str, changed: bool) -> DiffLine {
@@ -68,9 +102,15 @@ fn push_segment(segments: &mut Vec<Segment>, text: &str, changed: bool) {
     }
 }
 
-/// The words of `old` and `new` that differ, as segments for each side.
-fn word_segments(old: &str, new: &str) -> (Vec<Segment>, Vec<Segment>) {
-    let diff = TextDiff::from_words(old, new);
+/// The words of `old` and `new` that differ, as segments for each side; `None` when the lines
+/// are too long or the deadline has passed (the caller marks the whole lines).
+fn word_segments(old: &str, new: &str, budget: &Budget) -> Option<(Vec<Segment>, Vec<Segment>)> {
+    if old.len() > MAX_WORD_DIFF_LINE || new.len() > MAX_WORD_DIFF_LINE || budget.expired() {
+        return None;
+    }
+    let diff = TextDiff::configure()
+        .deadline(budget.deadline)
+        .diff_words(old, new);
     let (mut left, mut right) = (Vec::new(), Vec::new());
     for change in diff.iter_all_changes() {
         let text = change.value();
@@ -83,15 +123,31 @@ fn word_segments(old: &str, new: &str) -> (Vec<Segment>, Vec<Segment>) {
             ChangeTag::Insert => push_segment(&mut right, text, true),
         }
     }
-    (left, right)
+    Some((left, right))
 }
 
-/// Compares two texts line by line; replaced lines are paired and diffed word by word.
+/// Compares two texts line by line; replaced lines are paired and diffed word by word. Takes
+/// about [`DIFF_DEADLINE`] at most, coarsening the result when it must.
 pub fn side_by_side(old: &str, new: &str) -> SideBySide {
+    side_by_side_within(old, new, DIFF_DEADLINE)
+}
+
+/// [`side_by_side`] with a deadline of `time` from now.
+pub fn side_by_side_within(old: &str, new: &str, time: Duration) -> SideBySide {
+    let mut budget = Budget {
+        deadline: Instant::now() + time,
+        pair_bytes: PAIR_BUDGET_BYTES,
+    };
     let old_lines: Vec<&str> = old.lines().collect();
     let new_lines: Vec<&str> = new.lines().collect();
-    let diff = TextDiff::configure().diff_slices(&old_lines, &new_lines);
-    let mut out = SideBySide::default();
+    let diff = TextDiff::configure()
+        .deadline(budget.deadline)
+        .diff_slices(&old_lines, &new_lines);
+    let mut out = SideBySide {
+        // Past the deadline the line diff settled for a cruder alignment.
+        coarse: budget.expired(),
+        ..SideBySide::default()
+    };
     for op in diff.ops() {
         match *op {
             DiffOp::Equal {
@@ -125,10 +181,9 @@ pub fn side_by_side(old: &str, new: &str) -> SideBySide {
             } => {
                 replaced_rows(
                     &mut out,
-                    &old_lines[old_index..old_index + old_len],
-                    old_index,
-                    &new_lines[new_index..new_index + new_len],
-                    new_index,
+                    &mut budget,
+                    (&old_lines[old_index..old_index + old_len], old_index),
+                    (&new_lines[new_index..new_index + new_len], new_index),
                 );
             }
         }
@@ -142,20 +197,54 @@ const PAIR_RATIO: f32 = 0.5;
 const PAIR_SEARCH_LIMIT: usize = 10_000;
 
 /// A block of old lines replaced by new ones: each old line is paired, in order, with the
-/// following new line that resembles it most; the rest are shown as removed or added.
+/// following new line that resembles it most; the rest are shown as removed or added. Past the
+/// deadline the whole block is shown as removed, then added.
 fn replaced_rows(
     out: &mut SideBySide,
-    old: &[&str],
-    old_start: usize,
-    new: &[&str],
-    new_start: usize,
+    budget: &mut Budget,
+    (old, old_start): (&[&str], usize),
+    (new, new_start): (&[&str], usize),
 ) {
-    let search = old.len() * new.len() <= PAIR_SEARCH_LIMIT;
+    if budget.expired() {
+        out.coarse = true;
+        removed_rows(out, old, 0, old.len(), old_start);
+        added_rows(out, new, 0, new.len(), new_start);
+        return;
+    }
+    let block_bytes = |lines: &[&str]| lines.iter().map(|l| l.len()).sum::<usize>();
+    // Every old line may be compared with every new one: that many bytes in all.
+    let search_bytes = block_bytes(old)
+        .saturating_mul(new.len())
+        .saturating_add(block_bytes(new).saturating_mul(old.len()));
+    let mut search = old.len().saturating_mul(new.len()) <= PAIR_SEARCH_LIMIT
+        && search_bytes <= budget.pair_bytes;
+    if search {
+        budget.pair_bytes -= search_bytes;
+    } else {
+        out.coarse = true;
+    }
+    if old.iter().chain(new).any(|l| l.len() > MAX_WORD_DIFF_LINE) {
+        // Such a line is never compared word by word: it shows whole.
+        out.coarse = true;
+    }
     let mut next_new = 0;
     for (i, old_line) in old.iter().enumerate() {
+        if search && budget.expired() {
+            search = false;
+            out.coarse = true;
+        }
         let partner = if search {
             (next_new..new.len())
-                .map(|j| (j, TextDiff::from_words(*old_line, new[j]).ratio()))
+                .filter(|&j| {
+                    old_line.len() <= MAX_WORD_DIFF_LINE && new[j].len() <= MAX_WORD_DIFF_LINE
+                })
+                .map(|j| {
+                    let ratio = TextDiff::configure()
+                        .deadline(budget.deadline)
+                        .diff_words(*old_line, new[j])
+                        .ratio();
+                    (j, ratio)
+                })
                 .filter(|&(_, ratio)| ratio >= PAIR_RATIO)
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
                 .map(|(j, _)| j)
@@ -167,7 +256,13 @@ fn replaced_rows(
             continue;
         };
         added_rows(out, new, next_new, j - next_new, new_start);
-        let (left, right) = word_segments(old_line, new[j]);
+        let (left, right) = word_segments(old_line, new[j], budget).unwrap_or_else(|| {
+            out.coarse = true;
+            (
+                whole(0, old_line, true).segments,
+                whole(0, new[j], true).segments,
+            )
+        });
         out.changed += 1;
         out.rows.push(DiffRow {
             kind: RowKind::Changed,
@@ -274,5 +369,143 @@ mod tests {
     fn identical_texts_have_only_equal_rows() {
         let d = side_by_side("x\ny", "x\ny");
         assert!(d.rows.iter().all(|r| r.kind == RowKind::Equal));
+    }
+
+    /// Both sides as the rows show them, line by line, checking their numbering.
+    fn sides(d: &SideBySide) -> (Vec<String>, Vec<String>) {
+        let (mut left, mut right) = (Vec::new(), Vec::new());
+        for row in &d.rows {
+            if let Some(line) = &row.left {
+                assert_eq!(line.number, left.len() + 1, "left numbering: {row:?}");
+                left.push(line.text());
+            }
+            if let Some(line) = &row.right {
+                assert_eq!(line.number, right.len() + 1, "right numbering: {row:?}");
+                right.push(line.text());
+            }
+        }
+        (left, right)
+    }
+
+    fn assert_reconstructs(old: &str, new: &str, d: &SideBySide) {
+        let (left, right) = sides(d);
+        assert!(
+            left.iter().map(String::as_str).eq(old.lines()),
+            "left side differs"
+        );
+        assert!(
+            right.iter().map(String::as_str).eq(new.lines()),
+            "right side differs"
+        );
+    }
+
+    #[test]
+    fn small_edits_are_not_coarse() {
+        let d = side_by_side("a\nrun the tests\nc\n", "a\nrun all the tests\nc\nd\n");
+        assert!(!d.coarse, "a small diff is exact: {d:?}");
+    }
+
+    /// Issue 8 #6: two large, wholly different revisions used to spin for minutes.
+    #[test]
+    fn large_different_revisions_finish_coarsened() {
+        let old: String = (0..5_000)
+            .map(|i| format!("old line {i} alpha beta gamma {}\n", i * 7919))
+            .collect();
+        let new: String = (0..5_000)
+            .map(|i| format!("new text {i} delta epsilon {}\n", i * 104_729))
+            .collect();
+        let began = Instant::now();
+        let d = side_by_side(&old, &new);
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "a comparison must not hang: {:?}",
+            began.elapsed()
+        );
+        assert!(
+            d.coarse,
+            "5,000 x 5,000 lines cannot all be searched for partners"
+        );
+        assert_reconstructs(&old, &new, &d);
+        assert_eq!(d.removed + d.changed, 5_000);
+        assert_eq!(d.added + d.changed, 5_000);
+    }
+
+    /// Issue 8 #6: two 1 MiB single lines would be word-diffed without end.
+    #[test]
+    fn huge_single_lines_are_shown_whole() {
+        let old = "alpha ".repeat(180_000);
+        let new = "omega ".repeat(180_000);
+        let began = Instant::now();
+        let d = side_by_side(&old, &new);
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            began.elapsed()
+        );
+        assert!(d.coarse, "a line this long is not diffed word by word");
+        assert_reconstructs(&old, &new, &d);
+        let kinds: Vec<RowKind> = d.rows.iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, [RowKind::Removed, RowKind::Added], "shown whole");
+        let left = d.rows[0].left.as_ref().unwrap();
+        assert_eq!(left.segments.len(), 1, "one segment");
+        assert!(left.segments[0].changed);
+    }
+
+    #[test]
+    fn an_expired_deadline_gives_whole_line_blocks() {
+        let old = "one\ntwo\nthree\n";
+        let new = "one\n2\nthree\nfour\n";
+        let d = side_by_side_within(old, new, Duration::ZERO);
+        assert!(d.coarse);
+        assert_reconstructs(old, new, &d);
+        assert!(
+            d.rows.iter().all(|r| r.kind != RowKind::Changed),
+            "no pairing past the deadline: {d:?}"
+        );
+    }
+
+    use proptest::prelude::*;
+
+    /// Texts drawn from a few lines and words, so that revisions share lines and words often.
+    fn revision() -> impl Strategy<Value = String> {
+        let word = prop_oneof![
+            Just("alpha".to_owned()),
+            Just("beta".to_owned()),
+            Just("gamma".to_owned()),
+            Just("  ".to_owned()),
+            Just("\t".to_owned()),
+            "[a-z]{1,6}",
+            any::<String>(),
+        ];
+        let line = prop::collection::vec(word, 0..8).prop_map(|w| w.join(" "));
+        let ending = prop_oneof![Just("\n"), Just("\r\n"), Just("")];
+        (prop::collection::vec(line, 0..30), ending).prop_map(|(lines, end)| lines.join(end))
+    }
+
+    proptest! {
+        #![proptest_config(crate::text::testing::proptest_config(128))]
+
+        /// Any two revisions: no panic, and the rows give back both sides exactly.
+        #[test]
+        fn prop_diff_rows_reconstruct_both_sides(old in revision(), new in revision()) {
+            let d = side_by_side(&old, &new);
+            assert_reconstructs(&old, &new, &d);
+            let changed = d.rows.iter().filter(|r| r.kind == RowKind::Changed).count();
+            prop_assert_eq!(changed, d.changed);
+        }
+
+        /// Arbitrary text on both sides, and an edit of one side.
+        #[test]
+        fn prop_diff_of_any_strings(old in any::<String>(), new in any::<String>(), cut in any::<prop::sample::Index>()) {
+            let d = side_by_side(&old, &new);
+            assert_reconstructs(&old, &new, &d);
+            let mut edited = old.clone();
+            let at = cut.index(edited.len() + 1);
+            if edited.is_char_boundary(at) {
+                edited.insert_str(at, " inserted\nline ");
+            }
+            let d = side_by_side(&old, &edited);
+            assert_reconstructs(&old, &edited, &d);
+        }
     }
 }

@@ -1,7 +1,12 @@
-//! Plans as a person sees them: rendered to sanitised HTML, and compared side by side.
+//! Plans as a person sees them: rendered to sanitised HTML (with what the rendering would hide
+//! listed, and a source fallback for plans that cannot be rendered), and compared side by side.
 
 pub mod diff;
 pub mod render;
 
-pub use diff::{side_by_side, DiffLine, DiffRow, RowKind, Segment, SideBySide};
-pub use render::render_html;
+pub use diff::{
+    side_by_side, side_by_side_within, DiffLine, DiffRow, RowKind, Segment, SideBySide,
+};
+pub use render::{
+    render, render_html, render_source, Fallback, HiddenContent, HiddenKind, Rendered,
+};

@@ -211,30 +211,20 @@ impl Tool for WriteFile {
     fn execute(&self, ctx: &ToolContext<'_>, args: &Value) -> ToolOutcome {
         let path = path_arg(args);
         let content = args.get("content").and_then(Value::as_str).unwrap_or("");
-        let resolved = match ctx.workspace.resolve_for_write(path) {
-            Ok(resolved) => resolved,
-            Err(err) => return failed(self.name(), &err),
+        // Neither write follows a symbolic link (see `Workspace::write_file`), so a link
+        // planted in the workspace cannot carry a write outside it or out of the plans folder.
+        let written = match self.scope {
+            WriteScope::PlansOnly => ctx.workspace.write_plan_file(path, content.as_bytes()),
+            WriteScope::Workspace => ctx.workspace.write_file(path, content.as_bytes()),
         };
-        if self.scope == WriteScope::PlansOnly {
-            if let Err(err) = ctx.workspace.require_in_plans(&resolved, path) {
-                return ToolOutcome::Failed(format!(
-                    "write_file: {err}; in plan mode only the plans folder can be written"
-                ));
-            }
-        }
-        let written = resolved
-            .parent()
-            .map_or(Ok(()), fs::create_dir_all)
-            .and_then(|()| fs::write(&resolved, content));
         match written {
             Ok(()) => ToolOutcome::Value(json!({"path": path, "bytesWritten": content.len()})),
-            Err(source) => failed(
-                self.name(),
-                &WorkspaceError::Io {
-                    path: path.to_owned(),
-                    source,
-                },
-            ),
+            Err(
+                err @ (WorkspaceError::OutsidePlans { .. } | WorkspaceError::PlansDirLink { .. }),
+            ) => ToolOutcome::Failed(format!(
+                "write_file: {err}; in plan mode only the plans folder can be written"
+            )),
+            Err(err) => failed(self.name(), &err),
         }
     }
 }

@@ -71,6 +71,17 @@ fn problem_text(err: &WorkspaceError, plans_dir: &str, path: &str) -> Option<Str
             format!("Plan file `{path}` is outside the plans folder `{plans_dir}/`. {fix}")
         }
         WorkspaceError::NotAFile { .. } => format!("Plan path `{path}` is not a file. {fix}"),
+        WorkspaceError::NotRegular { kind, .. } => format!(
+            "Plan path `{path}` is a {kind}, not a regular file; it was not read. {fix}"
+        ),
+        WorkspaceError::PlansDirLink { link, .. } => format!(
+            "The plans folder `{plans_dir}/` goes through the symbolic link `{link}`, so plans \
+             cannot be read from it. Ask the user to replace the link with a real folder."
+        ),
+        WorkspaceError::Symlink { link, .. } => format!(
+            "Plan file `{path}` changed while it was read (`{link}` became a symbolic link). \
+             Write the plan again and submit it."
+        ),
         WorkspaceError::TooLarge { size, limit, .. } => format!(
             "Plan file `{path}` is {size} bytes; plans may be at most {limit} bytes (1 MiB). \
              Shorten the plan, keep it in the same file, and submit again."
@@ -83,8 +94,11 @@ fn problem_text(err: &WorkspaceError, plans_dir: &str, path: &str) -> Option<Str
 }
 
 impl SubmitPlan {
+    /// The plan file, read only if the plans folder is a real folder (no link on the way to
+    /// it), the file resolves inside it, and it is a regular file (a FIFO would hang the run).
     fn read_plan(&self, ctx: &ToolContext<'_>, path: &str) -> Result<PlanText, WorkspaceError> {
         let workspace = ctx.workspace;
+        workspace.check_plans_dir()?;
         let resolved = workspace.resolve_existing(path)?;
         workspace.require_in_plans(&resolved, path)?;
         Ok(split_plan(&workspace.read_text(&resolved, path)?))
@@ -246,5 +260,28 @@ mod tests {
                 plan: String::new()
             }
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::text::testing::proptest_config(256))]
+
+        /// Any text: no panic; the title is one trimmed line from a `# ` heading; the plan is
+        /// a piece of the text with no trailing whitespace.
+        #[test]
+        fn prop_split_plan_any_text(
+            text in proptest::prelude::any::<String>(),
+            heading in proptest::prelude::any::<bool>(),
+        ) {
+            let text = if heading { format!("# {text}") } else { text };
+            let PlanText { title, plan } = split_plan(&text);
+            proptest::prop_assert!(!title.contains('\n'), "{title:?}");
+            proptest::prop_assert_eq!(title.trim(), title.as_str());
+            proptest::prop_assert!(text.contains(plan.as_str()));
+            proptest::prop_assert_eq!(plan.trim_end(), plan.as_str());
+            if !title.is_empty() {
+                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                proptest::prop_assert!(first.starts_with("# "), "{first:?}");
+            }
+        }
     }
 }

@@ -9,6 +9,8 @@ mod cli_output;
 mod crash;
 mod determinism;
 mod hostile;
+mod hostile_files;
+mod hostile_providers;
 mod http_server;
 mod keys;
 mod local_models;

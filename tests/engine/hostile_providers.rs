@@ -281,14 +281,12 @@ fn a_key_echoed_mid_answer_is_scrubbed() {
                 path.display()
             );
         }
-        let failed: Vec<Value> = plandesk::Store::open(&fx.data)
-            .unwrap()
-            .events(chunks(&out.stdout)[0]["runId"].as_str().unwrap())
-            .unwrap()
-            .into_iter()
-            .filter(|e| e.kind == "failed")
-            .map(|e| e.data)
-            .collect();
+        let failed: Vec<Value> =
+            crate::support::events(&fx.data, chunks(&out.stdout)[0]["runId"].as_str().unwrap())
+                .into_iter()
+                .filter(|e| e.kind == "failed")
+                .map(|e| e.data)
+                .collect();
         assert_eq!(failed.len(), 1, "{provider}");
         assert!(
             failed[0].to_string().contains("[redacted]"),

@@ -1,5 +1,8 @@
 //! Output for people: chunks as a readable transcript, plans printed in full, listings as
-//! aligned tables, and each time the command that comes next.
+//! aligned tables, and each time the command that comes next. Everything a model, a plan or an
+//! outside agent wrote is untrusted: it passes through `safe` (control characters, escape
+//! sequences and invisible characters shown as visible escapes) before it reaches the terminal,
+//! and ids pasted into suggested commands are shell-quoted.
 
 use std::io::Write;
 
@@ -16,19 +19,24 @@ use plandesk::engine::RunView;
 use plandesk::plan::{RowKind, SideBySide};
 use plandesk::review::{ReviewItem, Revision};
 use plandesk::store::ItemKind;
+use plandesk::text::{self, shell_quote, terminal_safe};
 use plandesk::{Report, RunStatus};
 use serde_json::Value;
+use std::borrow::Cow;
 
+/// Untrusted text, made safe for a terminal.
+fn safe(text: &str) -> Cow<'_, str> {
+    terminal_safe(text)
+}
+
+/// A one-line summary of untrusted text, safe for a terminal.
 fn short(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        format!(
-            "{}…",
-            flat.chars().take(max.saturating_sub(1)).collect::<String>()
-        )
-    } else {
-        flat
-    }
+    terminal_safe(&text::short(text, max)).into_owned()
+}
+
+/// An id or path as an argument of a suggested command.
+fn arg(text: &str) -> Cow<'_, str> {
+    shell_quote(text)
 }
 
 fn age(since: i64) -> String {
@@ -82,35 +90,50 @@ impl StreamPrinter {
         let _ = match &chunk.kind {
             ChunkKind::TextDelta(t) => {
                 self.in_text = true;
-                write!(out, "{}", t.text)
+                write!(out, "{}", safe(&t.text))
             }
             ChunkKind::TextEnd(_) if self.in_text => {
                 self.in_text = false;
                 writeln!(out)
             }
             ChunkKind::ToolCall(call) => {
-                writeln!(out, "→ {} {}", call.tool_name, args_summary(&call.args))
+                writeln!(
+                    out,
+                    "→ {} {}",
+                    safe(&call.tool_name),
+                    args_summary(&call.args)
+                )
             }
             ChunkKind::ToolResult(r) => {
-                writeln!(out, "  ✓ {}: {}", r.tool_name, result_summary(&r.result))
+                writeln!(
+                    out,
+                    "  ✓ {}: {}",
+                    safe(&r.tool_name),
+                    result_summary(&r.result)
+                )
             }
             ChunkKind::ToolError(e) => {
-                writeln!(out, "  ✗ {}: {}", e.tool_name, short(&e.error, 200))
+                writeln!(out, "  ✗ {}: {}", safe(&e.tool_name), short(&e.error, 200))
             }
             ChunkKind::ToolOutputDenied(d) => {
-                writeln!(out, "  ✗ {} declined: {}", d.tool_name, d.reason)
+                writeln!(
+                    out,
+                    "  ✗ {} declined: {}",
+                    safe(&d.tool_name),
+                    short(&d.reason, 200)
+                )
             }
             ChunkKind::ToolCallSuspended(s) => {
-                writeln!(out, "⏸ {} is waiting for your review", s.tool_name)
+                writeln!(out, "⏸ {} is waiting for your review", safe(&s.tool_name))
             }
             ChunkKind::ToolCallApproval(a) => {
-                writeln!(out, "⏸ {} needs your approval", a.tool_name)
+                writeln!(out, "⏸ {} needs your approval", safe(&a.tool_name))
             }
             ChunkKind::Error(e) => writeln!(
                 std::io::stderr(),
                 "error [{}]: {}",
-                e.error.code,
-                e.error.message
+                safe(&e.error.code),
+                safe(&e.error.message)
             ),
             _ => Ok(()),
         };
@@ -122,7 +145,7 @@ impl StreamPrinter {
         if self.json {
             return;
         }
-        let run = &report.run_id;
+        let run = arg(&report.run_id);
         match report.status {
             RunStatus::Suspended => {
                 if let Some(item) = &report.pending {
@@ -148,8 +171,8 @@ fn args_summary(args: &Value) -> String {
         args.get("path").and_then(Value::as_str),
         args.get("content").and_then(Value::as_str),
     ) {
-        (Some(path), Some(content)) => format!("{path} ({} bytes)", content.len()),
-        (Some(path), None) => path.to_owned(),
+        (Some(path), Some(content)) => format!("{} ({} bytes)", short(path, 120), content.len()),
+        (Some(path), None) => short(path, 160),
         _ => short(&args.to_string(), 160),
     }
 }
@@ -171,26 +194,26 @@ fn result_summary(result: &Value) -> String {
 }
 
 fn pending_detail(item: &ReviewItem) {
-    let run = &item.run_id;
-    let call = &item.tool_call_id;
+    let run = arg(&item.run_id);
+    let call = arg(&item.tool_call_id);
+    let rule = "─".repeat(72);
     match (&item.kind, &item.revision) {
         (ItemKind::Plan, Some(rev)) => {
-            let rule = "─".repeat(72);
             say!("{rule}");
             let title = if rev.title.is_empty() {
                 "(untitled plan)"
             } else {
                 rev.title.as_str()
             };
-            say!("PLAN  {title}");
+            say!("PLAN  {}", safe(title));
             say!(
                 "      {}  ·  revision {}  ·  {}",
-                rev.path,
+                safe(&rev.path),
                 rev.revision_no,
                 &rev.sha256[..12]
             );
             say!("{rule}");
-            say!("{}", rev.body);
+            say!("{}", safe(&rev.body));
             say!("{rule}");
             say!(
                 "Approve: plandesk approve {run} --revision {}",
@@ -203,14 +226,21 @@ fn pending_detail(item: &ReviewItem) {
             say!("         (without --feedback the run waits for your next message)");
         }
         _ => {
-            say!("APPROVAL  {} {}", item.tool_name, args_summary(&item.args));
-            if let Some(content) = item.args.get("content").and_then(Value::as_str) {
-                for line in content.lines().take(20) {
-                    say!("  │ {line}");
+            say!(
+                "APPROVAL  {} {}",
+                safe(&item.tool_name),
+                args_summary(&item.args)
+            );
+            // What is approved is shown whole: every line of it, numbered.
+            match item.args.get("content").and_then(Value::as_str) {
+                Some(content) => {
+                    say!("{rule}");
+                    for (number, line) in content.lines().enumerate() {
+                        say!("{:>5} │ {}", number + 1, safe(line));
+                    }
+                    say!("{rule}");
                 }
-                if content.lines().count() > 20 {
-                    say!("  │ …");
-                }
+                None => say!("{}", safe(&item.args.to_string())),
             }
             say!("Approve: plandesk approve {run} --tool-call-id {call}");
             say!("Decline: plandesk reject {run} --tool-call-id {call} --feedback \"why\"");
@@ -250,7 +280,7 @@ pub fn pending(items: &[ReviewItem]) {
         say!(
             "{:<10} {:<18} {:<9} {:<5} {}",
             age(item.since),
-            item.run_id,
+            safe(&item.run_id),
             kind,
             rev,
             short(&what, 60)
@@ -277,9 +307,9 @@ pub fn runs(items: &[RunView]) {
         let model = run.model.split('/').next_back().unwrap_or(&run.model);
         say!(
             "{:<18} {:<10} {:<6} {:<10} {:<12} {}",
-            run.id,
+            safe(&run.id),
             run.status,
-            run.mode,
+            safe(&run.mode),
             short(model, 10),
             age(run.updated_at),
             short(&run.prompt, 50)
@@ -295,7 +325,7 @@ pub fn history(revisions: &[Revision]) {
     let mut last_run = "";
     for rev in revisions {
         if rev.run_id != last_run {
-            say!("run {}", rev.run_id);
+            say!("run {}", safe(&rev.run_id));
             last_run = &rev.run_id;
         }
         let decision = match &rev.decision {
@@ -310,7 +340,7 @@ pub fn history(revisions: &[Revision]) {
             rev.id,
             rev.revision_no,
             &rev.sha256[..12],
-            rev.path,
+            safe(&rev.path),
             short(
                 if rev.title.is_empty() {
                     "(untitled)"
@@ -331,12 +361,12 @@ pub fn revision(rev: &Revision) {
     } else {
         rev.title.as_str()
     };
-    say!("{title}");
+    say!("{}", safe(title));
     say!(
         "{} · revision {} · run {} · sha256 {}",
-        rev.path,
+        safe(&rev.path),
         rev.revision_no,
-        rev.run_id,
+        safe(&rev.run_id),
         rev.sha256
     );
     match &rev.decision {
@@ -345,13 +375,13 @@ pub fn revision(rev: &Revision) {
             d.action,
             d.feedback
                 .as_deref()
-                .map(|f| format!(" — \"{f}\""))
+                .map(|f| format!(" — \"{}\"", safe(f)))
                 .unwrap_or_default()
         ),
         None => say!("decision: {}", rev.status.as_str()),
     }
     say!();
-    say!("{}", rev.body);
+    say!("{}", safe(&rev.body));
 }
 
 pub fn diff(a: &Revision, b: &Revision, diff: &SideBySide) {
@@ -384,6 +414,9 @@ pub fn diff(a: &Revision, b: &Revision, diff: &SideBySide) {
         diff.removed,
         diff.changed
     );
+    if diff.coarse {
+        say!("(a large change: compared line by line, without marking words)\n");
+    }
     let cell = |line: &Option<plandesk::plan::DiffLine>, removed: bool| -> (String, String) {
         match line {
             None => (String::new(), String::new()),
@@ -392,9 +425,9 @@ pub fn diff(a: &Revision, b: &Revision, diff: &SideBySide) {
                     .segments
                     .iter()
                     .map(|s| match (s.changed, removed) {
-                        (false, _) => s.text.clone(),
-                        (true, true) => format!("[-{}-]", s.text),
-                        (true, false) => format!("{{+{}+}}", s.text),
+                        (false, _) => safe(&s.text).into_owned(),
+                        (true, true) => format!("[-{}-]", safe(&s.text)),
+                        (true, false) => format!("{{+{}+}}", safe(&s.text)),
                     })
                     .collect();
                 (l.number.to_string(), text)

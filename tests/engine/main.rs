@@ -5,6 +5,8 @@
 mod support;
 
 mod approval;
+mod call_ids;
+mod claims;
 mod cli_output;
 mod crash;
 mod determinism;
@@ -19,3 +21,4 @@ mod providers;
 mod refusals;
 mod store;
 mod suspensions;
+mod terminal;

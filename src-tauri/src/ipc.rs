@@ -218,6 +218,12 @@ pub struct RevisionView {
     pub summary: RevisionSummary,
     pub html: String,
     pub markdown: String,
+    /// The source view: `markdown` escaped, invisible characters marked.
+    pub source_html: String,
+    pub fallback: Option<plandesk::plan::render::Fallback>,
+    /// What the agent gets that the rendered view hides (the UI flags the plan).
+    pub hidden: Vec<plandesk::plan::render::HiddenContent>,
+    pub hidden_omitted: usize,
     /// How many revisions this plan thread has so far.
     pub revisions_in_thread: i64,
 }
@@ -228,6 +234,10 @@ impl From<plandesk::review::RevisionView> for RevisionView {
             summary: (&view.revision).into(),
             html: view.html,
             markdown: view.markdown,
+            source_html: view.source_html,
+            fallback: view.fallback,
+            hidden: view.hidden,
+            hidden_omitted: view.hidden_omitted,
             revisions_in_thread: view.revisions_in_thread,
         }
     }

@@ -286,11 +286,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             if json {
                 let mut value = serde_json::to_value(&view.revision)?;
                 value["html"] = view.html.into();
+                value["hidden"] = serde_json::to_value(&view.hidden)?;
+                value["fallback"] = serde_json::to_value(&view.fallback)?;
                 println!("{value}");
             } else if html {
                 println!("{}", view.html);
             } else {
-                print::revision(&view.revision);
+                print::revision(&view);
             }
             return Ok(ExitCode::SUCCESS);
         }

@@ -17,7 +17,7 @@ use plandesk::chunk::{Chunk, ChunkKind};
 use plandesk::clock::{Clock, SystemClock};
 use plandesk::engine::RunView;
 use plandesk::plan::{RowKind, SideBySide};
-use plandesk::review::{ReviewItem, Revision};
+use plandesk::review::{ReviewItem, Revision, RevisionView};
 use plandesk::store::ItemKind;
 use plandesk::text::{self, shell_quote, terminal_safe};
 use plandesk::{Report, RunStatus};
@@ -355,7 +355,10 @@ pub fn history(revisions: &[Revision]) {
     say!("\nShow one with `plandesk show ID`; compare two with `plandesk diff ID ID`.");
 }
 
-pub fn revision(rev: &Revision) {
+/// A revision as the agent reads it (the whole source, made safe for the terminal), with a
+/// note on anything a rendered view would not show.
+pub fn revision(view: &RevisionView) {
+    let rev = &view.revision;
     let title = if rev.title.is_empty() {
         "(untitled plan)"
     } else {
@@ -379,6 +382,21 @@ pub fn revision(rev: &Revision) {
                 .unwrap_or_default()
         ),
         None => say!("decision: {}", rev.status.as_str()),
+    }
+    let hidden = view.hidden.len() + view.hidden_omitted;
+    if hidden > 0 {
+        say!("note: {hidden} thing(s) in this plan would not show in a rendered view:");
+        for finding in &view.hidden {
+            say!(
+                "  line {}: {} — {}",
+                finding.line,
+                safe(&finding.detail),
+                short(&finding.excerpt, 80)
+            );
+        }
+        if view.hidden_omitted > 0 {
+            say!("  … and {} more", view.hidden_omitted);
+        }
     }
     say!();
     say!("{}", safe(&rev.body));

@@ -251,8 +251,13 @@ impl Review {
 /// the exact text the agent acts on.
 pub fn view_of(revision: Revision, revisions_in_thread: i64) -> RevisionView {
     let markdown = revision.markdown();
+    let rendered = plan::render(&markdown);
     RevisionView {
-        html: plan::render_html(&markdown),
+        html: rendered.html,
+        source_html: plan::render::render_source(&markdown),
+        fallback: rendered.fallback,
+        hidden: rendered.hidden,
+        hidden_omitted: rendered.hidden_omitted,
         markdown,
         revision,
         revisions_in_thread,

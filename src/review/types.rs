@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::clock::Millis;
+use crate::plan::render::{Fallback, HiddenContent};
 use crate::plan::SideBySide;
 use crate::store::{Action, DecisionRow, ItemKind, ItemRow, RevisionRow, Source};
 
@@ -181,16 +182,26 @@ pub struct HistoryFilter {
     pub query: Option<String>,
 }
 
-/// A revision as a person reviews it: rendered, with its source and its thread's length.
+/// A revision as a person reviews it: rendered, beside its exact source, with what the
+/// rendering would hide and its thread's length.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionView {
     #[serde(flatten)]
     pub revision: Revision,
-    /// Sanitised HTML of the whole plan (title heading and body).
+    /// Sanitised HTML of the whole plan (title heading and body), or its source when it could
+    /// not be rendered (see `fallback`).
     pub html: String,
     /// Exactly the text the agent acts on.
     pub markdown: String,
+    /// `markdown` as HTML for a source view, every invisible character marked.
+    pub source_html: String,
+    /// Why the plan is shown as source instead of rendered, if it is.
+    pub fallback: Option<Fallback>,
+    /// What the agent receives that the rendered view hides or changes (line numbers count the
+    /// lines of `markdown`). A host flags the plan and offers the source view when not empty.
+    pub hidden: Vec<HiddenContent>,
+    pub hidden_omitted: usize,
     pub revisions_in_thread: i64,
 }
 

@@ -46,3 +46,10 @@ export function shorten(text, max) {
   const flat = String(text ?? '').replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
+
+export const $ = (id) => document.getElementById(id);
+
+/** A centred message for a view with nothing to show yet, with an optional action. */
+export function emptyState(title, text, action) {
+  return h('div', { class: 'empty' }, h('h2', {}, title), h('p', {}, text), action || '');
+}

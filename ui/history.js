@@ -1,0 +1,56 @@
+// History: every revision of every plan, filtered by status and searched by title and text; and
+// one revision on its own.
+import { call } from './api.js';
+import { h, clear, when, badge, shorten, emptyState } from './dom.js';
+import { showError } from './banner.js';
+import { go, register, setView, viewEl } from './nav.js';
+import { planArticle } from './plan.js';
+
+async function showHistory(filter = { status: 'all', query: '' }) {
+  setView({ name: 'history' });
+  const status = h('select', { id: 'history-status', 'aria-label': 'Status' },
+    ['all', 'pending', 'approved', 'rejected', 'superseded'].map((s) => h('option', { value: s, selected: s === filter.status }, s === 'all' ? 'All revisions' : s)));
+  const query = h('input', { id: 'history-query', type: 'search', value: filter.query, placeholder: 'Search titles and plan text', 'aria-label': 'Search' });
+  const rows = h('div', { class: 'rows', id: 'history-rows' });
+  const load = async () => {
+    try {
+      const list = await call('history', { filter: { status: status.value, query: query.value } });
+      clear(rows);
+      if (!list.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
+      for (const r of list) {
+        rows.append(h('button', { class: 'row-item', type: 'button', onclick: () => showRevision(r.id) },
+          h('span', { class: 'title' }, h('strong', {}, r.title || 'Untitled plan'), ` · revision ${r.revisionNo}`),
+          badge(r.status),
+          h('span', { class: 'meta-line' }, h('span', {}, r.path), h('span', {}, when(r.submittedAt)), h('span', {}, shorten(r.prompt, 60))),
+          r.feedback ? h('span', { class: 'feedback-quote' }, `“${r.feedback}”`) : ''));
+      }
+    } catch (e) { showError(e); }
+  };
+  status.addEventListener('change', load);
+  let timer;
+  query.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(load, 150); });
+  clear(viewEl()).append(h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'History'),
+    h('div', { class: 'meta-line' }, 'Every plan revision, never overwritten, with what you decided.'))),
+  h('div', { class: 'filters' }, query, status), rows);
+  await load();
+}
+
+async function showRevision(id) {
+  let revision;
+  try { revision = await call('revision', { id }); } catch (e) { showError(e); return; }
+  setView({ name: 'revision', runId: revision.runId });
+  const body = planArticle(revision, {});
+  clear(viewEl()).append(
+    h('div', { class: 'page-head' }, h('div', {},
+      h('h1', {}, revision.title || 'Untitled plan'),
+      h('div', { class: 'meta-line' }, badge(revision.status), h('span', {}, revision.path),
+        h('span', {}, `Revision ${revision.revisionNo} of ${revision.revisionsInThread}`), h('span', {}, when(revision.submittedAt)))),
+    h('div', { class: 'actions' },
+      revision.revisionsInThread > 1 ? h('button', { type: 'button', onclick: () => go('compare', revision.id, null) }, 'Compare revisions') : '',
+      h('button', { type: 'button', onclick: () => go('run', revision.runId) }, 'Open the run'))),
+    revision.feedback ? h('div', { class: 'between' }, h('div', { class: 'fb' }, h('strong', {}, 'Feedback: '), revision.feedback)) : '',
+    h('section', { class: 'review' }, body));
+}
+
+register('history', showHistory);
+register('revision', showRevision);

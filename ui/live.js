@@ -1,0 +1,88 @@
+// Live streams: a run's channel, and what its chunks and its end do to the screen. Chunks that
+// arrive before the run's view is built are kept, in order, in the stream's transcript.
+import { call, runChannel } from './api.js';
+import { h, clear } from './dom.js';
+import { Transcript } from './transcript.js';
+import { state } from './state.js';
+import { markChunk, markSuspended } from './metrics.js';
+import { showError, hideBanner } from './banner.js';
+import { go } from './nav.js';
+import { setInbox } from './sidebar.js';
+
+/** A live stream's state: its transcript, whether it still runs, and how it stands. */
+export function newLive() {
+  const live = { transcript: new Transcript(), running: true, status: 'running', runId: null };
+  live.channel = runChannel((event) => onRunEvent(live, event));
+  return live;
+}
+
+function onRunEvent(live, event) {
+  if (event.event === 'chunk') {
+    const chunk = event.data;
+    live.runId = chunk.runId;
+    live.transcript.chunk(chunk);
+    if (chunk.type === 'start') {
+      live.started = true;
+      if (state.view && state.view.runId === chunk.runId) go('run', chunk.runId, { live });
+    }
+    if (chunk.type === 'tool-call-suspended' || chunk.type === 'tool-call-approval') {
+      // The stream ends right after this; the review is built once, when it has.
+      markSuspended();
+      live.status = 'suspended';
+    }
+    if (chunk.type === 'error') {
+      live.error = chunk.payload.error;
+    }
+    markChunk();
+    updateStatus(live);
+    return;
+  }
+  live.running = false;
+  if (event.event === 'ended') {
+    live.status = event.data.status;
+    if (event.data.error) live.error = event.data.error;
+  } else if (event.event === 'refused') {
+    // E.g. another process is driving this run right now: say so; the run itself is unchanged.
+    live.status = 'failed';
+    live.error = event.data;
+    showError(event.data);
+  } else if (event.event === 'cancelled') {
+    live.status = 'cancelled';
+  }
+  updateStatus(live);
+  const runId = live.runId || (event.data && event.data.runId);
+  const shown = state.view && state.view.runId === runId ? go('run', runId, { live, keepScroll: true }) : Promise.resolve();
+  // The inbox watcher notices too, within a poll; this keeps the sidebar in step at once.
+  shown.then(() => call('inbox')).then(setInbox).catch(showError);
+}
+
+/** The line under a streaming run: working, or waiting for you. */
+export function updateStatus(live) {
+  const el = document.querySelector('.run-status');
+  if (!el || !state.view || state.view.runId !== live.runId) return;
+  clear(el);
+  if (live.running) el.append(h('span', { class: 'spinner' }), live.status === 'suspended' ? 'Waiting for you' : 'Working…');
+}
+
+/**
+ * Carries a run on (a decision, a message, a retry): the stored transcript is laid down first,
+ * then `invoke(channel)` starts the continuation, whose chunks append below it in order.
+ * Returns the error that stopped it, or null.
+ */
+export async function follow(runId, invoke, { said } = {}) {
+  hideBanner();
+  const live = newLive();
+  live.runId = runId;
+  try {
+    const detail = await call('run_detail', { runId });
+    live.transcript.load(detail.transcript);
+    if (said) live.transcript.user(said);
+    await invoke(live.channel);
+  } catch (e) {
+    showError(e);
+    return e;
+  }
+  state.live.set(runId, live);
+  await go('run', runId, { live });
+  return null;
+}

@@ -1,0 +1,35 @@
+// Timings the app benchmark reads (tests/e2e/bench.mjs, as window.__plandesk.metrics). Views only
+// mark moments; what is measured, and how, lives here.
+export const metrics = {};
+
+/** The first view is on screen and answers input. */
+export function markInteractive() {
+  metrics.interactiveAt = performance.now();
+}
+
+/** A run suspended on a plan or approval (its stream ends right after). */
+export function markSuspended() {
+  metrics.suspendedAt = performance.now();
+}
+
+/** The plan to review is in the document: how long since the run suspended. */
+export function markPlanRendered() {
+  metrics.planRenderedAt = performance.now();
+  if (metrics.suspendedAt) {
+    metrics.suspendToRendered = metrics.planRenderedAt - metrics.suspendedAt;
+    metrics.suspendedAt = null;
+  }
+}
+
+/** A decision is about to be sent; the next chunk measures how soon the run answered. */
+export function markDecisionSent() {
+  metrics.awaitFirstChunk = performance.now();
+}
+
+/** A chunk arrived on a live stream. */
+export function markChunk() {
+  if (metrics.awaitFirstChunk) {
+    metrics.firstResumedChunk = performance.now() - metrics.awaitFirstChunk;
+    metrics.awaitFirstChunk = null;
+  }
+}

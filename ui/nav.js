@@ -1,0 +1,34 @@
+// Navigation. Each view module registers how to open it under a name; anything opens a view with
+// go(name, ...args), so view modules never import one another. setView records the view on
+// screen (state.view), tells the backend which run is being looked at, and tells watchers.
+import { call } from './api.js';
+import { $ } from './dom.js';
+import { state } from './state.js';
+
+const views = new Map(); // name -> open(...args)
+const watchers = [];
+
+export function register(name, open) {
+  views.set(name, open);
+}
+
+/** Opens the view registered as `name`; returns what opening it returns (often a promise). */
+export function go(name, ...args) {
+  const open = views.get(name);
+  if (!open) throw new Error(`no view named ${name}`);
+  return open(...args);
+}
+
+export function setView(next) {
+  state.view = next;
+  call('set_viewing', { runId: next.runId || null }).catch(() => {});
+  for (const watch of watchers) watch(next);
+}
+
+/** Calls `watch(view)` whenever the view on screen changes. */
+export function onViewChange(watch) {
+  watchers.push(watch);
+}
+
+/** The element views draw into. */
+export const viewEl = () => $('view');

@@ -1,0 +1,75 @@
+// What waits for a decision in a run: a plan to review (approve, or reject with feedback) or a
+// tool call to approve (approve, or decline with a reason). A decision carries the run on.
+import { call } from './api.js';
+import { $, h, clear, age, when } from './dom.js';
+import { markDecisionSent, markPlanRendered } from './metrics.js';
+import { go } from './nav.js';
+import { follow } from './live.js';
+import { planArticle } from './plan.js';
+
+/** Fills `slot` with the review of a pending item (`run_detail`'s `pending`). */
+export async function renderPending(item, slot) {
+  if (item.kind === 'plan') return renderPlanReview(item, slot);
+  return renderApproval(item, slot);
+}
+
+async function renderPlanReview(item, slot) {
+  const revision = await call('revision', { id: item.revisionId });
+  const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder: 'What should change? Leave empty to tell it in your next message.', 'aria-label': 'Feedback' });
+  const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, '') }, 'Approve', h('kbd', {}, 'a'));
+  const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, revision, false, feedback.value) }, 'Reject', h('kbd', {}, 'r'));
+  const compare = revision.revisionNo > 1
+    ? h('button', { id: 'compare', type: 'button', onclick: () => go('compare', revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
+    : '';
+  const body = planArticle(revision, { id: 'plan' });
+  const card = h('section', { class: 'review', 'aria-label': 'Plan to review', dataset: { sha: revision.sha256 } },
+    h('div', { class: 'review-head' },
+      h('div', {},
+        h('h2', { id: 'plan-title' }, revision.title || 'Untitled plan'),
+        h('div', { class: 'meta-line' }, h('span', { id: 'plan-path' }, revision.path),
+          h('span', { id: 'plan-revision' }, `Revision ${revision.revisionNo}`),
+          h('span', { title: when(revision.submittedAt) }, age(revision.submittedAt)))),
+      compare),
+    body,
+    h('div', { class: 'review-foot' }, feedback, h('div', { class: 'actions' }, approve, reject,
+      h('span', { class: 'hint' }, 'Ctrl+Enter in the box rejects with your feedback.'))));
+  clear(slot).append(card);
+  markPlanRendered();
+}
+
+function renderApproval(item, slot) {
+  const reason = h('textarea', { id: 'feedback', rows: '2', placeholder: 'Why not? (optional, the model sees it)', 'aria-label': 'Reason' });
+  const args = item.args || {};
+  const preview = typeof args.content === 'string'
+    ? h('pre', { class: 'approval-content' }, args.content)
+    : h('pre', {}, JSON.stringify(args, null, 2));
+  const card = h('section', { class: 'review', 'aria-label': 'Tool call to approve' },
+    h('div', { class: 'review-head' }, h('div', {},
+      h('h2', {}, `${item.toolName} wants to run`),
+      h('div', { class: 'meta-line' }, args.path ? h('span', {}, args.path) : '', h('span', {}, age(item.since))))),
+    h('div', { class: 'review-body tool' }, preview),
+    h('div', { class: 'review-foot' }, reason, h('div', { class: 'actions' },
+      h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, null, true, '') }, 'Approve', h('kbd', {}, 'a')),
+      h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, null, false, reason.value) }, 'Decline', h('kbd', {}, 'r')))));
+  clear(slot).append(card);
+}
+
+async function decide(item, revision, approve, feedback) {
+  const buttons = document.querySelectorAll('#approve, #reject');
+  buttons.forEach((b) => { b.disabled = true; });
+  const text = feedback && feedback.trim() ? feedback.trim() : null;
+  const error = await follow(item.runId, (channel) => {
+    markDecisionSent();
+    return call('decide', {
+      request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: text, revision: revision ? revision.sha256 : null },
+      onEvent: channel,
+    });
+  });
+  if (error) {
+    buttons.forEach((b) => { b.disabled = false; });
+    if (error.code === 'stale-revision') go('run', item.runId);
+    return;
+  }
+  // Rejected without feedback: the run waits for the person's next message.
+  if (!approve && !text && item.kind === 'plan') $('message')?.focus();
+}

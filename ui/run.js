@@ -1,0 +1,109 @@
+// The run view: a run's transcript (live while it streams), what waits for a decision, and what
+// can happen next: a message, a retry after a failed model call, or Continue after the process
+// driving it stopped.
+import { call } from './api.js';
+import { h, clear, age, when, badge, shorten } from './dom.js';
+import { Transcript } from './transcript.js';
+import { state } from './state.js';
+import { showError } from './banner.js';
+import { register, setView, viewEl } from './nav.js';
+import { follow, updateStatus } from './live.js';
+import { renderPending } from './review.js';
+
+async function openRun(runId, { live, keepScroll } = {}) {
+  const scroll = viewEl().scrollTop;
+  let detail;
+  try {
+    detail = await call('run_detail', { runId });
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  live = live || state.live.get(runId);
+  const pendingKey = detail.pending.map((i) => `${i.toolCallId}:${i.sha256}`).join();
+  setView({ name: 'run', runId, pendingKey });
+  let transcript;
+  if (live) {
+    transcript = live.transcript;
+    if (!live.running) {
+      // The stream is over: the stored transcript is the truth from here on.
+      transcript = new Transcript();
+      transcript.load(detail.transcript);
+      state.live.delete(runId);
+    }
+  } else {
+    transcript = new Transcript();
+    transcript.load(detail.transcript);
+  }
+  const run = detail.run;
+  const streaming = Boolean(live && live.running);
+  const cancel = streaming
+    ? h('button', { type: 'button', onclick: () => call('cancel_run', { runId }).catch(showError) }, 'Stop')
+    : '';
+  const head = h('div', { class: 'page-head' },
+    h('div', {},
+      h('h1', {}, shorten(run.prompt, 140)),
+      h('div', { class: 'meta-line' }, badge(streaming ? 'running' : run.status),
+        h('span', {}, run.model), h('span', {}, run.workspace), h('span', { title: when(run.createdAt) }, `started ${age(run.createdAt)}`))),
+    cancel);
+  const status = h('div', { class: 'run-status', 'aria-live': 'polite' });
+  const review = h('div', { id: 'review-slot' });
+  const footer = h('div', { id: 'run-footer' });
+  const reviewing = detail.pending.length > 0 && !streaming;
+  if (reviewing) {
+    // The plan is what the person came for: it comes first, the way there folded below it.
+    const steps = transcript.el.children.length;
+    const fold = h('details', { class: 'transcript-fold' }, h('summary', {}, `How the agent got here (${steps} steps)`), transcript.el);
+    clear(viewEl()).append(head, review, fold, status, footer);
+  } else {
+    clear(viewEl()).append(head, transcript.el, status, review, footer);
+  }
+  if (live) { live.runId = runId; updateStatus(live); }
+  if (detail.pending.length) {
+    await renderPending(detail.pending[0], review);
+  } else if (!streaming) {
+    renderFooter(detail, footer);
+  }
+  if (detail.error && !streaming) {
+    showError(`The model failed: ${detail.error.message}`, { label: 'Retry', run: () => retryRun(runId) });
+  }
+  if (keepScroll) viewEl().scrollTop = scroll;
+}
+
+/** Below a run that is not streaming: Retry or Continue, a note, or the message box. */
+function renderFooter(detail, footer) {
+  const run = detail.run;
+  if (run.status === 'failed' || detail.interrupted) {
+    // Interrupted: its process stopped mid-step, or after a decision was recorded but before the
+    // run went on. Either way it carries on from its last saved state.
+    const note = detail.interrupted
+      ? h('p', { class: 'hint', id: 'interrupted' }, 'This run stopped before it finished (its process ended). Continue it from where it was.')
+      : '';
+    footer.append(h('div', { class: 'actions' }, note,
+      h('button', { id: 'retry', class: 'primary', type: 'button', onclick: () => retryRun(run.id) }, run.status === 'failed' ? 'Retry' : 'Continue')));
+    return;
+  }
+  if (run.status === 'running' || run.status === 'suspended') {
+    footer.append(h('p', { class: 'hint' }, run.status === 'running' ? 'Another Plandesk process is running this right now.' : 'Waiting for a decision.'));
+    return;
+  }
+  const feedbackWait = detail.waiting === 'feedback';
+  const box = h('textarea', { id: 'message', rows: '3', 'aria-label': 'Your next message',
+    placeholder: feedbackWait ? 'The plan was sent back: tell the agent what to change.' : 'Send the agent another message.' });
+  const send = h('button', { id: 'send', class: 'primary', type: 'button', onclick: () => sendMessage(run.id, box.value) }, 'Send', h('kbd', {}, 'Ctrl+Enter'));
+  footer.append(h('div', { class: 'card form' },
+    h('label', {}, feedbackWait ? 'Waiting for your instructions' : 'Message', box), h('div', { class: 'actions' }, send)));
+  if (feedbackWait) box.focus();
+}
+
+async function sendMessage(runId, text) {
+  if (!text.trim()) return;
+  await follow(runId, (channel) => call('send_message', { runId, text, onEvent: channel }), { said: text.trim() });
+}
+
+/** Calls the model again (a failed run) or carries an interrupted run on; the error, or null. */
+function retryRun(runId) {
+  return follow(runId, (channel) => call('retry_run', { runId, onEvent: channel }));
+}
+
+register('run', openRun);

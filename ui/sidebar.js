@@ -1,0 +1,95 @@
+// The sidebar: the inbox (every plan and approval waiting for a decision, across runs, newest
+// first) and the runs list. The window title carries the inbox count.
+import { call } from './api.js';
+import { $, h, clear, age, when, badge, shorten } from './dom.js';
+import { state } from './state.js';
+import { showError } from './banner.js';
+import { go, onViewChange } from './nav.js';
+
+export function renderInbox() {
+  const list = clear($('inbox'));
+  const count = state.inbox.length;
+  $('inbox-count').textContent = String(count);
+  if (count) delete $('inbox-count').dataset.zero; else $('inbox-count').dataset.zero = '';
+  $('inbox-empty').hidden = count > 0;
+  document.title = count ? `Plandesk — ${count} waiting` : 'Plandesk';
+  state.inbox.forEach((item, index) => {
+    const title = item.kind === 'plan'
+      ? (item.title || 'Untitled plan')
+      : `${item.toolName} ${item.args && item.args.path ? item.args.path : ''}`;
+    const kind = item.kind === 'plan' ? `Plan · rev ${item.revisionNo}` : 'Approval';
+    const li = h('li', {
+      role: 'option',
+      id: `inbox-${index}`,
+      'aria-selected': String(index === state.selected),
+      dataset: { runId: item.runId, toolCallId: item.toolCallId },
+      onclick: () => { state.selected = index; openInboxItem(item); },
+    },
+    h('span', { class: 'title' }, title),
+    h('span', { class: 'meta' }, h('span', {}, kind), h('span', { title: when(item.since) }, age(item.since)),
+      h('span', {}, shorten(item.prompt, 40))));
+    list.append(li);
+  });
+}
+
+function openInboxItem(item) {
+  renderInbox();
+  go('run', item.runId);
+}
+
+export function renderRuns() {
+  const list = clear($('runs'));
+  for (const run of state.runs.slice(0, 60)) {
+    const current = state.view && state.view.runId === run.id;
+    list.append(h('li', {
+      class: current ? 'current' : '',
+      dataset: { runId: run.id },
+      onclick: () => go('run', run.id),
+    },
+    h('span', { class: 'title' }, shorten(run.prompt, 60)),
+    h('span', { class: 'meta' }, badge(run.status), h('span', {}, age(run.updatedAt)), h('span', {}, run.model))));
+  }
+}
+
+export async function refreshRuns() {
+  try {
+    state.runs = await call('runs');
+    renderRuns();
+  } catch (e) { showError(e); }
+}
+
+/** A new inbox (from the watcher or after a stream ended): keeps the highlighted item if it is still there. */
+export function setInbox(items) {
+  const before = state.inbox[state.selected];
+  state.inbox = items;
+  const keep = before ? items.findIndex((i) => i.runId === before.runId && i.toolCallId === before.toolCallId) : -1;
+  state.selected = keep >= 0 ? keep : Math.min(state.selected, items.length - 1);
+  renderInbox();
+  refreshRuns();
+  // A run on screen whose pending item changed (e.g. a revised plan from another process).
+  const view = state.view;
+  if (view && view.name === 'run' && !state.live.get(view.runId)?.running) {
+    const mine = items.filter((i) => i.runId === view.runId).map((i) => `${i.toolCallId}:${i.sha256}`).join();
+    if (mine !== view.pendingKey) go('run', view.runId, { keepScroll: true });
+  }
+}
+
+/** j/k: highlights the next or previous inbox item and opens its run. */
+export function moveSelection(step) {
+  if (!state.inbox.length) return;
+  state.selected = Math.max(0, Math.min(state.inbox.length - 1, state.selected + step));
+  const item = state.inbox[state.selected];
+  renderInbox();
+  $(`inbox-${state.selected}`)?.scrollIntoView({ block: 'nearest' });
+  go('run', item.runId);
+}
+
+/** Opens the run of a pending call (a notification was clicked), highlighting it in the inbox. */
+export function openPending(target) {
+  const index = state.inbox.findIndex((i) => i.runId === target.runId && i.toolCallId === target.toolCallId);
+  if (index >= 0) state.selected = index;
+  renderInbox();
+  go('run', target.runId);
+}
+
+onViewChange(renderRuns);

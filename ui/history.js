@@ -1,10 +1,10 @@
 // History: every revision of every plan, filtered by status and searched by title and text; and
-// one revision on its own.
+// one revision on its own (rendered or source, with what the rendering hides).
 import { call } from './api.js';
 import { h, clear, when, badge, shorten, emptyState } from './dom.js';
 import { showError } from './banner.js';
 import { go, register, setView, viewEl } from './nav.js';
-import { planArticle } from './plan.js';
+import { planView } from './plan.js';
 
 async function showHistory(filter = { status: 'all', query: '' }) {
   setView({ name: 'history' });
@@ -39,7 +39,7 @@ async function showRevision(id) {
   let revision;
   try { revision = await call('revision', { id }); } catch (e) { showError(e); return; }
   setView({ name: 'revision', runId: revision.runId });
-  const body = planArticle(revision, {});
+  const plan = planView(revision, {});
   clear(viewEl()).append(
     h('div', { class: 'page-head' }, h('div', {},
       h('h1', {}, revision.title || 'Untitled plan'),
@@ -49,7 +49,8 @@ async function showRevision(id) {
       revision.revisionsInThread > 1 ? h('button', { type: 'button', onclick: () => go('compare', revision.id, null) }, 'Compare revisions') : '',
       h('button', { type: 'button', onclick: () => go('run', revision.runId) }, 'Open the run'))),
     revision.feedback ? h('div', { class: 'between' }, h('div', { class: 'fb' }, h('strong', {}, 'Feedback: '), revision.feedback)) : '',
-    h('section', { class: 'review' }, body));
+    h('div', { class: 'plan-bar' }, plan.toggle),
+    h('section', { class: 'review' }, plan.warning, plan.rendered, plan.source));
 }
 
 register('history', showHistory);

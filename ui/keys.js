@@ -1,9 +1,11 @@
-// The keyboard: j/k move in the inbox, a approves, r goes to the feedback box, n new run,
-// h history, ? the list, Ctrl+Enter sends the box it is typed in, Esc leaves a box. Single letters act only when no text box has focus.
+// The keyboard: j/k move in the inbox, a approves, r goes to the feedback box, s switches the plan
+// between rendered and source, n new run, h history, ? the list, Ctrl+Enter sends the box it is
+// typed in, Esc leaves a box. Single letters act only when no text box has focus.
 import { $ } from './dom.js';
 import { hideBanner } from './banner.js';
 import { go, viewEl } from './nav.js';
 import { moveSelection } from './sidebar.js';
+import { toggleSource } from './plan.js';
 import { openHelp } from './settings.js';
 
 function typing(target) {
@@ -30,6 +32,7 @@ export function onKey(event) {
     case 'k': moveSelection(-1); break;
     case 'a': $('approve')?.click(); break;
     case 'r': $('feedback')?.focus(); break;
+    case 's': toggleSource(); break;
     case 'n': go('new'); break;
     case 'h': go('history'); break;
     case '?': openHelp(); break;

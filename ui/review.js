@@ -5,7 +5,7 @@ import { $, h, clear, age, when } from './dom.js';
 import { markDecisionSent, markPlanRendered } from './metrics.js';
 import { go } from './nav.js';
 import { follow } from './live.js';
-import { planArticle } from './plan.js';
+import { planView } from './plan.js';
 
 /** Fills `slot` with the review of a pending item (`run_detail`'s `pending`). */
 export async function renderPending(item, slot) {
@@ -21,7 +21,7 @@ async function renderPlanReview(item, slot) {
   const compare = revision.revisionNo > 1
     ? h('button', { id: 'compare', type: 'button', onclick: () => go('compare', revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
     : '';
-  const body = planArticle(revision, { id: 'plan' });
+  const plan = planView(revision, { id: 'plan' });
   const card = h('section', { class: 'review', 'aria-label': 'Plan to review', dataset: { sha: revision.sha256 } },
     h('div', { class: 'review-head' },
       h('div', {},
@@ -29,8 +29,10 @@ async function renderPlanReview(item, slot) {
         h('div', { class: 'meta-line' }, h('span', { id: 'plan-path' }, revision.path),
           h('span', { id: 'plan-revision' }, `Revision ${revision.revisionNo}`),
           h('span', { title: when(revision.submittedAt) }, age(revision.submittedAt)))),
-      compare),
-    body,
+      h('div', { class: 'review-tools' }, compare, plan.toggle)),
+    plan.warning,
+    plan.rendered,
+    plan.source,
     h('div', { class: 'review-foot' }, feedback, h('div', { class: 'actions' }, approve, reject,
       h('span', { class: 'hint' }, 'Ctrl+Enter in the box rejects with your feedback.'))));
   clear(slot).append(card);

@@ -140,13 +140,15 @@ test('hostile plan markdown shows as text and runs nothing', async () => {
   const hostile = [
     '# Totally safe plan',
     '',
+    '[//]: # "secret instruction"',
+    '',
     '<script>window.__pwned = "script"</script>',
     '<img src="x" onerror="window.__pwned = \'img\'">',
     '[click me](javascript:window.__pwned="link")',
     '<iframe src="https://example.com"></iframe>',
     '<a href="https://example.com" onclick="window.__pwned=\'onclick\'">docs</a>',
     '',
-    '1. Step one',
+    '1. Step\u200b one',
   ].join('\n');
   writeFileSync(join(fx.workspace, 'hostile.md'), hostile);
   const script = join(fx.root, 'script.json');
@@ -170,6 +172,26 @@ test('hostile plan markdown shows as text and runs nothing', async () => {
     await app.exec("document.querySelectorAll('#plan a').forEach((a) => a.click()); return true;");
     assert.equal(await app.exec('return window.__pwned ?? null'), null, 'clicking links ran nothing');
     assert.equal(await app.exec('return location.protocol'), 'tauri:', 'the window never left the app');
+    // What the rendering drops (a markdown comment, a zero-width space) is flagged above the plan,
+    // and the exact source shows it.
+    const warning = await app.text('#hidden-warning');
+    assert.match(warning, /This plan holds \d+ things? the rendered view does not show/);
+    assert.match(warning, /Line 3[\s\S]*\[\/\/\]: # "secret instruction"/, 'the hidden comment, with its line');
+    assert.match(warning, /ZERO WIDTH SPACE/);
+    assert.equal(await app.exec("return document.querySelectorAll('#plan span.invisible').length"), 1, 'the character is marked in place');
+    await app.screenshot(join(ARTIFACTS, 'hidden-warning.png'));
+    await app.click('#hidden-show-source');
+    await app.waitFor("!document.querySelector('#plan-source').hidden && document.querySelector('#plan').hidden", { what: 'the source view' });
+    const source = await app.text('#plan-source');
+    assert.match(source, /\[\/\/\]: # "secret instruction"/, 'the source view shows the hidden comment');
+    assert.match(source, /<script>window.__pwned = "script"<\/script>/, 'and the raw HTML, as text');
+    const inSource = await app.exec(`const s = document.querySelector('#plan-source');
+      return { marked: s.querySelectorAll('span.invisible').length, active: s.querySelectorAll('script,img,iframe,a,[onclick],[onerror]').length };`);
+    assert.deepEqual(inSource, { marked: 1, active: 0 });
+    assert.equal(await app.exec('return window.__pwned ?? null'), null);
+    await app.screenshot(join(ARTIFACTS, 'source-view.png'));
+    await app.keys('s');
+    await app.waitFor("!document.querySelector('#plan').hidden", { what: 's to switch back to the rendered plan' });
     // The page may call the app's own commands and nothing else (capabilities/main.json).
     const denied = await app.cmd('POST', '/execute/async', { script: `const done = arguments[arguments.length - 1];
       const tryIt = (cmd, args) => window.__TAURI__.core.invoke(cmd, args).then(() => 'allowed', (e) => 'denied: ' + String(e));

@@ -71,13 +71,15 @@ function installFake(world) {
       return { id, runId: item.runId, toolCallId: item.toolCallId, path: item.path, title: item.title, revisionNo: 1,
         sha256: item.sha256, submittedAt: item.since, status: 'pending', feedback: null, decidedAt: null, prompt: item.prompt,
         html: `<h2>Steps</h2><ol><li>Do ${item.title}</li></ol><p><a href="https://example.com/doc" rel="noopener noreferrer">docs</a></p>`,
-        markdown: '', revisionsInThread: 1 };
+        markdown: '', revisionsInThread: 1,
+        sourceHtml: `<pre class="plan-source"><code># ${item.title}\n\n## Steps\n\n1. Do ${item.title}</code></pre>`,
+        fallback: null, hidden: [], hiddenOmitted: 0, ...(world.revisions?.[id] || {}) };
     },
     decide: (args) => {
       if (world.stale) throw { code: 'stale-revision', message: 'the plan changed since you saw it: revision 2 is pending now' };
       return null;
     },
-    history: () => [],
+    history: () => world.history || [],
     open_link: () => null,
   };
   window.__TAURI__ = {
@@ -198,5 +200,141 @@ test('dark mode follows the system', async () => {
   const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
   assert.equal(bg, 'rgb(20, 22, 28)');
   await page.screenshot({ path: join(ARTIFACTS, 'dark-mode-chromium.png') });
+  await page.close();
+});
+
+/** What the engine sends for a plan with a hidden comment and a zero-width space; the excerpt and
+ * detail of the first finding try to inject HTML, which must show as text. */
+const HIDDEN = {
+  html: '<ol><li>Step<span class="invisible" title="U+200B ZERO WIDTH SPACE">⟨U+200B⟩</span> one</li></ol>'
+    + '<p><a href="https://example.com/d.png" rel="noopener noreferrer nofollow">Image: diagram (https://example.com/d.png)</a></p>',
+  sourceHtml: '<pre class="plan-source"><code># Add caching\n\n[//]: # &quot;secret instruction&quot;\n\n'
+    + '1. Step<span class="invisible" title="U+200B ZERO WIDTH SPACE">⟨U+200B⟩</span> one\n\n'
+    + '![diagram](https://example.com/d.png)\n' + 'a very long line that must wrap '.repeat(12) + '</code></pre>',
+  hidden: [
+    { kind: 'link-reference-definition', line: 3, excerpt: '[//]: # "<img src=x onerror=window.__pwned=1>secret instruction"',
+      detail: '<b id="injected">a link reference definition</b>: not shown' },
+    { kind: 'invisible-character', line: 5, excerpt: '1. Step⟨U+200B⟩ one', detail: 'U+200B ZERO WIDTH SPACE' },
+    { kind: 'image', line: 7, excerpt: '![diagram](https://example.com/d.png)',
+      detail: 'an image (alt text `diagram`, URL `https://example.com/d.png`): shown as a link, never loaded' },
+  ],
+  hiddenOmitted: 2,
+};
+
+test('a plan that hides content: the warning lists it as text, s and the buttons switch to the exact source', async () => {
+  const page = await open(world({ revisions: { 1: HIDDEN } }));
+  await page.waitForSelector('#hidden-warning');
+  assert.match(await page.textContent('#hidden-warning'), /This plan holds 5 things the rendered view does not show\./,
+    'listed and omitted findings are both counted');
+  const items = await page.$$eval('#hidden-warning li', (lis) => lis.map((li) => li.textContent));
+  assert.equal(items.length, 3);
+  assert.ok(items[0].startsWith('Line 3'), items[0]);
+  assert.ok(items[0].includes('<b id="injected">a link reference definition</b>: not shown'), 'the detail is shown as text');
+  assert.ok(items[0].includes('[//]: # "<img src=x onerror=window.__pwned=1>secret instruction"'), 'the excerpt is shown as text');
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#hidden-warning img, #injected').length), 0, 'no HTML from a finding');
+  assert.equal(await page.evaluate(() => window.__pwned ?? null), null);
+  assert.match(await page.textContent('#hidden-warning'), /and 2 more not listed/);
+
+  // Rendered first; s shows the source, s again the rendering.
+  assert.equal(await page.isVisible('#plan'), true);
+  assert.equal(await page.isVisible('#plan-source'), false);
+  await page.keyboard.press('s');
+  assert.equal(await page.isVisible('#plan'), false);
+  assert.equal(await page.isVisible('#plan-source'), true);
+  assert.equal(await page.getAttribute('#show-source', 'aria-pressed'), 'true');
+  assert.match(await page.textContent('#plan-source'), /\[\/\/\]: # "secret instruction"/, 'the source shows what the rendering drops');
+  await page.keyboard.press('s');
+  assert.equal(await page.isVisible('#plan'), true);
+  assert.equal(await page.getAttribute('#show-rendered', 'aria-pressed'), 'true');
+
+  // The strip's button goes to the source too; marked characters are visible boxes there.
+  await page.click('#hidden-show-source');
+  assert.equal(await page.isVisible('#plan-source'), true);
+  assert.equal(await page.isVisible('#hidden-show-source'), false, 'no button for the view already shown');
+  const marker = await page.evaluate(() => {
+    const el = document.querySelector('#plan-source span.invisible');
+    const style = getComputedStyle(el);
+    return { width: el.getBoundingClientRect().width, border: style.borderTopStyle, text: el.textContent };
+  });
+  assert.ok(marker.width > 20 && marker.border === 'solid', `the marker is a visible box: ${JSON.stringify(marker)}`);
+  assert.equal(marker.text, '⟨U+200B⟩');
+  const wraps = await page.evaluate(() => {
+    const pre = document.querySelector('#plan-source pre.plan-source');
+    return pre.scrollWidth <= pre.clientWidth && getComputedStyle(pre).fontFamily.includes('Mono');
+  });
+  assert.equal(wraps, true, 'long source lines wrap, in a monospace font');
+  await page.screenshot({ path: join(ARTIFACTS, 'source-view-chromium.png') });
+
+  // An image is a link that goes through open_link like any other.
+  await page.click('#show-rendered');
+  await page.click('#plan a');
+  const [link] = await calls(page, 'open_link');
+  assert.deepEqual(link.args, { url: 'https://example.com/d.png' });
+
+  // A plan that hides nothing has no warning, but still its source.
+  await page.keyboard.press('j');
+  await page.waitForFunction(() => document.querySelector('#plan-title')?.textContent === 'Fix the login bug');
+  assert.equal(await page.$('#hidden-warning'), null);
+  assert.equal(await page.isVisible('#show-source'), true);
+  assert.deepEqual(await page.evaluate(() => window.__violations), []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the hidden-content warning and the source view in dark mode, at the smallest window', async () => {
+  const page = await open(world({ revisions: { 1: HIDDEN } }), { colorScheme: 'dark', width: 860, height: 560 });
+  await page.waitForSelector('#hidden-warning');
+  const overflows = () => page.evaluate(() => [...document.querySelectorAll('#view, .review, #hidden-warning, .review-head')]
+    .filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.id || el.className));
+  assert.deepEqual(await overflows(), [], 'nothing is wider than its box');
+  await page.screenshot({ path: join(ARTIFACTS, 'hidden-warning-dark-chromium.png') });
+  await page.click('#hidden-show-source');
+  assert.deepEqual(await overflows(), []);
+  await page.screenshot({ path: join(ARTIFACTS, 'source-view-dark-chromium.png') });
+  await page.close();
+});
+
+test('? lists s for the source view', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  await page.keyboard.press('?');
+  assert.match(await page.textContent('#help'), /s\s*Switch the plan between rendered and its exact source/);
+  await page.close();
+});
+
+test('a revision opened from History has the same toggle and warning', async () => {
+  const w = world({ revisions: { 1: HIDDEN } });
+  const first = w.inbox[0];
+  w.history = [{ id: 1, runId: first.runId, toolCallId: first.toolCallId, path: first.path, title: first.title, revisionNo: 1,
+    sha256: first.sha256, submittedAt: first.since, status: 'pending', feedback: null, decidedAt: null, prompt: first.prompt }];
+  const page = await open(w);
+  await page.waitForSelector('#plan-title');
+  await page.keyboard.press('h');
+  await page.click('#history-rows .row-item');
+  await page.waitForSelector('.review .hidden-warning');
+  assert.equal(await page.$('#approve'), null, 'the revision view, not the review card');
+  assert.match(await page.textContent('.hidden-warning'), /This plan holds 5 things/);
+  await page.keyboard.press('s');
+  assert.match(await page.textContent('.plan-source-view:not([hidden])'), /secret instruction/);
+  await page.screenshot({ path: join(ARTIFACTS, 'revision-source-chromium.png') });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a plan the engine could not render shows the reason above its source', async () => {
+  const fallback = {
+    html: '<p class="render-fallback">This plan is too deeply nested to render; here is its source.</p>\n'
+      + '<pre class="plan-source"><code># Add caching\n\n' + '&gt; '.repeat(60) + 'deep</code></pre>',
+    fallback: { reason: 'too-deep', depth: 150, limit: 100 },
+  };
+  const page = await open(world({ revisions: { 1: fallback } }));
+  await page.waitForSelector('#plan p.render-fallback');
+  assert.match(await page.textContent('#plan'), /too deeply nested to render[\s\S]*# Add caching/, 'the reason, then the whole source');
+  const overflow = await page.evaluate(() => {
+    const pre = document.querySelector('#plan pre.plan-source');
+    return pre.scrollWidth > pre.clientWidth;
+  });
+  assert.equal(overflow, false, 'the source wraps');
+  await page.screenshot({ path: join(ARTIFACTS, 'render-fallback-chromium.png') });
   await page.close();
 });

@@ -40,10 +40,11 @@ async function openRun(runId, { live, keepScroll } = {}) {
   const cancel = streaming
     ? h('button', { type: 'button', onclick: () => call('cancel_run', { runId }).catch(showError) }, 'Stop')
     : '';
+  const shownStatus = streaming ? 'running' : detail.interrupted ? 'interrupted' : run.status;
   const head = h('div', { class: 'page-head' },
     h('div', {},
       h('h1', {}, shorten(run.prompt, 140)),
-      h('div', { class: 'meta-line' }, badge(streaming ? 'running' : run.status),
+      h('div', { class: 'meta-line' }, badge(shownStatus),
         h('span', {}, run.model), h('span', {}, run.workspace), h('span', { title: when(run.createdAt) }, `started ${age(run.createdAt)}`))),
     cancel);
   const status = h('div', { class: 'run-status', 'aria-live': 'polite' });
@@ -70,17 +71,27 @@ async function openRun(runId, { live, keepScroll } = {}) {
   if (keepScroll) viewEl().scrollTop = scroll;
 }
 
-/** Below a run that is not streaming: Retry or Continue, a note, or the message box. */
+/** Below a run that is not streaming: Continue, Retry, a note, or the message box. */
 function renderFooter(detail, footer) {
   const run = detail.run;
-  if (run.status === 'failed' || detail.interrupted) {
-    // Interrupted: its process stopped mid-step, or after a decision was recorded but before the
-    // run went on. Either way it carries on from its last saved state.
-    const note = detail.interrupted
-      ? h('p', { class: 'hint', id: 'interrupted' }, 'This run stopped before it finished (its process ended). Continue it from where it was.')
-      : '';
-    footer.append(h('div', { class: 'actions' }, note,
-      h('button', { id: 'retry', class: 'primary', type: 'button', onclick: () => retryRun(run.id) }, run.status === 'failed' ? 'Retry' : 'Continue')));
+  if (detail.interrupted || run.status === 'failed') {
+    const button = h('button', { id: 'retry', class: 'primary', type: 'button', onclick: async () => {
+      button.disabled = true;
+      if (await retryRun(run.id)) button.disabled = false;
+    } }, detail.interrupted ? 'Continue' : 'Retry');
+    if (!detail.interrupted) {
+      footer.append(h('div', { class: 'actions' }, button));
+      return;
+    }
+    // Nobody drives it, yet it can go on: its process stopped mid-step, or after a decision was
+    // recorded but before the run went on. Either way it carries on from its last saved state.
+    const why = run.status === 'suspended'
+      ? 'Your decision was saved, but the process applying it stopped before the run went on.'
+      : 'The process running it stopped in the middle of a step (it was closed, killed or crashed).';
+    footer.append(h('div', { class: 'card notice', id: 'interrupted-card' },
+      h('p', { id: 'interrupted' }, h('strong', {}, 'This run was interrupted. '), why,
+        ' Continue carries it on from its last saved state.'),
+      h('div', { class: 'actions' }, button)));
     return;
   }
   if (run.status === 'running' || run.status === 'suspended') {

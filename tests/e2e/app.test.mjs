@@ -250,3 +250,32 @@ test('after approval a file write asks first; declining it with a reason; a fail
     await app.close();
   }
 });
+
+test('a run whose deciding process died says it was interrupted; Continue finishes it', async () => {
+  const fx = fixture();
+  cli(fx, ['run', '--model', 'demo', '--workspace', fx.workspace, 'Add a changelog']);
+  const [run] = JSON.parse(cli(fx, ['--json', 'runs']));
+  assert.equal(run.status, 'suspended', 'the demo plan waits for a decision');
+  // The CLI records the approval, then aborts before the run goes on (tests/engine/crash.rs).
+  assert.throws(() => cli(fx, ['approve', run.id], { PLANDESK_CRASH_AT: 'after-decision' }),
+    'the deciding process dies right after recording the decision');
+  const app = await openApp(PORT, fx);
+  try {
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '0'", { what: 'nothing pending' });
+    await app.click(`#runs li[data-run-id="${run.id}"]`);
+    await app.find('#retry');
+    assert.equal(await app.text('#retry'), 'Continue');
+    assert.match(await app.text('#interrupted'), /This run was interrupted\. Your decision was saved/);
+    assert.equal(await app.exec("return document.querySelector('.page-head .badge').textContent"), 'interrupted');
+    await app.screenshot(join(ARTIFACTS, 'continue.png'));
+    await app.click('#retry');
+    await app.waitFor("document.querySelector('.page-head .badge')?.textContent === 'finished'", { what: 'the continued run to finish' });
+    assert.match(await app.text('.transcript'), /Plan ".+" approved — switching to build mode/, 'the summary after approval');
+    assert.equal(await app.exec("return document.querySelector('#retry')"), null, 'nothing left to continue');
+    const after = JSON.parse(cli(fx, ['--json', 'runs']));
+    assert.equal(after[0].status, 'finished');
+    await app.screenshot(join(ARTIFACTS, 'continued.png'));
+  } finally {
+    await app.close();
+  }
+});

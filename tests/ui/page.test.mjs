@@ -64,7 +64,8 @@ function installFake(world) {
     run_detail: ({ runId }) => {
       const pending = world.inbox.filter((i) => i.runId === runId);
       const run = world.runs.find((r) => r.id === runId);
-      return { run, transcript: [{ kind: 'user', text: run.prompt }, { kind: 'assistant', text: 'Here is my plan.' }], pending, error: null, waiting: null };
+      return { run, transcript: [{ kind: 'user', text: run.prompt }, { kind: 'assistant', text: 'Here is my plan.' }], pending, error: null, waiting: null,
+        interrupted: false, ...(world.details?.[runId] || {}) };
     },
     revision: ({ id }) => {
       const item = world.inbox.find((i) => i.revisionId === id);
@@ -79,6 +80,7 @@ function installFake(world) {
       if (world.stale) throw { code: 'stale-revision', message: 'the plan changed since you saw it: revision 2 is pending now' };
       return null;
     },
+    retry_run: ({ runId }) => { world.retried = runId; return null; },
     history: () => world.history || [],
     open_link: () => null,
   };
@@ -299,6 +301,26 @@ test('? lists s for the source view', async () => {
   await page.waitForSelector('#plan-title');
   await page.keyboard.press('?');
   assert.match(await page.textContent('#help'), /s\s*Switch the plan between rendered and its exact source/);
+  await page.close();
+});
+
+test('an interrupted run says so and offers Continue, which continues it', async () => {
+  const w = world();
+  w.runs.push({ id: 'run9', prompt: 'Crashed mid-way', model: 'demo', mode: 'build', status: 'suspended', workspace: '/ws',
+    createdAt: now, updatedAt: now, ownerPid: null });
+  w.details = { run9: { interrupted: true } };
+  const page = await open(w, { colorScheme: 'dark' });
+  await page.click('#runs li[data-run-id="run9"]');
+  await page.waitForSelector('#retry');
+  assert.equal(await page.textContent('#retry'), 'Continue');
+  assert.match(await page.textContent('#interrupted'), /This run was interrupted\. Your decision was saved/);
+  assert.equal(await page.textContent('.page-head .badge'), 'interrupted');
+  await page.screenshot({ path: join(ARTIFACTS, 'interrupted-dark-chromium.png') });
+  await page.click('#retry');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'retry_run'));
+  const [retry] = await calls(page, 'retry_run');
+  assert.equal(retry.args.runId, 'run9');
+  assert.deepEqual(page.errors, []);
   await page.close();
 });
 

@@ -20,6 +20,8 @@ const COMMANDS: &[&str] = &[
     "set_viewing",
     "open_link",
     "pick_workspace",
+    "agent_setup",
+    "install_agent",
 ];
 
 fn main() {

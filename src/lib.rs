@@ -4,6 +4,7 @@
 pub mod chunk;
 pub mod clock;
 pub mod engine;
+pub mod lease;
 pub mod message;
 pub mod mode;
 pub mod model;
@@ -11,6 +12,7 @@ pub mod plan;
 pub mod review;
 pub mod run;
 pub mod secret;
+pub mod source;
 pub mod store;
 pub mod text;
 pub mod tool;

@@ -185,7 +185,7 @@ pub fn short(text: &str, max_chars: usize) -> String {
                 let cut = flat.char_indices().nth(room).map_or(flat.len(), |(i, _)| i);
                 flat.truncate(cut);
             } else if count + space < room {
-                flat.extend(std::iter::repeat(' ').take(space));
+                flat.extend(std::iter::repeat_n(' ', space));
                 count += space;
                 flat.extend(word.chars().take(room - count));
             }

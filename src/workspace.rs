@@ -90,7 +90,7 @@ impl Workspace {
             .unwrap_or(DEFAULT_PLANS_DIR)
             .trim_end_matches('/')
             .to_owned();
-        if lexical_relative(&plans_dir).map_or(true, |p| p.as_os_str().is_empty()) {
+        if lexical_relative(&plans_dir).is_none_or(|p| p.as_os_str().is_empty()) {
             return Err(WorkspaceError::PlansDir { path: plans_dir });
         }
         Ok(Self {

@@ -39,7 +39,13 @@ async function boot() {
     showError(e);
     return;
   }
-  if (state.inbox.length) {
+  if (state.info.openRun) {
+    // Started from a notification: that plan first.
+    const index = state.inbox.findIndex((i) => i.runId === state.info.openRun);
+    if (index >= 0) state.selected = index;
+    renderInbox();
+    await go('run', state.info.openRun);
+  } else if (state.inbox.length) {
     state.selected = 0;
     renderInbox();
     await go('run', state.inbox[0].runId);

@@ -53,3 +53,10 @@ export const $ = (id) => document.getElementById(id);
 export function emptyState(title, text, action) {
   return h('div', { class: 'empty' }, h('h2', {}, title), h('p', {}, text), action || '');
 }
+
+const AGENTS = { 'claude-code': 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', mcp: 'MCP client' };
+
+/** The outside agent a plan came from, for people; null for Plandesk's own runs. */
+export function agentName(source) {
+  return source && source.kind !== 'engine' ? (AGENTS[source.kind] || source.kind) : null;
+}

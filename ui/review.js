@@ -1,7 +1,7 @@
 // What waits for a decision in a run: a plan to review (approve, or reject with feedback) or a
 // tool call to approve (approve, or decline with a reason). A decision carries the run on.
 import { call } from './api.js';
-import { $, h, clear, age, when } from './dom.js';
+import { $, h, clear, age, when, agentName } from './dom.js';
 import { markDecisionSent, markPlanRendered } from './metrics.js';
 import { go } from './nav.js';
 import { follow } from './live.js';
@@ -26,7 +26,9 @@ async function renderPlanReview(item, slot) {
     h('div', { class: 'review-head' },
       h('div', {},
         h('h2', { id: 'plan-title' }, revision.title || 'Untitled plan'),
-        h('div', { class: 'meta-line' }, h('span', { id: 'plan-path' }, revision.path),
+        h('div', { class: 'meta-line' },
+          agentName(item.source) ? h('span', { id: 'plan-source', class: 'source' }, `From ${agentName(item.source)} · ${item.workspace}`) : '',
+          h('span', { id: 'plan-path' }, revision.path),
           h('span', { id: 'plan-revision' }, `Revision ${revision.revisionNo}`),
           h('span', { title: when(revision.submittedAt) }, age(revision.submittedAt)))),
       h('div', { class: 'review-tools' }, compare, plan.toggle)),

@@ -2,7 +2,7 @@
 // can happen next: a message, a retry after a failed model call, or Continue after the process
 // driving it stopped.
 import { call } from './api.js';
-import { h, clear, age, when, badge, shorten } from './dom.js';
+import { h, clear, age, when, badge, shorten, agentName } from './dom.js';
 import { Transcript } from './transcript.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
@@ -54,7 +54,8 @@ async function openRun(runId, { live, keepScroll } = {}) {
   if (reviewing) {
     // The plan is what the person came for: it comes first, the way there folded below it.
     const steps = transcript.el.children.length;
-    const fold = h('details', { class: 'transcript-fold' }, h('summary', {}, `How the agent got here (${steps} steps)`), transcript.el);
+    // An outside agent's session has no transcript here: nothing to fold.
+    const fold = steps ? h('details', { class: 'transcript-fold' }, h('summary', {}, `How the agent got here (${steps} steps)`), transcript.el) : '';
     clear(viewEl()).append(head, review, fold, status, footer);
   } else {
     clear(viewEl()).append(head, transcript.el, status, review, footer);
@@ -74,6 +75,13 @@ async function openRun(runId, { live, keepScroll } = {}) {
 /** Below a run that is not streaming: Continue, Retry, a note, or the message box. */
 function renderFooter(detail, footer) {
   const run = detail.run;
+  const agent = agentName(run.source);
+  if (agent) {
+    // An outside agent's session: Plandesk answers its plans; the agent itself runs elsewhere.
+    footer.append(h('p', { class: 'hint', id: 'agent-session' },
+      `A ${agent} session in ${run.workspace}. Its plans wait here for you; the work goes on in ${agent}.`));
+    return;
+  }
   if (detail.interrupted || run.status === 'failed') {
     const button = h('button', { id: 'retry', class: 'primary', type: 'button', onclick: async () => {
       button.disabled = true;

@@ -1,6 +1,6 @@
 // The Settings and keyboard-help dialogs (their markup is in index.html).
 import { call } from './api.js';
-import { $ } from './dom.js';
+import { $, h, clear } from './dom.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
 
@@ -11,6 +11,42 @@ export function openSettings() {
   $('settings-model').textContent = `New runs use ${state.info.defaultModel} (${state.info.defaultModelReason}).`;
   $('settings-data').textContent = `Store: ${state.info.dataDir}`;
   $('settings').showModal();
+  loadAgents();
+}
+
+/** One row per agent: whether its plans come here, and a button to change that. */
+async function loadAgents() {
+  const list = clear($('settings-agents'));
+  let agents;
+  try {
+    agents = await call('agent_setup');
+  } catch (e) {
+    list.append(h('li', { class: 'muted' }, e.message || String(e)));
+    return;
+  }
+  for (const agent of agents) list.append(agentRow(agent));
+}
+
+function agentRow(agent) {
+  const button = h('button', { type: 'button', dataset: { agent: agent.agent } }, agent.installed ? 'Remove' : 'Set up');
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      const done = await call('install_agent', { agent: agent.agent, uninstall: agent.installed });
+      $('settings-agent-note').hidden = !done.note;
+      $('settings-agent-note').textContent = done.note || '';
+      row.replaceWith(agentRow(done));
+    } catch (e) {
+      showError(e);
+      button.disabled = false;
+    }
+  });
+  const row = h('li', { dataset: { agent: agent.agent } },
+    h('span', { class: 'name' }, agent.name),
+    h('span', { class: `state ${agent.installed ? 'on' : 'off'}` }, agent.installed ? 'Set up' : 'Not set up'),
+    h('span', { class: 'file muted', title: agent.file }, agent.file),
+    button);
+  return row;
 }
 
 async function saveSettings() {

@@ -1,7 +1,7 @@
 // The sidebar: the inbox (every plan and approval waiting for a decision, across runs, newest
 // first) and the runs list. The window title carries the inbox count.
 import { call } from './api.js';
-import { $, h, clear, age, when, badge, shorten } from './dom.js';
+import { $, h, clear, age, when, badge, shorten, agentName } from './dom.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
 import { go, onViewChange } from './nav.js';
@@ -17,7 +17,8 @@ export function renderInbox() {
     const title = item.kind === 'plan'
       ? (item.title || 'Untitled plan')
       : `${item.toolName} ${item.args && item.args.path ? item.args.path : ''}`;
-    const kind = item.kind === 'plan' ? `Plan · rev ${item.revisionNo}` : 'Approval';
+    const agent = agentName(item.source);
+    const kind = (item.kind === 'plan' ? `Plan · rev ${item.revisionNo}` : 'Approval') + (agent ? ` · ${agent}` : '');
     const li = h('li', {
       role: 'option',
       id: `inbox-${index}`,

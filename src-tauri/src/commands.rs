@@ -59,6 +59,11 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         settings: load_settings(engine).await?,
         workspace,
         version: env!("CARGO_PKG_VERSION"),
+        open_run: state
+            .open_first
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(),
     })
 }
 

@@ -5,7 +5,9 @@
 use std::collections::HashSet;
 
 use futures::StreamExt;
-use plandesk::store::ItemKind;
+use plandesk::source::agent_name;
+use plandesk::store::{ItemKind, SourceKind};
+use plandesk::text;
 use plandesk::Engine;
 use serde::Serialize;
 use tauri::menu::{Menu, MenuItem};
@@ -17,6 +19,8 @@ use crate::ipc::InboxItem;
 use crate::WINDOW;
 
 const TRAY: &str = "tray";
+/// How often the inbox is read even when nothing changed (to close abandoned plans).
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The event the webview gets with the whole inbox whenever it changes.
 pub const INBOX_EVENT: &str = "inbox-changed";
@@ -45,7 +49,14 @@ pub fn watch<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     tauri::async_runtime::spawn(async move {
         let mut changes = engine.changes();
         let mut seen: Option<HashSet<Key>> = None;
-        while changes.next().await.is_some() {
+        // Also now and then with no change: an outside agent that stopped waiting changes
+        // nothing in the store until the inbox closes its plan as abandoned.
+        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            tokio::select! {
+                change = changes.next() => if change.is_none() { return },
+                _ = sweep.tick() => {}
+            }
             refresh(&app, &engine, &mut seen).await;
         }
     });
@@ -106,13 +117,21 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
         return;
     }
     let title = item.title.clone().unwrap_or_default();
+    // An outside agent's plan names the agent: the person may run several.
+    let from = match item.source.kind {
+        SourceKind::Engine => String::new(),
+        kind => format!(" from {}", agent_name(kind)),
+    };
     let summary = if settings.notification_titles && !title.is_empty() {
-        format!("Plan \"{title}\" requires approval")
+        format!(
+            "Plan \"{}\"{from} requires approval",
+            text::short(&title, 80)
+        )
     } else {
-        "A plan requires approval".to_owned()
+        format!("A plan{from} requires approval")
     };
     let body = if settings.notification_titles {
-        short(&item.prompt, 120)
+        text::short(&item.prompt, 120)
     } else {
         "Open Plandesk to review it.".to_owned()
     };
@@ -140,14 +159,6 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
                 Err(err) => eprintln!("plandesk-app: the notification was not shown: {err}"),
             }
         });
-}
-
-fn short(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
-    }
 }
 
 /// Shows, raises and focuses the window; with a plan, opens it there.

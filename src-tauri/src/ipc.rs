@@ -313,4 +313,6 @@ pub struct AppInfo {
     /// A folder to offer for new runs: `--workspace`, else the last run's, else home.
     pub workspace: String,
     pub version: &'static str,
+    /// A run to open first (the app was started from a notification), once.
+    pub open_run: Option<String>,
 }

@@ -1,6 +1,7 @@
 //! Plandesk's desktop shell: commands over the engine, a channel per run, the inbox watcher
 //! (which also notifies and keeps the title and tray count), and the window. No business logic.
 
+pub mod agents;
 pub mod commands;
 mod inbox;
 pub mod ipc;
@@ -24,6 +25,8 @@ pub const WINDOW: &str = "main";
 pub struct Options {
     pub data_dir: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
+    /// A run whose plan the window opens on (a notification sent by a hook was clicked).
+    pub open: Option<String>,
 }
 
 /// A run this app is driving: its task, and the channel its chunks go to.
@@ -40,6 +43,8 @@ pub struct AppState {
     pub workspace: Option<PathBuf>,
     /// The run on screen (no notification for it while the window has focus).
     pub viewing: Mutex<Option<String>>,
+    /// The run to open first, once (`--open`).
+    pub open_first: Mutex<Option<String>>,
     driven: Arc<Mutex<HashMap<String, Driven>>>,
     next_task: AtomicU64,
 }
@@ -84,6 +89,7 @@ impl AppState {
             data_dir,
             workspace: options.workspace.clone(),
             viewing: Mutex::default(),
+            open_first: Mutex::new(options.open.clone()),
             driven: Arc::default(),
             next_task: AtomicU64::new(1),
         })
@@ -177,6 +183,8 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             commands::set_viewing,
             commands::open_link,
             commands::pick_workspace,
+            agents::agent_setup,
+            agents::install_agent,
         ])
 }
 
@@ -184,6 +192,13 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
 pub fn run(options: Options) -> Result<(), String> {
     let state = AppState::open(&options).map_err(|e| e.to_string())?;
     let engine = state.engine.clone();
+    // Hooks look for this to know a person will be told of their plans.
+    let presence = plandesk::source::presence::hold(&state.data_dir).map_err(|e| {
+        format!(
+            "cannot mark the app as running in {}: {e}",
+            state.data_dir.display()
+        )
+    })?;
     let builder = tauri::Builder::default()
         .plugin(tauri_plugin_opener::init())
         .plugin(tauri_plugin_dialog::init());
@@ -206,7 +221,9 @@ pub fn run(options: Options) -> Result<(), String> {
             Ok(())
         })
         .run(tauri::generate_context!("../tauri.conf.json"))
-        .map_err(|e| format!("the app stopped: {e}"))
+        .map_err(|e| format!("the app stopped: {e}"))?;
+    drop(presence);
+    Ok(())
 }
 
 /// The state, for code that has an app handle.

@@ -1,4 +1,4 @@
-//! `plandesk-app [--data-dir DIR] [--workspace DIR]`: the desktop app.
+//! `plandesk-app [--data-dir DIR] [--workspace DIR] [--open RUN]`: the desktop app.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 use std::path::PathBuf;
@@ -11,8 +11,18 @@ fn main() -> ExitCode {
         let target = match arg.as_str() {
             "--data-dir" => &mut options.data_dir,
             "--workspace" => &mut options.workspace,
+            "--open" => match args.next() {
+                Some(run) => {
+                    options.open = Some(run);
+                    continue;
+                }
+                None => {
+                    eprintln!("plandesk-app: --open needs a run id");
+                    return ExitCode::from(2);
+                }
+            },
             "--help" | "-h" => {
-                println!("plandesk-app [--data-dir DIR] [--workspace DIR]");
+                println!("plandesk-app [--data-dir DIR] [--workspace DIR] [--open RUN]");
                 return ExitCode::SUCCESS;
             }
             other => {

@@ -44,6 +44,7 @@ fn fixture() -> Fixture {
     let state = AppState::open(&Options {
         data_dir: Some(data.clone()),
         workspace: Some(workspace.clone()),
+        open: None,
     })
     .unwrap();
     let app = configure(mock_builder(), state)

@@ -1,5 +1,6 @@
 //! Argument parsing and command dispatch for the `plandesk` binary.
 
+mod agents;
 mod print;
 
 use std::io::{IsTerminal, Write};
@@ -115,6 +116,39 @@ enum Command {
         #[command(subcommand)]
         action: Option<ModelAction>,
     },
+    /// Review an outside agent's plan: the hook an agent runs (`plandesk install` sets it up).
+    /// Reads the agent's payload on stdin, waits for your decision, prints the agent's answer
+    Hook {
+        #[arg(value_parser = ["claude-code", "codex", "gemini"])]
+        agent: String,
+        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h)
+        /// [default: $PLANDESK_HOOK_DEADLINE, else no deadline]
+        #[arg(long, value_name = "DURATION")]
+        deadline: Option<String>,
+    },
+    /// An MCP server on stdin/stdout whose `submit_plan` hands plans to you for review
+    Mcp {
+        /// The folder plan paths are relative to [default: the current folder]
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Plans folder, relative to the workspace [default: .plandesk/plans]
+        #[arg(long, value_name = "DIR")]
+        plans_dir: Option<String>,
+        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h)
+        #[arg(long, value_name = "DURATION")]
+        deadline: Option<String>,
+    },
+    /// Add Plandesk's hook (or MCP server) to an agent's settings, or remove it
+    Install {
+        #[arg(value_parser = ["claude-code", "codex", "gemini", "mcp"])]
+        agent: String,
+        /// Remove Plandesk's entry instead
+        #[arg(long)]
+        uninstall: bool,
+        /// Print the settings file as it would be, and write nothing
+        #[arg(long)]
+        print: bool,
+    },
     /// API keys in the OS keyring (the environment's OPENAI_API_KEY / ANTHROPIC_API_KEY win)
     Key {
         #[command(subcommand)]
@@ -173,14 +207,32 @@ fn fail(err: &anyhow::Error) -> ExitCode {
 async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let json = cli.json;
-    // Commands that need no store never open it (a damaged store cannot stop `key list`).
+    // Commands that need no store never open it (a damaged store cannot stop `key list`), and
+    // a hook opens it itself, so that even a store it cannot open is answered to its agent.
     let engine = match cli.command {
         Command::Key { action } => return key_command(action, json),
+        Command::Install {
+            agent,
+            uninstall,
+            print,
+        } => return agents::install(&agent, uninstall, print, cli.data_dir.clone()),
+        Command::Hook { agent, deadline } => {
+            let agent = agents::Agent::parse(&agent).ok_or_else(|| anyhow!("unknown agent"))?;
+            return Ok(agents::hook(agent, &data_dir, deadline).await);
+        }
+        Command::Mcp {
+            workspace,
+            plans_dir,
+            deadline,
+        } => return agents::mcp(&data_dir, workspace, plans_dir, deadline).await,
         _ => Engine::open(&data_dir)?,
     };
     let mut printer = print::StreamPrinter::new(json);
     let report = match cli.command {
-        Command::Key { .. } => return Ok(ExitCode::SUCCESS),
+        Command::Key { .. }
+        | Command::Install { .. }
+        | Command::Hook { .. }
+        | Command::Mcp { .. } => return Ok(ExitCode::SUCCESS),
         Command::Run {
             workspace,
             model,

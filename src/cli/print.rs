@@ -18,7 +18,8 @@ use plandesk::clock::{Clock, SystemClock};
 use plandesk::engine::RunView;
 use plandesk::plan::{RowKind, SideBySide};
 use plandesk::review::{ReviewItem, Revision, RevisionView};
-use plandesk::store::ItemKind;
+use plandesk::source::agent_name;
+use plandesk::store::{ItemKind, SourceKind};
 use plandesk::text::{self, shell_quote, terminal_safe};
 use plandesk::{Report, RunStatus};
 use serde_json::Value;
@@ -146,6 +147,17 @@ impl StreamPrinter {
             return;
         }
         let run = arg(&report.run_id);
+        if report.source.kind != SourceKind::Engine {
+            say!(
+                "Decision recorded: {} has it now.",
+                agent_name(report.source.kind)
+            );
+            if let Some(item) = &report.pending {
+                say!();
+                pending_detail(item);
+            }
+            return;
+        }
         match report.status {
             RunStatus::Suspended => {
                 if let Some(item) = &report.pending {
@@ -254,15 +266,20 @@ pub fn pending(items: &[ReviewItem]) {
         return;
     }
     say!(
-        "{:<10} {:<18} {:<9} {:<5} {}",
+        "{:<10} {:<18} {:<12} {:<9} {:<5} {}",
         "AGE",
         "RUN",
+        "FROM",
         "KIND",
         "REV",
         "WHAT"
     );
     for item in items {
         let kind = item.kind.as_str();
+        let from = match item.source.kind {
+            SourceKind::Engine => "plandesk",
+            other => other.as_str(),
+        };
         let (rev, what) = match &item.revision {
             Some(r) => (
                 format!("{}", r.revision_no),
@@ -278,9 +295,10 @@ pub fn pending(items: &[ReviewItem]) {
             ),
         };
         say!(
-            "{:<10} {:<18} {:<9} {:<5} {}",
+            "{:<10} {:<18} {:<12} {:<9} {:<5} {}",
             age(item.since),
             safe(&item.run_id),
+            from,
             kind,
             rev,
             short(&what, 60)

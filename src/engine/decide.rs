@@ -60,6 +60,9 @@ impl Engine {
         verdict: &Verdict,
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
+        if let Some(report) = self.decide_outside(run_id, verdict).await? {
+            return Ok(report);
+        }
         let state = self.load(run_id).await?;
         let (call_id, data) = self.verdict_data(&state, verdict).await?;
         self.resume_with(
@@ -76,6 +79,9 @@ impl Engine {
     /// acknowledge the decision at once and stream the run's continuation separately
     /// (`continue_run` applies it, from this process or any other).
     pub async fn record_verdict(&self, run_id: &str, verdict: &Verdict) -> Result<(), EngineError> {
+        if self.decide_outside(run_id, verdict).await?.is_some() {
+            return Ok(());
+        }
         let state = self.load(run_id).await?;
         let (call_id, data) = self.verdict_data(&state, verdict).await?;
         let claim = self.claim(run_id).await?;
@@ -84,6 +90,58 @@ impl Engine {
             .await;
         claim.release().await;
         recorded
+    }
+
+    /// A verdict on an outside agent's plan: recorded through the review core, where the
+    /// agent's waiting hook picks it up. `None` for an engine run.
+    async fn decide_outside(
+        &self,
+        run_id: &str,
+        verdict: &Verdict,
+    ) -> Result<Option<Report>, EngineError> {
+        let run = self.inner.store.run(run_id).await?;
+        if run.source.kind == SourceKind::Engine {
+            return Ok(None);
+        }
+        let review = &self.inner.review;
+        let open = review.open_items(run_id).await?;
+        let item = match &verdict.tool_call_id {
+            Some(id) => open.iter().find(|i| &i.tool_call_id == id),
+            None => open.first(),
+        };
+        let Some(item) = item else {
+            let id = verdict.tool_call_id.clone();
+            return Err(match id {
+                Some(tool_call_id) => StoreError::NotPending {
+                    run_id: run_id.to_owned(),
+                    tool_call_id,
+                }
+                .into(),
+                None => RunError::NotSuspended {
+                    run_id: run_id.to_owned(),
+                    status: run.status.to_string(),
+                }
+                .into(),
+            });
+        };
+        review
+            .decide_external(
+                run_id,
+                &item.tool_call_id,
+                verdict.approve,
+                verdict.feedback.as_deref(),
+                verdict.revision.as_deref(),
+            )
+            .await?;
+        let run = self.inner.store.run(run_id).await?;
+        Ok(Some(Report {
+            run_id: run_id.to_owned(),
+            status: run.status,
+            mode: run.mode,
+            pending: review.open_items(run_id).await?.into_iter().next(),
+            error: None,
+            source: run.source,
+        }))
     }
 
     /// Resumes a suspended run with raw resume data, for the named call or the earliest open.

@@ -12,7 +12,7 @@ use crate::chunk::{ChunkError, ToolCall};
 use crate::model::{LanguageModel, ModelRequest, ToolSpec};
 use crate::review::plan_sha256;
 use crate::run::*;
-use crate::store::{Commit, EventKind, ItemKind, NewRun, OpenItem, PlanText};
+use crate::store::{Commit, EventKind, ItemKind, NewRun, OpenItem, PlanText, Source};
 use crate::tool::submit_plan::{self, TOOL_ID as SUBMIT_PLAN};
 use crate::tool::{schema, Tool, ToolContext, ToolOutcome, DEFAULT_DECLINE_REASON};
 use crate::workspace::Workspace;
@@ -450,6 +450,7 @@ impl Engine {
             mode: state.mode.clone(),
             pending,
             error,
+            source: Source::engine(),
         })
     }
 }

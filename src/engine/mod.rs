@@ -92,6 +92,8 @@ pub struct Report {
     pub mode: String,
     pub pending: Option<ReviewItem>,
     pub error: Option<ChunkError>,
+    /// Where the run's plans come from: an outside agent's session is answered, not driven.
+    pub source: Source,
 }
 
 #[derive(Debug)]
@@ -136,7 +138,7 @@ impl Engine {
     ) -> Self {
         let cwd = std::env::current_dir().unwrap_or_default();
         let inner = Inner {
-            review: Review::new(store.clone()),
+            review: Review::new(store.clone(), clock.clone()),
             store,
             clock,
             ids,
@@ -155,6 +157,11 @@ impl Engine {
 
     fn now(&self) -> i64 {
         self.inner.clock.now()
+    }
+
+    /// The engine's clock, in milliseconds since the epoch.
+    pub fn now_millis(&self) -> i64 {
+        self.now()
     }
 
     /// A fresh run id, for hosts that drive `start_as` on their own task.

@@ -4,14 +4,13 @@
 use futures::stream::BoxStream;
 use serde::Serialize;
 
-use super::claim::is_driven;
 use super::{Engine, EngineError};
 use crate::chunk::ChunkError;
 use crate::clock::Millis;
 use crate::message::Message;
 use crate::review::ReviewItem;
 use crate::run::{Phase, RunStatus, WaitReason};
-use crate::store::{EventRow, RunRow, Source};
+use crate::store::{EventRow, RunRow, Source, SourceKind};
 
 /// A run as listings show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -80,9 +79,21 @@ impl Engine {
 
     pub async fn run_detail(&self, run_id: &str) -> Result<RunDetail, EngineError> {
         let row = self.inner.store.run(run_id).await?;
-        let driven = is_driven(row.holder.as_ref(), self.now());
-        let state = self.load(run_id).await?;
         let open = self.inner.review.open_items(run_id).await?;
+        if row.source.kind != SourceKind::Engine {
+            // An outside agent's session: its plans are here, its conversation is the agent's.
+            return Ok(RunDetail {
+                run: row.into(),
+                messages: Vec::new(),
+                open,
+                error: None,
+                waiting: None,
+                driven: false,
+                interrupted: false,
+            });
+        }
+        let driven = crate::lease::is_held(row.holder.as_ref(), self.now());
+        let state = self.load(run_id).await?;
         let interrupted = !driven
             && match &state.phase {
                 Phase::CallModel | Phase::RunTools { .. } => true,

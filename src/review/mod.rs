@@ -5,6 +5,7 @@
 //! outside agents) hand plans in and take decisions out; hosts (the CLI, the app) read and
 //! decide through it, never through the store.
 
+mod external;
 mod key;
 mod types;
 
@@ -12,9 +13,11 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use crate::clock::Clock;
 use crate::plan;
 use crate::store::{DecisionRow, NewDecision, Store, StoreError};
 
+pub use external::{ExternalPlan, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
 pub use types::*;
 
@@ -69,15 +72,18 @@ pub fn plan_sha256(title: &str, body: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct Review {
     store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Review {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
     }
 
-    /// Everything waiting for a person, from every source, newest first.
+    /// Everything waiting for a person, from every source, newest first. Items whose outside
+    /// agent stopped waiting are closed first, as abandoned.
     pub async fn inbox(&self) -> Result<Vec<ReviewItem>, ReviewError> {
+        self.sweep_abandoned().await?;
         let rows = self.store.open_items(None).await?;
         Ok(rows.into_iter().map(ReviewItem::from).collect())
     }
@@ -100,9 +106,9 @@ impl Review {
             .into_iter()
             .rev()
             .map(Revision::from)
-            .filter(|r| filter.status.map_or(true, |s| r.status == s))
+            .filter(|r| filter.status.is_none_or(|s| r.status == s))
             .filter(|r| {
-                query.as_ref().map_or(true, |q| {
+                query.as_ref().is_none_or(|q| {
                     r.title.to_lowercase().contains(q) || r.body.to_lowercase().contains(q)
                 })
             })

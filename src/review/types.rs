@@ -19,6 +19,10 @@ pub enum RevisionStatus {
     Rejected,
     /// Never decided and no longer open (the run moved on), or answered with invalid data.
     Superseded,
+    /// The outside agent stopped waiting before anyone decided.
+    Abandoned,
+    /// Nobody decided before the source's deadline; the agent was answered with a denial.
+    Expired,
 }
 
 impl RevisionStatus {
@@ -29,6 +33,8 @@ impl RevisionStatus {
             Some(Action::Approved) => RevisionStatus::Approved,
             Some(Action::Rejected | Action::Declined) => RevisionStatus::Rejected,
             Some(Action::Invalid) => RevisionStatus::Superseded,
+            Some(Action::Abandoned) => RevisionStatus::Abandoned,
+            Some(Action::Expired) => RevisionStatus::Expired,
             None if open => RevisionStatus::Pending,
             None => RevisionStatus::Superseded,
         }
@@ -40,6 +46,8 @@ impl RevisionStatus {
             RevisionStatus::Approved => "approved",
             RevisionStatus::Rejected => "rejected",
             RevisionStatus::Superseded => "superseded",
+            RevisionStatus::Abandoned => "abandoned",
+            RevisionStatus::Expired => "expired",
         }
     }
 
@@ -49,6 +57,8 @@ impl RevisionStatus {
             RevisionStatus::Approved,
             RevisionStatus::Rejected,
             RevisionStatus::Superseded,
+            RevisionStatus::Abandoned,
+            RevisionStatus::Expired,
         ]
         .into_iter()
         .find(|s| s.as_str() == text)

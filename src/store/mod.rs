@@ -141,6 +141,28 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The full id of the run `prefix` names (an exact id or a unique prefix of 4+ characters).
     async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError>;
 
+    /// The run of an outside agent's session: found by its source and session, else created
+    /// with `run.id`. Returns the run's id.
+    async fn session_run(&self, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError>;
+    /// Opens one more item on a session's run (its other items stay as they are), recording
+    /// its plan's revision, with `waiter` holding it.
+    async fn open_item(
+        &self,
+        run_id: &str,
+        item: &OpenItem,
+        waiter: &Lease<'_>,
+    ) -> Result<ItemRow, StoreError>;
+    /// Extends a waiter's lease on an open item; `false` once the item is closed or another
+    /// waiter holds it.
+    async fn renew_waiter(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        waiter: &Lease<'_>,
+    ) -> Result<bool, StoreError>;
+    /// Open items of outside sessions, each with its waiter and lease.
+    async fn waited_items(&self) -> Result<Vec<WaitedItem>, StoreError>;
+
     /// Records a decision on an open item, atomically: refused if the item is not open (unknown
     /// or already decided) or, with `expect_sha`, if the open plan is not that revision.
     async fn record_decision(&self, decision: &NewDecision<'_>) -> Result<DecisionRow, StoreError>;

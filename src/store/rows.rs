@@ -75,6 +75,10 @@ vocabulary! {
         Declined = "declined",
         /// Resume data that did not fit the tool's schema: recorded, answered with an error.
         Invalid = "invalid",
+        /// The outside agent stopped waiting (its hook was killed or gave up).
+        Abandoned = "abandoned",
+        /// No decision was made before the source's deadline: answered as a denial.
+        Expired = "expired",
     }
 }
 
@@ -293,4 +297,12 @@ pub struct EventRow {
     pub at: Millis,
     pub kind: String,
     pub data: Value,
+}
+
+/// An outside session's open item and who waits on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitedItem {
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub waiter: Option<(String, Millis)>,
 }

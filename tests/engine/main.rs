@@ -4,6 +4,7 @@
 
 mod support;
 
+mod agents;
 mod approval;
 mod call_ids;
 mod claims;
@@ -16,6 +17,7 @@ mod hostile_providers;
 mod http_server;
 mod keys;
 mod local_models;
+mod mcp;
 mod plan_loop;
 mod providers;
 mod refusals;

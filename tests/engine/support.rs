@@ -73,11 +73,16 @@ impl Fixture {
             "ANTHROPIC_BASE_URL",
             "OLLAMA_HOST",
             "PLANDESK_HTTP_IDLE_TIMEOUT_MS",
+            "PLANDESK_HTTP_MAX_STREAM_BYTES",
+            "PLANDESK_HTTP_MAX_STREAM_MS",
+            "PLANDESK_ALLOW_INSECURE_HTTP",
         ] {
             cmd.env_remove(var);
         }
         cmd.env("DBUS_SESSION_BUS_ADDRESS", NO_BUS)
-            .env("OLLAMA_HOST", CLOSED_PORT);
+            .env("OLLAMA_HOST", CLOSED_PORT)
+            // A hook left behind by a failing test gives up in a minute instead of waiting on.
+            .env("PLANDESK_HOOK_DEADLINE", "60s");
         cmd
     }
 

@@ -3,7 +3,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 
-use super::{events, query, revisions, word};
+use super::{events, query, revisions, runs, word};
 use crate::store::*;
 
 const COLUMNS: &str =
@@ -106,6 +106,7 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
         "revisionId": revision_id,
     });
     events::insert(tx, d.run_id, d.at, EventKind::Decided, &data)?;
+    runs::settle_session(tx, d.run_id, d.at)?;
     find(tx, d.run_id, d.tool_call_id)?.ok_or_else(|| StoreError::Invalid {
         run_id: d.run_id.to_owned(),
         message: "the decision vanished inside its own transaction".into(),

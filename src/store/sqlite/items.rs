@@ -57,6 +57,93 @@ pub(super) fn sync(
     Ok(())
 }
 
+/// Opens one item of a session's run, leaving its other items alone.
+pub(super) fn open_one(
+    tx: &Connection,
+    run_id: &str,
+    item: &OpenItem,
+    waiter: &Lease<'_>,
+) -> Result<ItemRow, StoreError> {
+    let id = item.tool_call_id.as_str();
+    if let Some(existing) = decisions::find(tx, run_id, id)? {
+        return Err(StoreError::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            tool_call_id: id.to_owned(),
+            action: existing.action,
+            decided_at: existing.decided_at,
+        });
+    }
+    let revision_id = match &item.plan {
+        Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, waiter.now)?),
+        None => None,
+    };
+    tx.execute(
+        "INSERT INTO pending (run_id, tool_call_id, kind, tool_name, args, revision_id, since, waiter, waiter_until)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            run_id,
+            id,
+            item.kind.as_str(),
+            item.tool_name,
+            item.args.to_string(),
+            revision_id,
+            waiter.now,
+            waiter.holder,
+            waiter.until
+        ],
+    )
+    .map_err(query("open item"))?;
+    tx.execute(
+        "UPDATE runs SET status = 'suspended', updated_at = ?2 WHERE id = ?1",
+        params![run_id, waiter.now],
+    )
+    .map_err(query("open item"))?;
+    open(tx, Some(run_id))?
+        .into_iter()
+        .find(|i| i.tool_call_id == id)
+        .ok_or_else(|| StoreError::Invalid {
+            run_id: run_id.to_owned(),
+            message: format!("item {id} vanished inside its own transaction"),
+        })
+}
+
+pub(super) fn renew_waiter(
+    tx: &Connection,
+    run_id: &str,
+    tool_call_id: &str,
+    waiter: &Lease<'_>,
+) -> Result<bool, StoreError> {
+    let changed = tx
+        .execute(
+            "UPDATE pending SET waiter_until = ?4 WHERE run_id = ?1 AND tool_call_id = ?2 AND waiter = ?3",
+            params![run_id, tool_call_id, waiter.holder, waiter.until],
+        )
+        .map_err(query("renew waiter"))?;
+    Ok(changed == 1)
+}
+
+pub(super) fn waited(conn: &Connection) -> Result<Vec<WaitedItem>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT p.run_id, p.tool_call_id, p.waiter, p.waiter_until
+             FROM pending p JOIN runs r ON r.id = p.run_id WHERE r.source != 'engine'",
+        )
+        .map_err(query("list waited items"))?;
+    let rows = stmt
+        .query_map([], |r| {
+            let waiter: Option<String> = r.get(2)?;
+            let until: Option<Millis> = r.get(3)?;
+            Ok(WaitedItem {
+                run_id: r.get(0)?,
+                tool_call_id: r.get(1)?,
+                waiter: waiter.zip(until),
+            })
+        })
+        .map_err(query("list waited items"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(query("list waited items"))
+}
+
 /// Open items with their run's context and plan revision: one query.
 pub(super) fn open(conn: &Connection, run_id: Option<&str>) -> Result<Vec<ItemRow>, StoreError> {
     let mut stmt = conn

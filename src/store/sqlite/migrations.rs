@@ -115,6 +115,15 @@ CREATE INDEX runs_by_update ON runs(updated_at);
 CREATE INDEX pending_by_since ON pending(since);
 ",
     },
+    Migration {
+        version: 3,
+        name: "waiters on outside agents' items",
+        // An outside agent's hook waits on its item; its lease says it still does.
+        sql: "
+ALTER TABLE pending ADD COLUMN waiter TEXT;
+ALTER TABLE pending ADD COLUMN waiter_until INTEGER;
+",
+    },
 ];
 
 /// The schema version this build writes.

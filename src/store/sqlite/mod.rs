@@ -104,23 +104,43 @@ impl SqliteStore {
 
 /// Opens a connection with the store's settings, mapping a bad file to one clear error.
 fn connect(path: &Path) -> Result<Connection, StoreError> {
-    let opened = Connection::open(path).and_then(|conn| {
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
-        )?;
-        // Reading the schema proves the file is a database at all.
-        conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
-            r.get::<_, i64>(0)
-        })?;
-        Ok(conn)
-    });
-    opened.map_err(|err| {
-        file_error(path, err).unwrap_or_else(|err| StoreError::Open {
-            path: path.to_owned(),
-            message: err.to_string(),
-        })
-    })
+    // Switching a new file to WAL takes an exclusive lock that SQLite does not wait for: when
+    // another process is creating the store at the same moment, try again for a while.
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match try_connect(path) {
+            Err(err)
+                if matches!(
+                    err.sqlite_error_code(),
+                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                ) && std::time::Instant::now() < give_up =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(err) => {
+                return Err(
+                    file_error(path, err).unwrap_or_else(|err| StoreError::Open {
+                        path: path.to_owned(),
+                        message: err.to_string(),
+                    }),
+                )
+            }
+            Ok(conn) => return Ok(conn),
+        }
+    }
+}
+
+fn try_connect(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+    )?;
+    // Reading the schema proves the file is a database at all.
+    conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    })?;
+    Ok(conn)
 }
 
 /// The store error for a failure caused by the file (damaged, not a database, read-only), or
@@ -197,6 +217,34 @@ impl Store for SqliteStore {
 
     async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError> {
         runs::resolve(&self.conn(), prefix)
+    }
+
+    async fn session_run(&self, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError> {
+        self.write("find or create session", |tx| runs::session(tx, run, at))
+    }
+
+    async fn open_item(
+        &self,
+        run_id: &str,
+        item: &OpenItem,
+        waiter: &Lease<'_>,
+    ) -> Result<ItemRow, StoreError> {
+        self.write("open item", |tx| items::open_one(tx, run_id, item, waiter))
+    }
+
+    async fn renew_waiter(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        waiter: &Lease<'_>,
+    ) -> Result<bool, StoreError> {
+        self.write("renew waiter", |tx| {
+            items::renew_waiter(tx, run_id, tool_call_id, waiter)
+        })
+    }
+
+    async fn waited_items(&self) -> Result<Vec<WaitedItem>, StoreError> {
+        items::waited(&self.conn())
     }
 
     async fn record_decision(&self, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {

@@ -49,6 +49,35 @@ pub(super) fn insert(tx: &Connection, run: &NewRun<'_>, at: Millis) -> Result<()
     Ok(())
 }
 
+/// The run of an outside session, created (suspended, waiting on its first plan) if new.
+pub(super) fn session(tx: &Connection, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError> {
+    let existing: Option<String> = tx
+        .query_row(
+            "SELECT id FROM runs WHERE source = ?1 AND session = ?2",
+            params![run.source.kind.as_str(), run.source.session],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(query("find session"))?;
+    if let Some(id) = existing {
+        return Ok(id);
+    }
+    insert(tx, run, at)?;
+    Ok(run.id.to_owned())
+}
+
+/// An outside session's run is suspended while an item is open, else running (its agent works).
+pub(super) fn settle_session(tx: &Connection, run_id: &str, at: Millis) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE runs SET updated_at = ?2, status = CASE WHEN EXISTS
+             (SELECT 1 FROM pending WHERE run_id = ?1) THEN 'suspended' ELSE 'running' END
+         WHERE id = ?1 AND source != 'engine'",
+        params![run_id, at],
+    )
+    .map_err(query("settle session"))?;
+    Ok(())
+}
+
 /// Records a run's new status and mode (part of a commit).
 pub(super) fn update(
     tx: &Connection,

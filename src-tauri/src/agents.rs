@@ -1,0 +1,101 @@
+//! Settings → Agents: whether each outside agent hands its plans to Plandesk, and one click to
+//! set it up or take it out (the same merge `plandesk install` does, for the `plandesk` CLI
+//! installed beside this app).
+
+use plandesk::source::agent_name;
+use plandesk::source::install::{self, Places, Target};
+use serde::Serialize;
+use tauri::State;
+
+use crate::ipc::IpcError;
+use crate::AppState;
+
+/// The agents the settings list, in order.
+const TARGETS: [(&str, Target); 4] = [
+    ("claude-code", Target::ClaudeCode),
+    ("codex", Target::Codex),
+    ("gemini", Target::Gemini),
+    ("mcp", Target::Mcp),
+];
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSetup {
+    pub agent: &'static str,
+    pub name: &'static str,
+    pub installed: bool,
+    /// The settings file it lives in.
+    pub file: String,
+    /// What the person still has to do (e.g. trust the hook in Codex).
+    pub note: Option<String>,
+}
+
+fn places(state: &AppState) -> Result<Places, IpcError> {
+    let app = std::env::current_exe()
+        .map_err(|e| IpcError::new("install", format!("Cannot find this app's binary: {e}")))?;
+    let cli = app.with_file_name("plandesk");
+    if !cli.exists() {
+        return Err(IpcError::new(
+            "install",
+            format!(
+                "The plandesk command is not installed beside the app ({}).",
+                cli.display()
+            ),
+        ));
+    }
+    let mut places = Places::from_env(cli, Some(state.data_dir.clone()))
+        .map_err(|e| IpcError::new("install", e.to_string()))?;
+    if let Some(workspace) = &state.workspace {
+        places.project = workspace.clone();
+    }
+    Ok(places)
+}
+
+fn setup(agent: &'static str, target: Target, places: &Places) -> Result<AgentSetup, IpcError> {
+    let change = install::plan(target, false, places)
+        .map_err(|e| IpcError::new("install", e.to_string()))?;
+    Ok(AgentSetup {
+        agent,
+        name: if target == Target::Mcp {
+            "MCP clients (this workspace's .mcp.json)"
+        } else {
+            agent_name(target.source())
+        },
+        installed: !change.changes_anything(),
+        file: change.file.display().to_string(),
+        note: None,
+    })
+}
+
+#[tauri::command]
+pub async fn agent_setup(state: State<'_, AppState>) -> Result<Vec<AgentSetup>, IpcError> {
+    let places = places(&state)?;
+    TARGETS
+        .iter()
+        .map(|(agent, target)| setup(agent, *target, &places))
+        .collect()
+}
+
+#[tauri::command]
+pub async fn install_agent(
+    state: State<'_, AppState>,
+    agent: String,
+    uninstall: bool,
+) -> Result<AgentSetup, IpcError> {
+    let (name, target) = TARGETS
+        .iter()
+        .find(|(name, _)| *name == agent)
+        .copied()
+        .ok_or_else(|| IpcError::invalid(format!("Unknown agent {agent}.")))?;
+    let places = places(&state)?;
+    let change = install::plan(target, uninstall, &places)
+        .map_err(|e| IpcError::new("install", e.to_string()))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    install::apply(&change, now).map_err(|e| IpcError::new("install", e.to_string()))?;
+    let mut result = setup(name, target, &places)?;
+    result.note = change.note;
+    Ok(result)
+}

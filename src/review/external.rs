@@ -1,0 +1,255 @@
+//! Plans from outside agents (Claude Code, Codex, Gemini CLI, any MCP client): each agent
+//! session is a run of its own, each plan an item on it, consecutive plans of one file one
+//! thread. The agent's hook submits, then waits here until a person decides, keeping a lease
+//! on its item; an item whose waiter is gone is closed as abandoned, and one left past its
+//! deadline is answered with a denial (fail closed, never open).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{plan_sha256, Decision, Review, ReviewError, ReviewItem};
+use crate::clock::Millis;
+use crate::lease::{self, LEASE, RENEW_EVERY};
+use crate::store::{
+    Action, ItemKind, Lease, NewDecision, NewRun, OpenItem, PlanText, Source, StoreError,
+};
+use crate::tool::submit_plan::split_plan;
+
+/// How often a waiter looks for a decision.
+const POLL: Duration = Duration::from_millis(200);
+
+/// A plan an outside agent hands in.
+#[derive(Debug, Clone)]
+pub struct ExternalPlan {
+    pub source: Source,
+    /// The agent's working directory.
+    pub cwd: String,
+    /// What the session is about, for the inbox (the user's request, or a description).
+    pub prompt: String,
+    /// The agent's own name for the step (`ExitPlanMode`, `exit_plan_mode`, `submit_plan`).
+    pub tool_name: String,
+    /// The plan's file (or a name for it): consecutive plans with one path are one thread.
+    pub path: String,
+    /// The plan as the agent will act on it.
+    pub text: String,
+    /// The agent's own id for this plan, when it has one: a plan already submitted under it is
+    /// refused (`AlreadyDecided`), so a repeated hook call is not a new revision.
+    pub item_id: Option<String>,
+}
+
+/// A submitted plan whose agent waits for the decision.
+#[derive(Debug)]
+pub struct Waiting {
+    pub item: ReviewItem,
+    waiter: String,
+}
+
+impl Waiting {
+    pub fn run_id(&self) -> &str {
+        &self.item.run_id
+    }
+
+    pub fn tool_call_id(&self) -> &str {
+        &self.item.tool_call_id
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        // No longer counted as live in this process: a sweep may close the item at once.
+        lease::let_go(&self.waiter);
+    }
+}
+
+/// What happens while a waiter waits, for its host to act on (a reminder notification).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitEvent {
+    /// The deadline is near and nobody has decided.
+    Reminder { left: Duration },
+}
+
+impl Review {
+    /// Records an outside agent's plan as a new item of its session's run, held by this
+    /// process until decided.
+    pub async fn submit(&self, plan: &ExternalPlan) -> Result<Waiting, ReviewError> {
+        let now = self.clock.now();
+        let new_id = uuid::Uuid::new_v4().simple().to_string();
+        let run = NewRun {
+            id: &new_id[..16],
+            prompt: &plan.prompt,
+            model: plan.source.kind.as_str(),
+            workspace: &plan.cwd,
+            source: &plan.source,
+        };
+        let run_id = self.store.session_run(&run, now).await?;
+        let split = split_plan(&plan.text);
+        let tool_call_id = plan.item_id.clone().unwrap_or_else(|| {
+            format!("plan-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+        });
+        let item = OpenItem {
+            tool_call_id,
+            kind: ItemKind::Plan,
+            tool_name: plan.tool_name.clone(),
+            args: json!({"path": plan.path}),
+            plan: Some(PlanText {
+                sha256: plan_sha256(&split.title, &split.plan),
+                path: plan.path.clone(),
+                title: split.title,
+                body: split.plan,
+            }),
+        };
+        let waiter = lease::new_holder();
+        let held = Lease {
+            holder: &waiter,
+            until: now + LEASE,
+            now,
+        };
+        match self.store.open_item(&run_id, &item, &held).await {
+            Ok(row) => Ok(Waiting {
+                item: row.into(),
+                waiter,
+            }),
+            Err(err) => {
+                lease::let_go(&waiter);
+                Err(err.into())
+            }
+        }
+    }
+
+    /// Waits until the item is decided, renewing the waiter's lease. With a `deadline` (ms
+    /// since the epoch), an undecided item is then closed as expired and that is the decision;
+    /// `on_event` hears of the reminder `remind_before` the deadline.
+    pub async fn wait(
+        &self,
+        waiting: &Waiting,
+        deadline: Option<Millis>,
+        remind_before: Duration,
+        on_event: &mut (dyn FnMut(WaitEvent) + Send),
+    ) -> Result<Decision, ReviewError> {
+        let (run_id, call_id) = (waiting.run_id(), waiting.tool_call_id());
+        let mut renew_at = self.clock.now() + RENEW_EVERY.as_millis() as Millis;
+        let mut reminded = false;
+        loop {
+            if let Some(decision) = self.decision(run_id, call_id).await? {
+                return Ok(decision);
+            }
+            let now = self.clock.now();
+            if let Some(deadline) = deadline {
+                let left = deadline - now;
+                if left <= 0 {
+                    match self.close(run_id, call_id, Action::Expired).await {
+                        Ok(decision) => return Ok(decision),
+                        // Decided at the last moment: that decision stands.
+                        Err(ReviewError::Store(StoreError::AlreadyDecided { .. })) => continue,
+                        Err(err) => return Err(err),
+                    }
+                }
+                if !reminded && left <= remind_before.as_millis() as Millis {
+                    reminded = true;
+                    on_event(WaitEvent::Reminder {
+                        left: Duration::from_millis(left as u64),
+                    });
+                }
+            }
+            if now >= renew_at {
+                let held = Lease {
+                    holder: &waiting.waiter,
+                    until: now + LEASE,
+                    now,
+                };
+                // `false`: closed meanwhile; the decision shows on the next look.
+                self.store.renew_waiter(run_id, call_id, &held).await?;
+                renew_at = now + RENEW_EVERY.as_millis() as Millis;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The agent stopped waiting (its hook was told to stop): the item is closed as abandoned.
+    pub async fn abandon(&self, waiting: &Waiting) -> Result<(), ReviewError> {
+        match self
+            .close(waiting.run_id(), waiting.tool_call_id(), Action::Abandoned)
+            .await
+        {
+            Ok(_) | Err(ReviewError::Store(StoreError::AlreadyDecided { .. })) => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Closes the open items of outside sessions whose waiter is gone, as abandoned.
+    pub(super) async fn sweep_abandoned(&self) -> Result<(), ReviewError> {
+        let now = self.clock.now();
+        for item in self.store.waited_items().await? {
+            if lease::is_held(item.waiter.as_ref(), now) {
+                continue;
+            }
+            match self
+                .close(&item.run_id, &item.tool_call_id, Action::Abandoned)
+                .await
+            {
+                Ok(_)
+                | Err(ReviewError::Store(
+                    StoreError::AlreadyDecided { .. } | StoreError::NotPending { .. },
+                )) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    async fn close(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        action: Action,
+    ) -> Result<Decision, ReviewError> {
+        let data: Value = json!({"action": action});
+        let row = self
+            .store
+            .record_decision(&NewDecision {
+                run_id,
+                tool_call_id,
+                action,
+                feedback: None,
+                resume_data: &data,
+                expect_sha: None,
+                at: self.clock.now(),
+            })
+            .await?;
+        Ok(row.into())
+    }
+
+    /// Records a decision on an outside agent's item (a person's, through a host).
+    pub async fn decide_external(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        approve: bool,
+        feedback: Option<&str>,
+        expect_sha: Option<&str>,
+    ) -> Result<Decision, ReviewError> {
+        let feedback = feedback.map(str::trim).filter(|f| !f.is_empty());
+        let action = if approve {
+            Action::Approved
+        } else {
+            Action::Rejected
+        };
+        let mut data = json!({"action": action});
+        if let Some(feedback) = feedback.filter(|_| !approve) {
+            data["feedback"] = json!(feedback);
+        }
+        let row = self
+            .record(&NewDecision {
+                run_id,
+                tool_call_id,
+                action,
+                feedback: feedback.filter(|_| !approve),
+                resume_data: &data,
+                expect_sha,
+                at: self.clock.now(),
+            })
+            .await?;
+        Ok(row.into())
+    }
+}

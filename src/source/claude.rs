@@ -1,0 +1,282 @@
+//! Claude Code: a `PermissionRequest` hook on `ExitPlanMode` (`plandesk hook claude-code`).
+//! The plan comes in `tool_input` (`plan`, `planFilePath`), or, when that is empty, from the
+//! plan file the session's transcript names. Approval is an `allow` that echoes the input (a
+//! bare allow is ignored by Claude Code); a rejection is a `deny` whose message the model reads
+//! as the tool's error, with `interrupt` when the model must stop and wait for the user.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{read_plan_file, Answer, SourceError};
+use crate::review::ExternalPlan;
+use crate::store::{Source, SourceKind};
+
+const AGENT: &str = "Claude Code";
+const TOOL: &str = "ExitPlanMode";
+/// The most of a transcript read when looking for the plan (its tail is what matters).
+const MAX_TRANSCRIPT: u64 = 32 * 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    session_id: String,
+    #[serde(default)]
+    transcript_path: Option<String>,
+    cwd: String,
+    #[serde(default)]
+    hook_event_name: Option<String>,
+    tool_name: String,
+    #[serde(default)]
+    tool_input: Value,
+}
+
+/// A parsed hook call: the plan to review, and the input to echo on approval.
+#[derive(Debug)]
+pub struct Call {
+    pub plan: ExternalPlan,
+    tool_input: Value,
+}
+
+/// Parses the hook's stdin. `Ok(None)`: not a plan (another tool); Claude Code asks as usual.
+pub fn parse(stdin: &str) -> Result<Option<Call>, SourceError> {
+    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: AGENT,
+        message: e.to_string(),
+    })?;
+    if input.tool_name != TOOL {
+        return Ok(None);
+    }
+    if let Some(event) = input.hook_event_name.as_deref() {
+        if event != "PermissionRequest" {
+            return Err(SourceError::Input {
+                agent: AGENT,
+                message: format!("hook event {event}; install it as a PermissionRequest hook"),
+            });
+        }
+    }
+    let (path, text) = find_plan(&input)?;
+    let mut tool_input = match input.tool_input {
+        Value::Object(map) => Value::Object(map),
+        _ => json!({}),
+    };
+    tool_input["plan"] = json!(text);
+    tool_input["planFilePath"] = json!(path);
+    let prompt = input
+        .transcript_path
+        .as_deref()
+        .and_then(|t| first_user_request(Path::new(t)))
+        .unwrap_or_else(|| format!("{AGENT} session in {}", input.cwd));
+    Ok(Some(Call {
+        plan: ExternalPlan {
+            source: Source {
+                kind: SourceKind::ClaudeCode,
+                session: Some(input.session_id),
+            },
+            cwd: input.cwd,
+            prompt,
+            tool_name: TOOL.into(),
+            path,
+            text,
+            item_id: None,
+        },
+        tool_input,
+    }))
+}
+
+/// The plan and its file: from the input, else the file the transcript names, else the last
+/// `ExitPlanMode` call in the transcript.
+fn find_plan(input: &Input) -> Result<(String, String), SourceError> {
+    let given_plan = input.tool_input.get("plan").and_then(Value::as_str);
+    let given_path = input.tool_input.get("planFilePath").and_then(Value::as_str);
+    match (given_plan, given_path) {
+        (Some(plan), Some(path)) => return Ok((path.to_owned(), plan.to_owned())),
+        (Some(plan), None) => return Ok(("plan.md".into(), plan.to_owned())),
+        (None, Some(path)) => return Ok((path.to_owned(), read_plan_file(Path::new(path))?)),
+        (None, None) => {}
+    }
+    let transcript = input
+        .transcript_path
+        .as_deref()
+        .ok_or_else(|| SourceError::NoPlan("no plan in the input and no transcript".into()))?;
+    let lines = read_tail(Path::new(transcript))?;
+    let mut file = None;
+    let mut called = None;
+    for line in lines.lines() {
+        let Ok(entry) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let Some(path) = entry
+            .pointer("/attachment/planFilePath")
+            .and_then(Value::as_str)
+        {
+            file = Some(path.to_owned());
+        }
+        let content = entry.pointer("/message/content").and_then(Value::as_array);
+        for block in content.into_iter().flatten() {
+            if block["type"] == "tool_use" && block["name"] == TOOL {
+                called = block["input"]["plan"].as_str().map(str::to_owned);
+            }
+        }
+    }
+    if let Some(path) = file {
+        if let Ok(text) = read_plan_file(Path::new(&path)) {
+            if !text.trim().is_empty() {
+                return Ok((path, text));
+            }
+        }
+    }
+    called
+        .map(|text| ("plan.md".to_owned(), text))
+        .ok_or_else(|| SourceError::NoPlan(format!("the transcript {transcript} names no plan")))
+}
+
+fn read_tail(path: &Path) -> Result<String, SourceError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let failed = |e: std::io::Error| SourceError::NoPlan(format!("{}: {e}", path.display()));
+    let mut file = std::fs::File::open(path).map_err(failed)?;
+    let len = file.metadata().map_err(failed)?.len();
+    if !file.metadata().map_err(failed)?.is_file() {
+        return Err(SourceError::NoPlan(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    file.seek(SeekFrom::Start(len.saturating_sub(MAX_TRANSCRIPT)))
+        .map_err(failed)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TRANSCRIPT)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The user's first request in the session, for the inbox.
+fn first_user_request(transcript: &Path) -> Option<String> {
+    let text = read_tail(transcript).ok()?;
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "user")
+        .find_map(|e| match &e["message"]["content"] {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            Value::Array(blocks) => blocks
+                .iter()
+                .find(|b| b["type"] == "text")
+                .and_then(|b| b["text"].as_str())
+                .map(str::to_owned),
+            _ => None,
+        })
+        .map(|s| crate::text::short(&s, 200))
+}
+
+/// The hook's stdout for a decision (`None`: print nothing, Claude Code asks as usual).
+pub fn answer(call: &Call, answer: &Answer) -> Option<String> {
+    let decision = match answer {
+        Answer::Approve => json!({"behavior": "allow", "updatedInput": call.tool_input}),
+        Answer::Abandoned => return None,
+        Answer::Revise(_) => json!({"behavior": "deny", "message": answer.denial()}),
+        Answer::Wait | Answer::Expired => {
+            json!({"behavior": "deny", "message": answer.denial(), "interrupt": true})
+        }
+    };
+    Some(output(decision))
+}
+
+/// The hook's stdout when we failed: not approved, and the model stops (fail closed).
+pub fn failure(err: &SourceError) -> String {
+    output(json!({"behavior": "deny", "message": err.denial(), "interrupt": true}))
+}
+
+fn output(decision: Value) -> String {
+    json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}})
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(tool_input: Value, transcript: Option<&Path>) -> String {
+        json!({
+            "session_id": "s1", "cwd": "/home/u/proj", "permission_mode": "plan",
+            "hook_event_name": "PermissionRequest", "tool_name": "ExitPlanMode",
+            "tool_input": tool_input,
+            "transcript_path": transcript.map(|p| p.display().to_string()),
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn the_plan_comes_from_the_input() {
+        let call = parse(&input(
+            json!({"plan": "# P\n\nDo it", "planFilePath": "/p/brave.md"}),
+            None,
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(call.plan.path, "/p/brave.md");
+        assert_eq!(call.plan.text, "# P\n\nDo it");
+        assert_eq!(call.plan.source.session.as_deref(), Some("s1"));
+        let approved: Value =
+            serde_json::from_str(&answer(&call, &Answer::Approve).unwrap()).unwrap();
+        assert_eq!(
+            approved["hookSpecificOutput"]["decision"],
+            json!({"behavior": "allow", "updatedInput": {"plan": "# P\n\nDo it", "planFilePath": "/p/brave.md"}}),
+            "an allow echoes the input: a bare allow is ignored"
+        );
+    }
+
+    #[test]
+    fn an_empty_input_reads_the_plan_the_transcript_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("otter.md");
+        std::fs::write(&plan, "# From the file\n").unwrap();
+        let transcript = dir.path().join("t.jsonl");
+        let lines = [
+            json!({"type": "user", "message": {"role": "user", "content": "Add a cache"}}),
+            json!({"type": "attachment", "attachment": {"type": "plan_mode", "planFilePath": plan}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "ExitPlanMode", "input": {}}]}}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\nnot json\n")).collect();
+        std::fs::write(&transcript, text).unwrap();
+        let call = parse(&input(json!({}), Some(&transcript)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(call.plan.text, "# From the file\n");
+        assert_eq!(call.plan.path, plan.display().to_string());
+        assert_eq!(call.plan.prompt, "Add a cache");
+    }
+
+    #[test]
+    fn other_tools_are_not_ours_and_junk_is_refused() {
+        let other = json!({"session_id": "s", "cwd": "/", "tool_name": "Bash", "tool_input": {}});
+        assert!(parse(&other.to_string()).unwrap().is_none());
+        assert!(parse("{").is_err());
+        assert!(parse(&input(json!({}), None)).is_err(), "no plan anywhere");
+    }
+
+    #[test]
+    fn rejections_deny_and_waiting_interrupts() {
+        let call = parse(&input(
+            json!({"plan": "# P", "planFilePath": "/p.md"}),
+            None,
+        ))
+        .unwrap()
+        .unwrap();
+        let deny: Value =
+            serde_json::from_str(&answer(&call, &Answer::Revise("smaller".into())).unwrap())
+                .unwrap();
+        let decision = &deny["hookSpecificOutput"]["decision"];
+        assert_eq!(decision["behavior"], "deny");
+        assert!(decision["message"]
+            .as_str()
+            .unwrap()
+            .contains("User feedback: smaller"));
+        assert!(decision.get("interrupt").is_none(), "the model revises");
+        let wait: Value = serde_json::from_str(&answer(&call, &Answer::Wait).unwrap()).unwrap();
+        assert_eq!(wait["hookSpecificOutput"]["decision"]["interrupt"], true);
+        assert!(answer(&call, &Answer::Abandoned).is_none());
+        let failed: Value = serde_json::from_str(&failure(&SourceError::Stopped)).unwrap();
+        assert_eq!(failed["hookSpecificOutput"]["decision"]["behavior"], "deny");
+    }
+}

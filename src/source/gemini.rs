@@ -1,0 +1,179 @@
+//! Gemini CLI: a `BeforeTool` hook on `exit_plan_mode` (`plandesk hook gemini`). The input
+//! names the plan file (`tool_input.plan_filename`) in `$GEMINI_PLANS_DIR`; it runs before the
+//! CLI checks the file, so a missing or empty plan is denied with what to do. Approval is `{}`;
+//! anything else is an explicit `{"decision": "deny", "reason": …}` (Gemini CLI lets a plan
+//! through on a timeout, a crash or a silent exit 2: we never rely on those).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{read_plan_file, Answer, SourceError};
+use crate::review::ExternalPlan;
+use crate::store::{Source, SourceKind};
+
+const AGENT: &str = "Gemini CLI";
+const TOOL: &str = "exit_plan_mode";
+pub const PLANS_DIR_ENV: &str = "GEMINI_PLANS_DIR";
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    session_id: String,
+    cwd: String,
+    #[serde(default)]
+    hook_event_name: Option<String>,
+    tool_name: String,
+    #[serde(default)]
+    tool_input: Value,
+}
+
+/// What a hook call asks for.
+#[derive(Debug)]
+pub enum Call {
+    /// A plan to review.
+    Review(ExternalPlan),
+    /// Not a plan: let the tool run.
+    NotOurs,
+    /// The plan file is missing or empty: deny, telling the model to write it first.
+    Unwritten(String),
+}
+
+/// Parses the hook's stdin, with `plans_dir` from `$GEMINI_PLANS_DIR`.
+pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError> {
+    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: AGENT,
+        message: e.to_string(),
+    })?;
+    if input.tool_name != TOOL {
+        return Ok(Call::NotOurs);
+    }
+    if input
+        .hook_event_name
+        .as_deref()
+        .is_some_and(|e| e != "BeforeTool")
+    {
+        return Err(SourceError::Input {
+            agent: AGENT,
+            message: "not a BeforeTool hook call; install it as BeforeTool on exit_plan_mode"
+                .into(),
+        });
+    }
+    let name = input
+        .tool_input
+        .get("plan_filename")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    // Only a file name inside the plans folder: never a path that climbs out of it.
+    let file_name = Path::new(name)
+        .file_name()
+        .filter(|f| *f == std::ffi::OsStr::new(name));
+    let Some(file_name) = file_name else {
+        return Ok(Call::Unwritten(format!(
+            "The plan file name `{name}` is not a plain file name. Write the plan to a `.md` file \
+             in the plans folder and call exit_plan_mode with its name."
+        )));
+    };
+    let dir = plans_dir
+        .map(Path::to_owned)
+        .ok_or_else(|| SourceError::NoPlan(format!("${PLANS_DIR_ENV} is not set")))?;
+    let path: PathBuf = dir.join(file_name);
+    let text = match read_plan_file(&path) {
+        Ok(text) if !text.trim().is_empty() => text,
+        _ => {
+            return Ok(Call::Unwritten(format!(
+                "The plan file {} is missing or empty. Write the complete plan there first, then \
+                 call exit_plan_mode again.",
+                path.display()
+            )))
+        }
+    };
+    Ok(Call::Review(ExternalPlan {
+        source: Source {
+            kind: SourceKind::Gemini,
+            session: Some(input.session_id),
+        },
+        prompt: format!("{AGENT} session in {}", input.cwd),
+        cwd: input.cwd,
+        tool_name: TOOL.into(),
+        path: path.display().to_string(),
+        text,
+        item_id: None,
+    }))
+}
+
+/// The hook's stdout for a decision: `{}` to approve, an explicit deny otherwise.
+pub fn answer(answer: &Answer) -> String {
+    match answer.denial() {
+        None if *answer == Answer::Approve => "{}".to_owned(),
+        None => deny("The plan was not reviewed: the review was stopped."),
+        Some(reason) => deny(&reason),
+    }
+}
+
+pub fn deny(reason: &str) -> String {
+    json!({"decision": "deny", "reason": reason}).to_string()
+}
+
+/// Not approved because we failed: an explicit deny (Gemini CLI approves on silence).
+pub fn failure(err: &SourceError) -> String {
+    deny(&err.denial())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdin(name: &str) -> String {
+        json!({"session_id": "g1", "transcript_path": "/t", "cwd": "/w",
+               "hook_event_name": "BeforeTool", "timestamp": "t", "tool_name": "exit_plan_mode",
+               "tool_input": {"plan_filename": name}})
+        .to_string()
+    }
+
+    #[test]
+    fn the_plan_is_read_from_the_plans_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("auth.md"), "# Auth\n\nSteps").unwrap();
+        let Call::Review(plan) = parse(&stdin("auth.md"), Some(dir.path())).unwrap() else {
+            panic!("a plan to review");
+        };
+        assert_eq!(plan.text, "# Auth\n\nSteps");
+        assert!(plan.path.ends_with("/auth.md"));
+    }
+
+    #[test]
+    fn missing_empty_or_climbing_plan_files_are_denied_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("empty.md"), "  \n").unwrap();
+        for name in ["missing.md", "empty.md", "../../etc/passwd", ""] {
+            assert!(
+                matches!(
+                    parse(&stdin(name), Some(dir.path())).unwrap(),
+                    Call::Unwritten(_)
+                ),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn approval_is_empty_and_everything_else_denies() {
+        assert_eq!(answer(&Answer::Approve), "{}");
+        for a in [
+            Answer::Wait,
+            Answer::Expired,
+            Answer::Abandoned,
+            Answer::Revise("x".into()),
+        ] {
+            let v: Value = serde_json::from_str(&answer(&a)).unwrap();
+            assert_eq!(v["decision"], "deny", "{a:?}");
+        }
+        let other =
+            json!({"session_id": "g", "cwd": "/", "tool_name": "read_file", "tool_input": {}});
+        assert!(matches!(
+            parse(&other.to_string(), None).unwrap(),
+            Call::NotOurs
+        ));
+    }
+}

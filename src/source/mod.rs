@@ -1,0 +1,262 @@
+//! Outside agents as plan sources: Claude Code, Codex and Gemini CLI through their hooks, any
+//! MCP client through `plandesk mcp`. Each translates its agent's protocol into an
+//! [`ExternalPlan`] for the review core and the decision back into its agent's answer; they
+//! share how a plan is submitted and waited on (here), and fail closed: any failure of ours is
+//! answered as "not approved", never let through.
+
+pub mod claude;
+pub mod codex;
+pub mod gemini;
+pub mod install;
+pub mod mcp;
+mod notify;
+pub mod presence;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::engine::Engine;
+use crate::review::{Decision, ExternalPlan, ReviewError, WaitEvent};
+use crate::store::{Action, SourceKind};
+use crate::tool::submit_plan::{rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT};
+use crate::workspace::MAX_FILE_BYTES;
+
+/// What the agent is told when nobody decided before the deadline.
+pub const EXPIRED_TEXT: &str = "No decision was made on this plan in time, so it is not \
+     approved. Stop now and wait for the user's instructions.";
+
+/// The agent's name as people know it.
+pub fn agent_name(kind: SourceKind) -> &'static str {
+    match kind {
+        SourceKind::Engine => "Plandesk",
+        SourceKind::ClaudeCode => "Claude Code",
+        SourceKind::Codex => "Codex",
+        SourceKind::Gemini => "Gemini CLI",
+        SourceKind::Mcp => "an MCP client",
+    }
+}
+
+/// The contract's rejection text, for agents that revise without calling `submit_plan`.
+fn revise_text(feedback: &str) -> String {
+    rejected_with_feedback_text(feedback).replace(
+        "submit again with submit_plan.",
+        "present it for review again.",
+    )
+}
+
+/// A decision as every agent's answer is built from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Approve,
+    /// Rejected with feedback: the agent revises and submits again.
+    Revise(String),
+    /// Rejected without feedback: the agent stops and waits for the user.
+    Wait,
+    /// Nobody decided in time: not approved.
+    Expired,
+    /// The agent stopped waiting; nobody listens for an answer.
+    Abandoned,
+}
+
+impl Answer {
+    pub fn of(decision: &Decision) -> Self {
+        match decision.action {
+            Action::Approved => Answer::Approve,
+            Action::Rejected | Action::Declined => match decision.feedback.as_deref() {
+                Some(f) if !f.trim().is_empty() => Answer::Revise(f.trim().to_owned()),
+                _ => Answer::Wait,
+            },
+            Action::Expired | Action::Invalid => Answer::Expired,
+            Action::Abandoned => Answer::Abandoned,
+        }
+    }
+
+    /// What the model reads when the plan is not approved (the contract's texts).
+    pub fn denial(&self) -> Option<String> {
+        match self {
+            Answer::Approve | Answer::Abandoned => None,
+            Answer::Revise(feedback) => Some(revise_text(feedback)),
+            Answer::Wait => Some(REJECTED_NO_FEEDBACK_TEXT.to_owned()),
+            Answer::Expired => Some(EXPIRED_TEXT.to_owned()),
+        }
+    }
+}
+
+/// Why a hook could not get a decision; answered to the agent as "not approved".
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("the hook's input is not what {agent} sends: {message}")]
+    Input {
+        agent: &'static str,
+        message: String,
+    },
+    #[error("no plan found: {0}")]
+    NoPlan(String),
+    #[error(transparent)]
+    Review(#[from] ReviewError),
+    #[error(transparent)]
+    Engine(#[from] crate::engine::EngineError),
+    #[error("told to stop while waiting for a decision")]
+    Stopped,
+}
+
+impl SourceError {
+    /// What the agent's model reads: the plan is not approved, and why.
+    pub fn denial(&self) -> String {
+        format!(
+            "Plandesk could not put this plan in front of the user ({self}), so it is not \
+             approved. Stop now and tell the user."
+        )
+    }
+}
+
+/// How a hook waits.
+#[derive(Debug, Clone)]
+pub struct WaitSettings {
+    /// The store's folder: where the app's presence is looked for.
+    pub data_dir: PathBuf,
+    /// Past this, an undecided plan is answered as not approved.
+    pub deadline: Option<Duration>,
+}
+
+impl WaitSettings {
+    /// A reminder goes out this long before the deadline.
+    fn remind_before(&self) -> Duration {
+        self.deadline
+            .map_or(Duration::ZERO, |d| (d / 4).min(Duration::from_secs(300)))
+    }
+}
+
+/// Submits an outside agent's plan and waits for a person's decision: the one path every
+/// hook and the MCP server share. If no app is running to tell the person, this process
+/// shows the desktop notification itself; if it is told to stop, the plan is closed as
+/// abandoned.
+pub async fn review_plan(
+    engine: &Engine,
+    plan: ExternalPlan,
+    settings: &WaitSettings,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<Answer, SourceError> {
+    let review = engine.review();
+    let waiting = review.submit(&plan).await?;
+    let title = waiting
+        .item
+        .revision
+        .as_ref()
+        .map(|r| r.title.clone())
+        .unwrap_or_default();
+    let agent = agent_name(plan.source.kind);
+    let app_running = presence::app_running(&settings.data_dir);
+    if !app_running {
+        notify::plan_waiting(
+            &settings.data_dir,
+            agent,
+            &title,
+            &plan.cwd,
+            waiting.run_id(),
+        );
+    }
+    let deadline = settings
+        .deadline
+        .map(|d| engine.now_millis() + d.as_millis() as i64);
+    let data_dir = settings.data_dir.clone();
+    let run_id = waiting.run_id().to_owned();
+    let reminder_title = title.clone();
+    let mut on_event = move |event: WaitEvent| match event {
+        WaitEvent::Reminder { left } => {
+            if !presence::app_running(&data_dir) {
+                notify::reminder(&data_dir, agent, &reminder_title, left, &run_id);
+            }
+        }
+    };
+    let decided = tokio::select! {
+        decided = review.wait(&waiting, deadline, settings.remind_before(), &mut on_event) => decided?,
+        () = stop => {
+            review.abandon(&waiting).await?;
+            return Err(SourceError::Stopped);
+        }
+    };
+    Ok(Answer::of(&decided))
+}
+
+/// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP): an agent that gives
+/// up on its hook kills it.
+pub async fn stop_requested() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let kinds = [
+            SignalKind::terminate(),
+            SignalKind::interrupt(),
+            SignalKind::hangup(),
+        ];
+        let mut streams: Vec<_> = kinds.into_iter().filter_map(|k| signal(k).ok()).collect();
+        if streams.is_empty() {
+            return std::future::pending().await;
+        }
+        let waits = streams.iter_mut().map(|s| Box::pin(s.recv()));
+        futures::future::select_all(waits).await;
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Reads a whole hook payload from standard input, bounded (hook payloads are small; a huge
+/// one is refused rather than buffered).
+pub fn read_stdin(limit: usize) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read standard input: {e}"))?;
+    if bytes.len() > limit {
+        return Err(format!("standard input is over {limit} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| "standard input is not UTF-8".to_owned())
+}
+
+/// The largest hook payload read (a plan inside it is at most 1 MiB).
+pub const MAX_HOOK_INPUT: usize = 4 * 1024 * 1024;
+
+/// Reads a plan file an agent names: a regular file only (a FIFO or device is refused without
+/// blocking), UTF-8, at most [`MAX_FILE_BYTES`] even if it grows while it is read.
+pub(crate) fn read_plan_file(path: &std::path::Path) -> Result<String, SourceError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    use std::io::Read;
+    let failed = |message: String| SourceError::NoPlan(format!("{}: {message}", path.display()));
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(|e| failed(e.to_string()))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| failed(e.to_string()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(failed("not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| failed(e.to_string()))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(failed(format!("larger than {MAX_FILE_BYTES} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_agents_are_asked_to_present_a_revised_plan_again() {
+        let text = Answer::Revise("Bound it".into()).denial().unwrap();
+        assert!(text.contains("User feedback: Bound it"), "{text}");
+        assert!(text.ends_with("present it for review again."), "{text}");
+        assert_eq!(
+            Answer::Wait.denial().as_deref(),
+            Some(REJECTED_NO_FEEDBACK_TEXT)
+        );
+        assert_eq!(Answer::Approve.denial(), None);
+    }
+}

@@ -1,0 +1,332 @@
+//! Outside agents' hooks through the real binary: a plan lands in the inbox with its source,
+//! the hook blocks until a person decides from another process, and answers in the agent's own
+//! format; consecutive plans of one session are revisions of one thread; a hook that is
+//! stopped, killed or past its deadline never leaves a plan pending, and never approves.
+
+use std::io::Write;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// Starts `plandesk hook AGENT` with `payload` on stdin.
+fn hook(fx: &Fixture, agent: &str, payload: &Value, extra: &[&str]) -> Child {
+    let mut args = vec!["hook", agent];
+    args.extend_from_slice(extra);
+    let mut child = fx
+        .command(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    child
+}
+
+/// The hook's answer: its stdout as JSON (`Null` for no output), after it exits 0.
+fn answer(child: Child) -> Value {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "a hook always exits 0 with an explicit answer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+}
+
+/// Waits until `pending` holds `count` items; returns them.
+fn wait_pending(fx: &Fixture, count: usize) -> Vec<Value> {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let pending = fx.listing(&["pending"]);
+        let items = pending.as_array().unwrap().clone();
+        if items.len() == count {
+            return items;
+        }
+        assert!(
+            Instant::now() < until,
+            "waited for {count} pending: {pending}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn claude_payload(plan: &str) -> Value {
+    json!({
+        "session_id": "cc-session-1", "transcript_path": "/nonexistent/t.jsonl",
+        "cwd": "/home/u/proj", "permission_mode": "plan",
+        "hook_event_name": "PermissionRequest", "tool_name": "ExitPlanMode",
+        "tool_input": {"plan": plan, "planFilePath": "/home/u/.claude/plans/brave-otter.md"}
+    })
+}
+
+#[test]
+fn a_claude_code_plan_is_reviewed_revised_and_approved_from_the_cli() {
+    let fx = Fixture::new(json!([]));
+    let first = hook(
+        &fx,
+        "claude-code",
+        &claude_payload("# Cache\n\n1. Add an LRU"),
+        &[],
+    );
+    let items = wait_pending(&fx, 1);
+    let item = &items[0];
+    assert_eq!(
+        item["source"],
+        json!({"kind": "claude-code", "session": "cc-session-1"})
+    );
+    assert_eq!(item["kind"], "plan");
+    assert_eq!(item["workspace"], "/home/u/proj");
+    assert_eq!(
+        item["revision"]["title"], "Cache",
+        "today's fields, for every source"
+    );
+    let run = item["runId"].as_str().unwrap().to_owned();
+    let human = String::from_utf8(fx.ok(&["pending"]).stdout).unwrap();
+    assert!(human.contains("claude-code"), "{human}");
+
+    fx.ok(&["reject", &run, "--feedback", "Bound the cache"]);
+    let denied = answer(first);
+    let decision = &denied["hookSpecificOutput"]["decision"];
+    assert_eq!(
+        denied["hookSpecificOutput"]["hookEventName"],
+        "PermissionRequest"
+    );
+    assert_eq!(decision["behavior"], "deny");
+    assert!(
+        decision["message"]
+            .as_str()
+            .unwrap()
+            .contains("User feedback: Bound the cache"),
+        "{denied}"
+    );
+
+    let second = hook(
+        &fx,
+        "claude-code",
+        &claude_payload("# Cache\n\n1. Add a bounded LRU"),
+        &[],
+    );
+    let items = wait_pending(&fx, 1);
+    assert_eq!(items[0]["runId"], run, "one session, one run");
+    assert_eq!(
+        items[0]["revision"]["revisionNo"], 2,
+        "the revised plan is revision 2"
+    );
+    let sha = items[0]["revision"]["sha256"].as_str().unwrap().to_owned();
+    let history = fx.listing(&["history", &run]);
+    assert_eq!(history[0]["status"], "rejected");
+    let ids: Vec<String> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].to_string())
+        .collect();
+    let diff = fx.listing(&["diff", &ids[0], &ids[1]]);
+    assert_eq!(diff["between"][0]["feedback"], "Bound the cache");
+    assert!(diff["diff"]["changed"].as_u64().unwrap() >= 1);
+
+    fx.ok(&["approve", &run, "--revision", &sha[..8]]);
+    let allowed = answer(second);
+    assert_eq!(
+        allowed["hookSpecificOutput"]["decision"],
+        json!({"behavior": "allow", "updatedInput": {
+            "plan": "# Cache\n\n1. Add a bounded LRU",
+            "planFilePath": "/home/u/.claude/plans/brave-otter.md"}})
+    );
+    assert_eq!(fx.listing(&["pending"]), json!([]));
+    assert_eq!(fx.listing(&["history", &run])[1]["status"], "approved");
+}
+
+#[test]
+fn rejecting_without_feedback_tells_claude_code_to_stop_and_wait() {
+    let fx = Fixture::new(json!([]));
+    let child = hook(&fx, "claude-code", &claude_payload("# P\n\nx"), &[]);
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["reject", &run]);
+    let decision = answer(child)["hookSpecificOutput"]["decision"].clone();
+    assert_eq!(decision["behavior"], "deny");
+    assert_eq!(decision["interrupt"], true);
+    assert!(decision["message"]
+        .as_str()
+        .unwrap()
+        .contains("wait for the user"));
+}
+
+#[test]
+fn codex_plans_come_from_the_session_file_and_each_is_reviewed_once() {
+    let fx = Fixture::new(json!([]));
+    let rollout = fx.root.join("rollout.jsonl");
+    let plan_event = |text: &str| {
+        json!({"timestamp": "t", "type": "event_msg", "payload": {"type": "item_completed",
+               "turn_id": "T1", "item": {"type": "Plan", "id": "p", "text": text}}})
+    };
+    std::fs::write(&rollout, format!("{}\n", plan_event("# Plan A\n\nStep"))).unwrap();
+    let stop = json!({"session_id": "cx-1", "turn_id": "T1", "transcript_path": rollout,
+        "cwd": "/w", "hook_event_name": "Stop", "model": "m", "permission_mode": "default",
+        "stop_hook_active": false, "last_assistant_message": "Here is the plan."});
+    let child = hook(&fx, "codex", &stop, &[]);
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["reject", &run, "--feedback", "Add tests"]);
+    let blocked = answer(child);
+    assert_eq!(blocked["decision"], "block");
+    assert!(blocked["reason"].as_str().unwrap().contains("Add tests"));
+
+    // The model revises in the same turn: a new Plan item, a new revision.
+    let mut text = std::fs::read_to_string(&rollout).unwrap();
+    text.push_str(&format!("{}\n", plan_event("# Plan A\n\nStep\nTests")));
+    std::fs::write(&rollout, text).unwrap();
+    let child = hook(&fx, "codex", &stop, &[]);
+    let items = wait_pending(&fx, 1);
+    assert_eq!(items[0]["revision"]["revisionNo"], 2);
+    fx.ok(&["approve", &run]);
+    assert_eq!(answer(child), Value::Null, "approval lets the stop happen");
+
+    // A Stop with no new plan (after the decision) passes at once, and adds nothing.
+    let again = hook(&fx, "codex", &stop, &[]);
+    assert_eq!(answer(again), Value::Null);
+    assert_eq!(fx.listing(&["history", &run]).as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn gemini_reads_the_plan_file_and_denies_explicitly() {
+    let fx = Fixture::new(json!([]));
+    let plans = fx.root.join("gemini-plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    let payload = |name: &str| {
+        json!({"session_id": "gm-1", "transcript_path": "/t", "cwd": "/w",
+               "hook_event_name": "BeforeTool", "timestamp": "t",
+               "tool_name": "exit_plan_mode", "tool_input": {"plan_filename": name}})
+    };
+    let missing = fx
+        .command(&["hook", "gemini"])
+        .env("GEMINI_PLANS_DIR", &plans)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut missing = missing;
+    missing
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload("auth.md").to_string().as_bytes())
+        .unwrap();
+    let denied = answer(missing);
+    assert_eq!(
+        denied["decision"], "deny",
+        "a plan not yet written is denied at once"
+    );
+    assert!(denied["reason"]
+        .as_str()
+        .unwrap()
+        .contains("missing or empty"));
+
+    std::fs::write(plans.join("auth.md"), "# Auth\n\nUse OAuth").unwrap();
+    let mut child = fx
+        .command(&["hook", "gemini"])
+        .env("GEMINI_PLANS_DIR", &plans)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload("auth.md").to_string().as_bytes())
+        .unwrap();
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["approve", &run]);
+    assert_eq!(answer(child), json!({}));
+}
+
+#[test]
+fn a_stopped_or_killed_hook_never_leaves_its_plan_pending() {
+    let fx = Fixture::new(json!([]));
+    let child = hook(&fx, "claude-code", &claude_payload("# Stop me\n\nx"), &[]);
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(fx.listing(&["pending"]), json!([]));
+    assert_eq!(fx.listing(&["history", &run])[0]["status"], "abandoned");
+
+    let mut killed = hook(&fx, "claude-code", &claude_payload("# Kill me\n\ny"), &[]);
+    wait_pending(&fx, 1);
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert_eq!(
+        fx.listing(&["pending"]),
+        json!([]),
+        "a waiter whose process is gone is swept as abandoned"
+    );
+    let history = fx.listing(&["history", &run]);
+    assert_eq!(history[1]["status"], "abandoned", "{history}");
+}
+
+#[test]
+fn past_its_deadline_a_plan_is_denied_and_recorded_as_expired() {
+    let fx = Fixture::new(json!([]));
+    let child = hook(
+        &fx,
+        "claude-code",
+        &claude_payload("# Slow\n\nz"),
+        &["--deadline", "1s"],
+    );
+    let decision = answer(child)["hookSpecificOutput"]["decision"].clone();
+    assert_eq!(decision["behavior"], "deny", "fail closed, never open");
+    assert!(decision["message"]
+        .as_str()
+        .unwrap()
+        .contains("No decision was made"));
+    let history = fx.listing(&["history"]);
+    assert_eq!(history[0]["status"], "expired");
+}
+
+#[test]
+fn a_hook_that_cannot_reach_the_store_denies() {
+    let fx = Fixture::new(json!([]));
+    std::fs::create_dir_all(&fx.data).unwrap();
+    std::fs::write(fx.data.join("plandesk.db"), vec![0x42; 4096]).unwrap();
+    let decision = answer(hook(&fx, "claude-code", &claude_payload("# P"), &[]))
+        ["hookSpecificOutput"]["decision"]
+        .clone();
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    assert!(decision["message"]
+        .as_str()
+        .unwrap()
+        .contains("not approved"));
+    let junk = answer(hook(&fx, "gemini", &json!("not an object"), &[]));
+    assert_eq!(junk["decision"], "deny");
+}

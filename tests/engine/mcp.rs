@@ -1,0 +1,174 @@
+//! `plandesk mcp` driven by a real MCP client (rmcp's, over the server's stdin/stdout): the
+//! `submit_plan` tool has exactly the engine's contract, blocks until a person decides from
+//! another process, and answers with the same result objects and texts.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+const APPROVED: &str = "Plan approved. Proceed with implementation following the approved plan.";
+
+type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+async fn connect(fx: &Fixture) -> Client {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plandesk"));
+    let std_cmd = fx.command(&["mcp", "--workspace", fx.workspace.to_str().unwrap()]);
+    cmd.args(std_cmd.get_args());
+    for (key, value) in std_cmd.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    ().serve(transport).await.unwrap()
+}
+
+/// Calls `submit_plan` and returns the result object the model would read.
+async fn submit(client: &Client, args: Value) -> (Value, bool) {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new("submit_plan").with_arguments(args))
+        .await
+        .unwrap();
+    let text = result.content[0].as_text().unwrap().text.clone();
+    (
+        serde_json::from_str(&text).unwrap(),
+        result.is_error == Some(true),
+    )
+}
+
+/// Waits (on a blocking thread) for one pending plan, then runs `decide` with its run id.
+async fn decide_when_pending(fx: &Fixture, decide: &[&str]) {
+    let until = Instant::now() + Duration::from_secs(20);
+    let run = loop {
+        let pending = fx.listing(&["pending"]);
+        if let Some(run) = pending[0]["runId"].as_str() {
+            assert_eq!(pending[0]["source"]["kind"], "mcp");
+            break run.to_owned();
+        }
+        assert!(Instant::now() < until, "no plan became pending");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut args: Vec<&str> = decide.to_vec();
+    args.insert(1, &run);
+    fx.ok(&args);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_gets_the_engine_contract_and_waits_for_the_decision() {
+    let fx = Fixture::new(json!([]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let client = connect(&fx).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].name, "submit_plan");
+    assert_eq!(
+        Value::Object((*tools[0].input_schema).clone()),
+        json!({"type": "object", "properties": {"path": {"type": "string",
+               "description": "Path of the plan file, relative to the workspace root"}},
+               "required": ["path"], "additionalProperties": false}),
+        "exactly the engine's input schema"
+    );
+
+    // The same file checks, answered at once.
+    let (missing, is_error) = submit(&client, json!({"path": ".plandesk/plans/none.md"})).await;
+    assert!(is_error);
+    assert_eq!(missing["toolId"], "submit_plan");
+    assert!(missing["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Plan file not found"));
+    let (outside, _) = submit(&client, json!({"path": "../etc/passwd.md"})).await;
+    assert!(outside["content"]
+        .as_str()
+        .unwrap()
+        .contains("outside the plans folder"));
+    let (invalid, _) = submit(&client, json!({"path": PLAN, "extra": 1})).await;
+    assert!(invalid.get("validationErrors").is_some(), "{invalid}");
+
+    // Rejected with feedback: the contract's text.
+    let ((rejected, is_error), ()) = tokio::join!(
+        submit(&client, json!({"path": PLAN})),
+        decide_when_pending(&fx, &["reject", "--feedback", "Measure first"])
+    );
+    assert!(!is_error);
+    assert_eq!(
+        rejected,
+        json!({"toolId": "submit_plan", "isError": false,
+               "content": "Plan was not approved. The user wants revisions.\n\nUser feedback: Measure first\n\nPlease revise the plan based on the feedback and submit again with submit_plan.",
+               "submittedPlan": {"title": "Add a cache", "path": PLAN,
+                                 "plan": "Use an LRU cache in front of the store.\n\n1. Measure\n2. Cache",
+                                 "feedback": "Measure first"}})
+    );
+
+    // The revision is revision 2 of the same thread; approved: the contract's approval.
+    fx.write(PLAN, b"# Add a cache\n\nMeasure, then use an LRU cache.\n");
+    let ((approved, _), ()) = tokio::join!(
+        submit(&client, json!({"path": PLAN})),
+        decide_when_pending(&fx, &["approve"])
+    );
+    assert_eq!(approved["content"], APPROVED);
+    assert_eq!(
+        approved["submittedPlan"]["plan"],
+        "Measure, then use an LRU cache."
+    );
+    let history = fx.listing(&["history"]);
+    assert_eq!(history[1]["revisionNo"], 2, "{history}");
+    assert_eq!(history[1]["status"], "approved");
+
+    // Rejected without feedback: stop and wait.
+    let ((waiting, _), ()) = tokio::join!(
+        submit(&client, json!({"path": PLAN})),
+        decide_when_pending(&fx, &["reject"])
+    );
+    assert!(waiting["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Plan was not approved. The user will send revision instructions"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_leaves_its_plan_abandoned() {
+    let fx = Fixture::new(json!([]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let client = connect(&fx).await;
+    let call = tokio::spawn(async move {
+        let Value::Object(args) = json!({"path": PLAN}) else {
+            unreachable!()
+        };
+        let _ = client
+            .call_tool(CallToolRequestParams::new("submit_plan").with_arguments(args))
+            .await;
+        client
+    });
+    let until = Instant::now() + Duration::from_secs(20);
+    while fx.listing(&["pending"]).as_array().unwrap().is_empty() {
+        assert!(Instant::now() < until, "no plan became pending");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    call.abort();
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let history = fx.listing(&["history"]);
+        if history[0]["status"] == "abandoned" {
+            break;
+        }
+        assert!(Instant::now() < until, "the plan stayed {history}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(fx.listing(&["pending"]), json!([]));
+}

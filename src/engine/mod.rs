@@ -9,8 +9,11 @@ mod decide;
 mod drive;
 mod emit;
 mod error;
+mod persist;
 mod runs;
+mod tools;
 mod turn;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,0 +1,134 @@
+//! Running a step's tool calls: checked against the tool's schema, held for approval where the
+//! tool asks for it, executed on a blocking thread with a deadline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::drive::{done, status_of};
+use super::{emit, ChunkSink, Engine, EngineError};
+use crate::chunk::ToolCall;
+use crate::run::*;
+use crate::tool::{schema, Tool, ToolContext, ToolOutcome, DEFAULT_DECLINE_REASON};
+use crate::workspace::Workspace;
+
+/// The longest a tool call may take; past it the model is told it timed out.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What a tool is asked to do.
+pub(super) enum ToolAction {
+    Execute,
+    Resume(Value),
+}
+
+impl Engine {
+    /// Runs the step's call at `index`: checked against its tool's schema, held for approval
+    /// where the tool asks for it, else executed off the async runtime.
+    pub(super) async fn run_call(&self, state: &RunState, index: usize) -> Result<CallStatus, EngineError> {
+        let Phase::RunTools { step } = &state.phase else {
+            return Ok(CallStatus::NotRun);
+        };
+        let Some(entry) = step.calls.get(index) else {
+            return Ok(CallStatus::NotRun);
+        };
+        let call = &entry.call;
+        let tools = self.inner.controller.tools(&step.mode)?;
+        let Some(tool) = tools.get(&call.tool_name) else {
+            return Ok(done(Outcome::Error(format!(
+                "Tool `{}` does not exist in {} mode. Available tools: {}.",
+                call.tool_name,
+                step.mode,
+                tools.names().join(", ")
+            ))));
+        };
+        let violations = schema::validate(&tool.input_schema(), &call.args);
+        if !violations.is_empty() {
+            let result = schema::validation_error(tool.name(), "input", &call.args, &violations);
+            return Ok(done(Outcome::Result(result)));
+        }
+        let workspace = self.workspace(state)?;
+        let ctx = ToolContext {
+            workspace: &workspace,
+            run_id: &state.run_id,
+            tool_call_id: &call.tool_call_id,
+            can_suspend: true,
+            auto_approve: state.auto_approve,
+        };
+        if tool.requires_approval(&ctx) {
+            return Ok(CallStatus::AwaitingApproval);
+        }
+        let outcome = self
+            .run_tool(tool.clone(), workspace, state, call, ToolAction::Execute)
+            .await;
+        Ok(status_of(outcome))
+    }
+
+    /// Runs a tool on a blocking thread with a deadline, so a slow file system cannot stall the
+    /// runtime and a cancelled run stops waiting for it.
+    pub(super) async fn run_tool(
+        &self,
+        tool: Arc<dyn Tool>,
+        workspace: Workspace,
+        state: &RunState,
+        call: &ToolCall,
+        action: ToolAction,
+    ) -> ToolOutcome {
+        let (run_id, call) = (state.run_id.clone(), call.clone());
+        let auto_approve = state.auto_approve;
+        let name = tool.name();
+        let task = tokio::task::spawn_blocking(move || {
+            let ctx = ToolContext {
+                workspace: &workspace,
+                run_id: &run_id,
+                tool_call_id: &call.tool_call_id,
+                can_suspend: true,
+                auto_approve,
+            };
+            match action {
+                ToolAction::Execute => tool.execute(&ctx, &call.args),
+                ToolAction::Resume(data) => tool.resume(&ctx, &call.args, &data),
+            }
+        });
+        match tokio::time::timeout(TOOL_TIMEOUT, task).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(join)) => ToolOutcome::Failed(format!("{name} failed: {join}")),
+            Err(_) => ToolOutcome::Failed(format!(
+                "{name} did not finish within {} s and was abandoned",
+                TOOL_TIMEOUT.as_secs()
+            )),
+        }
+    }
+
+    /// What a declined approval tells the model, and the chunk that reports it.
+    pub(super) fn decline(
+        &self,
+        state: &RunState,
+        call: &ToolCall,
+        data: &Value,
+        sink: &mut dyn ChunkSink,
+    ) -> CallStatus {
+        let reason = data
+            .get("reason")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or(DEFAULT_DECLINE_REASON)
+            .to_owned();
+        sink.emit(emit::denied(&state.run_id, call, &reason));
+        done(Outcome::Denied(reason))
+    }
+
+    pub(super) fn workspace(&self, state: &RunState) -> Result<Workspace, EngineError> {
+        Ok(Workspace::open(&state.workspace, Some(&state.plans_dir))?)
+    }
+
+    /// The tool `name` as mode `mode` offers it.
+    pub(super) fn tool(
+        &self,
+        mode: &str,
+        name: &str,
+    ) -> Result<Option<Arc<dyn Tool>>, EngineError> {
+        Ok(self.inner.controller.tools(mode)?.get(name).cloned())
+    }
+}

@@ -25,7 +25,11 @@ pub(super) enum ToolAction {
 impl Engine {
     /// Runs the step's call at `index`: checked against its tool's schema, held for approval
     /// where the tool asks for it, else executed off the async runtime.
-    pub(super) async fn run_call(&self, state: &RunState, index: usize) -> Result<CallStatus, EngineError> {
+    pub(super) async fn run_call(
+        &self,
+        state: &RunState,
+        index: usize,
+    ) -> Result<CallStatus, EngineError> {
         let Phase::RunTools { step } = &state.phase else {
             return Ok(CallStatus::NotRun);
         };

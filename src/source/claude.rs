@@ -132,23 +132,8 @@ fn find_plan(input: &Input) -> Result<(String, String), SourceError> {
 }
 
 fn read_tail(path: &Path) -> Result<String, SourceError> {
-    use std::io::{Read, Seek, SeekFrom};
-    let failed = |e: std::io::Error| SourceError::NoPlan(format!("{}: {e}", path.display()));
-    let mut file = std::fs::File::open(path).map_err(failed)?;
-    let len = file.metadata().map_err(failed)?.len();
-    if !file.metadata().map_err(failed)?.is_file() {
-        return Err(SourceError::NoPlan(format!(
-            "{} is not a regular file",
-            path.display()
-        )));
-    }
-    file.seek(SeekFrom::Start(len.saturating_sub(MAX_TRANSCRIPT)))
-        .map_err(failed)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_TRANSCRIPT)
-        .read_to_end(&mut bytes)
-        .map_err(failed)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    super::read_tail(path, MAX_TRANSCRIPT)
+        .map_err(|e| SourceError::NoPlan(format!("{}: {e}", path.display())))
 }
 
 /// The user's first request in the session, for the inbox.

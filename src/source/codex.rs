@@ -79,16 +79,7 @@ pub fn parse(stdin: &str) -> Result<Option<ExternalPlan>, SourceError> {
 
 /// The texts of the turn's `Plan` items, oldest first.
 fn plans_of_turn(path: &Path, turn_id: &str) -> Result<Vec<String>, std::io::Error> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    file.seek(SeekFrom::Start(meta.len().saturating_sub(MAX_TRANSCRIPT)))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_TRANSCRIPT).read_to_end(&mut bytes)?;
-    Ok(String::from_utf8_lossy(&bytes)
+    Ok(super::read_tail(path, MAX_TRANSCRIPT)?
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| e["type"] == "event_msg")

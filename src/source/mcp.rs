@@ -136,17 +136,8 @@ impl PlanServer {
         }
         let checked = {
             let (workspace, args) = (workspace.clone(), args.clone());
-            tokio::task::spawn_blocking(move || {
-                let ctx = ToolContext {
-                    workspace: &workspace,
-                    run_id: "",
-                    tool_call_id: "",
-                    can_suspend: true,
-                    auto_approve: false,
-                };
-                SubmitPlan.execute(&ctx, &args)
-            })
-            .await
+            tokio::task::spawn_blocking(move || SubmitPlan.execute(&standalone(&workspace), &args))
+                .await
         };
         let payload = match checked {
             Ok(ToolOutcome::Suspend { payload }) => payload,
@@ -199,18 +190,22 @@ impl PlanServer {
             }
             Answer::Abandoned => return failed(&SourceError::Stopped.to_string()),
         }
-        let ctx = ToolContext {
-            workspace: &workspace,
-            run_id: "",
-            tool_call_id: "",
-            can_suspend: true,
-            auto_approve: false,
-        };
-        match tool.resume(&ctx, &args, &data) {
+        match tool.resume(&standalone(&workspace), &args, &data) {
             ToolOutcome::Value(result) => result,
             ToolOutcome::Failed(message) => failed(&message),
             ToolOutcome::Suspend { .. } => failed("the plan was suspended twice"),
         }
+    }
+}
+
+/// What `submit_plan` sees of its call here: the workspace, and a person to wait for.
+fn standalone(workspace: &Workspace) -> ToolContext<'_> {
+    ToolContext {
+        workspace,
+        run_id: "",
+        tool_call_id: "",
+        can_suspend: true,
+        auto_approve: false,
     }
 }
 

@@ -244,6 +244,21 @@ pub(crate) fn read_plan_file(path: &std::path::Path) -> Result<String, SourceErr
     String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".into()))
 }
 
+/// The last `max` bytes of a regular file (an agent's transcript: its tail holds the current
+/// turn), as text.
+pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    file.seek(SeekFrom::Start(meta.len().saturating_sub(max)))?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,22 +26,7 @@ pub(super) fn sync(
             Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, at)?),
             None => None,
         };
-        tx.prepare_cached(
-            "INSERT OR IGNORE INTO pending (run_id, tool_call_id, kind, tool_name, args, revision_id, since)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
-        .and_then(|mut stmt| {
-            stmt.execute(params![
-                run_id,
-                id,
-                item.kind.as_str(),
-                item.tool_name,
-                item.args.to_string(),
-                revision_id,
-                at
-            ])
-        })
-        .map_err(query("open item"))?;
+        insert(tx, run_id, item, revision_id, at, None)?;
         keep.push(id);
     }
     let keep = serde_json::to_string(&keep).map_err(|e| StoreError::Invalid {
@@ -55,6 +40,37 @@ pub(super) fn sync(
     .and_then(|mut stmt| stmt.execute(params![run_id, keep]))
     .map_err(query("close items"))?;
     Ok(())
+}
+
+/// Adds an open item (with its waiter, for an outside session's); `false` if it was open already.
+fn insert(
+    tx: &Connection,
+    run_id: &str,
+    item: &OpenItem,
+    revision_id: Option<i64>,
+    since: Millis,
+    waiter: Option<&Lease<'_>>,
+) -> Result<bool, StoreError> {
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO pending (run_id, tool_call_id, kind, tool_name, args, revision_id, since, waiter, waiter_until)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(params![
+                run_id,
+                item.tool_call_id,
+                item.kind.as_str(),
+                item.tool_name,
+                item.args.to_string(),
+                revision_id,
+                since,
+                waiter.map(|w| w.holder),
+                waiter.map(|w| w.until)
+            ])
+        })
+        .map_err(query("open item"))?;
+    Ok(inserted == 1)
 }
 
 /// Opens one item of a session's run, leaving its other items alone.
@@ -77,22 +93,12 @@ pub(super) fn open_one(
         Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, waiter.now)?),
         None => None,
     };
-    tx.execute(
-        "INSERT INTO pending (run_id, tool_call_id, kind, tool_name, args, revision_id, since, waiter, waiter_until)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            run_id,
-            id,
-            item.kind.as_str(),
-            item.tool_name,
-            item.args.to_string(),
-            revision_id,
-            waiter.now,
-            waiter.holder,
-            waiter.until
-        ],
-    )
-    .map_err(query("open item"))?;
+    if !insert(tx, run_id, item, revision_id, waiter.now, Some(waiter))? {
+        return Err(StoreError::Invalid {
+            run_id: run_id.to_owned(),
+            message: format!("item {id} is open already"),
+        });
+    }
     tx.execute(
         "UPDATE runs SET status = 'suspended', updated_at = ?2 WHERE id = ?1",
         params![run_id, waiter.now],

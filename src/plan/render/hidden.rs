@@ -31,9 +31,11 @@ pub(super) fn unrendered_findings<'a>(root: &'a AstNode<'a>, lines: &[&str]) -> 
             | NodeValue::HtmlBlock(_)
             | NodeValue::ThematicBreak
             | NodeValue::Table(_) => {
+                // comrak can end a block before it starts (a `<script>` HTML block): a block
+                // covers at least its first line.
                 for flag in covered
                     .iter_mut()
-                    .take(end.min(lines.len()) + 1)
+                    .take(end.max(start).min(lines.len()) + 1)
                     .skip(start)
                 {
                     *flag = true;

@@ -506,3 +506,16 @@ fn the_source_view_shows_every_character() {
          </code></pre>\n"
     );
 }
+
+/// Raw HTML is shown as text, so it hides nothing: no finding for any kind of HTML block
+/// (comrak once ended a `<script>` block before it began, which flagged it as unrendered).
+#[test]
+fn raw_html_blocks_shown_as_text_are_not_findings() {
+    let rendered = render(
+        "# T\n\n<script>alert(1)</script>\n\n<style>p {}</style>\n\n<pre>x</pre>\n\n<!-- note -->\n\n<div id=\"x\">y</div>\n",
+    );
+    assert!(rendered.hidden.is_empty(), "{:?}", rendered.hidden);
+    assert!(rendered
+        .html
+        .contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}

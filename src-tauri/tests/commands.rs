@@ -267,3 +267,58 @@ fn a_run_started_through_ipc_reaches_its_plan() {
     );
     let _ = Path::new(&fx.data);
 }
+
+/// Issue 9: the CLI and the app once disagreed about an undecided old revision. Both now read
+/// statuses from the review core: every revision shows the same status in the CLI's history
+/// (`Review::revisions`, what `plandesk history` prints) and in the app's history, thread and
+/// revision views.
+#[test]
+fn the_cli_and_the_app_show_the_same_status_for_every_revision() {
+    let fx = fixture();
+    let item = fx.ok("inbox", json!({}))[0].clone();
+    fx.ok(
+        "decide",
+        json!({"request": {"runId": item["runId"], "toolCallId": item["toolCallId"], "approve": false,
+                           "feedback": "Also log to a file"}, "onEvent": channel()}),
+    );
+    let inbox = fx.wait_inbox("revision 2", |i| i[0]["revisionNo"] == 2);
+    // Resume data that fits no schema: recorded as invalid, the revision superseded.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let engine = Engine::open(&fx.data).unwrap();
+    let run_id = inbox[0]["runId"].as_str().unwrap().to_owned();
+    let _ = runtime.block_on(engine.resume(&run_id, None, json!({"action": "maybe"}), &mut |_| {}));
+    let cli: Vec<(i64, String)> = runtime
+        .block_on(engine.review().revisions(None))
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id, r.status.as_str().to_owned()))
+        .collect();
+    let statuses: Vec<&str> = cli.iter().map(|(_, s)| s.as_str()).collect();
+    assert!(
+        statuses.contains(&"rejected") && statuses.contains(&"superseded"),
+        "{statuses:?}"
+    );
+    let history = fx.ok("history", json!({}));
+    for (id, status) in &cli {
+        let in_history = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == *id)
+            .unwrap();
+        assert_eq!(in_history["status"], *status, "history, revision {id}");
+        assert_eq!(
+            fx.ok("revision", json!({"id": id}))["status"],
+            *status,
+            "revision {id}"
+        );
+        let thread = fx.ok("plan_thread", json!({"id": id}));
+        let mine = thread
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == *id)
+            .unwrap();
+        assert_eq!(mine["status"], *status, "plan thread, revision {id}");
+    }
+}

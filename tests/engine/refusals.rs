@@ -113,3 +113,35 @@ fn bad_arguments_exit_non_zero_with_one_line() {
         .status
         .success());
 }
+
+/// Issue 8 #11: a one-character `--revision` matched any plan; a sha prefix needs 8 hex digits,
+/// and an all-digit key names a revision number unless it is long enough to be ambiguous.
+#[test]
+fn revision_keys_must_name_one_revision_unambiguously() {
+    let (fx, run) = revised_fixture();
+    let before = fx.listing(&["pending"]);
+    let sha = before[0]["revision"]["sha256"].as_str().unwrap().to_owned();
+    for short in [&sha[..1], &sha[..4], &sha[..7], "zzzzzzzz"] {
+        let err = fx.refused(&["approve", &run, "--revision", short]);
+        assert!(
+            err.contains("at least 8 hex digits"),
+            "`{short}` is refused with what to give: {err}"
+        );
+    }
+    assert_eq!(fx.listing(&["pending"]), before, "nothing was decided");
+    fx.ok(&["approve", &run, "--revision", &sha[..8]]);
+
+    assert_eq!(
+        fx.listing(&["show", "1"])["id"],
+        1,
+        "a short number is a revision number"
+    );
+    assert_eq!(fx.listing(&["show", "#1"])["id"], 1);
+    assert_eq!(fx.listing(&["show", &sha[..8]])["sha256"], sha);
+    let err = fx.refused(&["show", "abc"]);
+    assert!(err.contains("at least 8 hex digits"), "{err}");
+    // Eight digits and more could be a number or the start of a hash: found when it is one of
+    // them (here neither), never guessed.
+    let err = fx.refused(&["show", "12345678"]);
+    assert!(err.contains("no plan revision 12345678"), "{err}");
+}

@@ -1,0 +1,223 @@
+// The real Claude Code CLI (pinned in package.json), interactive in tmux, in plan mode, against
+// a fake Messages API: its plan reaches `plandesk pending` through the hook `plandesk install
+// claude-code` put in place; a rejection's feedback reaches the model, whose revised plan is
+// revision 2; an approval of that exact revision takes Claude Code out of plan mode and the
+// model carries on.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
+import {
+  BIN, CLI, Tmux, agentEnv, install, killMarked, pendingFrom, plandesk, plandeskJson, removeWorld,
+  saveArtifact, summarize, waitFor, world,
+} from './harness.mjs';
+
+const PROMPT = 'Add a cache to fetchUser';
+const PLAN_1 = '# Cache user lookups\n\n1. Add an in-memory cache in `src/fetch.js`.\n2. Invalidate it on writes.\n';
+const FEEDBACK = 'Bound the cache: at most 1000 entries, evicting the least recently used';
+const PLAN_2 = '# Cache user lookups (bounded)\n\n1. Add an LRU cache of at most 1000 entries in `src/fetch.js`.\n'
+  + '2. Invalidate it on writes.\n3. Test the eviction order.\n';
+const FINAL = 'Implementation started: the bounded cache plan is approved.';
+
+/**
+ * The fake model. First request of plan mode: write the plan where the system text says, then
+ * call ExitPlanMode with `{}`. A denied ExitPlanMode carrying feedback: write the revised plan,
+ * then ExitPlanMode again. An approved one: a final text. It never loops: past 12 turns it only
+ * says so.
+ */
+function brain(body, fake) {
+  if (!body.tools?.length) return [{ type: 'text', text: 'Cache plan' }]; // a side request (title, summary)
+  if (fake.main().length > 12) return [{ type: 'text', text: 'fake model: too many turns, stopping' }];
+  const planPath = allText(body).match(/create your plan at (\/\S+?\.md)/)?.[1];
+  const [result] = toolResults(body);
+  const use = result && toolUse(body, result.tool_use_id);
+  if (!use) {
+    if (!planPath) return [{ type: 'text', text: 'fake model: no plan path in the request' }];
+    fake.planPath = planPath;
+    return [{ type: 'tool_use', name: 'Write', input: { file_path: planPath, content: PLAN_1 } }];
+  }
+  if (use.name === 'Write') {
+    if (result.is_error) return [{ type: 'text', text: `fake model: Write failed: ${result.text}` }];
+    return [{ type: 'tool_use', name: 'ExitPlanMode', input: {} }];
+  }
+  if (use.name === 'ExitPlanMode') {
+    if (result.is_error && result.text.includes('User feedback:')) {
+      return [{ type: 'tool_use', name: 'Write', input: { file_path: fake.planPath, content: PLAN_2 } }];
+    }
+    if (result.is_error) return [{ type: 'text', text: 'fake model: stopping as told.' }];
+    return [{ type: 'text', text: FINAL }];
+  }
+  return [{ type: 'text', text: `fake model: unexpected tool result for ${use.name}` }];
+}
+
+
+/**
+ * Sets Claude Code up as a person would (onboarding done, the project trusted, a key helper),
+ * adds the hook with `plandesk install claude-code`, and starts it in plan mode in tmux.
+ */
+async function setUp(w, fake, tmux, diagnose, env) {
+  writeFileSync(join(w.home, '.claude.json'), JSON.stringify({
+    hasCompletedOnboarding: true, projects: { [w.ws]: { hasTrustDialogAccepted: true } },
+  }));
+  const settingsFile = join(w.home, '.claude/settings.json');
+  mkdirSync(join(w.home, '.claude'));
+  writeFileSync(settingsFile, JSON.stringify({ apiKeyHelper: 'echo sk-test' }));
+  const installed = install(w, 'claude-code');
+  assert.equal(installed.status, 0, installed.stderr);
+  const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
+  assert.equal(settings.apiKeyHelper, 'echo sk-test', 'install keeps the other settings');
+  const [group] = settings.hooks.PermissionRequest;
+  assert.equal(group.matcher, 'ExitPlanMode');
+  assert.match(group.hooks[0].command, /plandesk hook claude-code$/);
+  assert.ok(group.hooks[0].command.startsWith(CLI), `the hook runs this build: ${group.hooks[0].command}`);
+
+  tmux.start([join(BIN, 'claude'), '--permission-mode', 'plan'], {
+    cwd: w.ws,
+    env: agentEnv(w, {
+      ANTHROPIC_BASE_URL: fake.url, DISABLE_TELEMETRY: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1', ...env,
+    }),
+  });
+  await waitFor('Claude Code to start in plan mode', () => /plan mode on/i.test(tmux.screen()), { seconds: 40, diagnose });
+}
+
+/**
+ * Runs `fn({w, fake, tmux, diagnose})` with Claude Code started in plan mode in a world of its
+ * own (`env` added to its environment, which its hooks inherit); afterwards (also on failure) stops tmux, every process of that world, and the fake.
+ */
+async function withClaude(name, fn, env = {}) {
+  const w = world(name);
+  const fake = await startFakeAnthropic(brain);
+  const tmux = new Tmux(w);
+  const diagnose = () => {
+    const requests = summarize(fake.requests, (r) => {
+      const res = toolResults(r.body).map((x) => `${x.is_error ? 'error' : 'ok'}: ${x.text.slice(0, 160)}`);
+      return `→ ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
+    });
+    const screen = tmux.screen();
+    const file = saveArtifact(`${name}-screen.txt`, screen);
+    return `requests to the fake model:\n${requests}\nscreen (${file}):\n${screen}`;
+  };
+  let failed = true;
+  try {
+    await setUp(w, fake, tmux, diagnose, env);
+    await fn({ w, fake, tmux, diagnose });
+    failed = false;
+  } finally {
+    tmux.kill();
+    killMarked(w.root);
+    await fake.close();
+    removeWorld(w, failed);
+  }
+}
+
+/** Types the request and waits for its plan in the inbox. */
+async function firstPlan({ w, tmux, diagnose }) {
+  tmux.type(PROMPT);
+  const [item] = await waitFor('the plan in `plandesk pending`', () => {
+    const items = pendingFrom(w, 'claude-code');
+    return items.length ? items : null;
+  }, { seconds: 40, diagnose });
+  return item;
+}
+
+/** The first request whose last tool result is ExitPlanMode's, denied (`error`) or not. */
+function exitPlanResult(fake, error) {
+  return fake.main().find((r) => {
+    const [res] = toolResults(r.body);
+    return res && res.is_error === error && toolUse(r.body, res.tool_use_id)?.name === 'ExitPlanMode';
+  });
+}
+
+test('Claude Code: plan → pending → reject with feedback → revision 2 → approve → it carries on', { timeout: 120_000 }, (t) => withClaude('claude-review', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  // 1. The plan lands in Plandesk's inbox, from Claude Code, as written.
+  const first = await firstPlan(ctx);
+  const run = first.runId;
+  assert.equal(first.kind, 'plan');
+  assert.equal(first.toolName, 'ExitPlanMode');
+  assert.equal(first.workspace, w.ws);
+  assert.ok(first.source.session, 'the Claude Code session is named');
+  assert.equal(first.revision.revisionNo, 1);
+  assert.equal(first.revision.title, 'Cache user lookups');
+  assert.equal(first.revision.path, fake.planPath, 'the plan file Claude Code chose');
+  assert.match(first.revision.body, /in-memory cache/);
+  await t.test('the inbox shows the request that was typed', {
+    todo: 'the hook reads it from the transcript, which Claude Code may not have written yet (Rust side)',
+  }, () => assert.equal(first.prompt, PROMPT));
+
+  // 2. Reject with feedback: the model reads it as ExitPlanMode's error and revises.
+  plandesk(w, ['reject', run, '--feedback', FEEDBACK]);
+  const denied = await waitFor('the feedback in the model\'s next request', () => exitPlanResult(fake, true), { seconds: 30, diagnose });
+  const feedbackText = toolResults(denied.body)[0].text;
+  assert.ok(feedbackText.includes(`User feedback: ${FEEDBACK}`), feedbackText);
+
+  // 3. The revised plan is revision 2 of the same thread, compared with the feedback between.
+  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
+    const items = pendingFrom(w, 'claude-code');
+    return items[0]?.revision?.revisionNo === 2 ? items : null;
+  }, { seconds: 30, diagnose });
+  assert.equal(second.runId, run, 'a revision of the same plan thread');
+  assert.equal(second.revision.title, 'Cache user lookups (bounded)');
+  assert.equal(second.source.session, first.source.session);
+  const history = plandeskJson(w, ['history', run]);
+  assert.deepEqual(history.map((r) => [r.revisionNo, r.status]), [[1, 'rejected'], [2, 'pending']]);
+  assert.equal(history[0].decision.feedback, FEEDBACK);
+  const diff = plandesk(w, ['diff', String(history[0].id), String(history[1].id)]);
+  assert.ok(diff.includes(FEEDBACK), diff);
+  assert.match(diff, /\{\+ ?\(bounded\)\+\}/, diff);
+
+  // 4. Approve exactly the revision seen: Claude Code leaves plan mode, the model carries on.
+  plandesk(w, ['approve', run, '--revision', second.revision.sha256.slice(0, 12)]);
+  const approved = await waitFor('the approval in the model\'s next request', () => exitPlanResult(fake, false), { seconds: 30, diagnose });
+  const approval = toolResults(approved.body)[0].text;
+  assert.match(approval, /User has approved your plan/);
+  assert.ok(approval.includes(PLAN_2.trim()), `the approved plan is revision 2: ${approval}`);
+  assert.match(allText(approved.body), /Exited Plan Mode/);
+  await waitFor('the model\'s final text on the screen', () => tmux.screen().includes(FINAL), { seconds: 30, diagnose });
+  const status = tmux.screen().trimEnd().split('\n').slice(-3).join('\n');
+  assert.doesNotMatch(status, /plan mode on/i, `out of plan mode: ${status}`);
+  assert.deepEqual(plandeskJson(w, ['history', run]).map((r) => r.status), ['rejected', 'approved']);
+  assert.deepEqual(pendingFrom(w, 'claude-code'), []);
+}));
+
+test('Claude Code: reject without feedback → the turn stops; the model reads why with the next message', { timeout: 60_000 }, (t) => withClaude('claude-stop', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  const item = await firstPlan(ctx);
+  const before = fake.main().length;
+  plandesk(w, ['reject', item.runId]);
+  await waitFor('Claude Code to show the rejection', () => /Rejected Claude's plan/.test(tmux.screen()), { seconds: 30, diagnose });
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(fake.main().length, before, 'the turn stopped: the model is not asked to go on');
+  assert.match(tmux.screen().trimEnd().split('\n').slice(-3).join('\n'), /plan mode on/i, 'still in plan mode');
+  assert.deepEqual(plandeskJson(w, ['history', item.runId]).map((r) => r.status), ['rejected']);
+  // The person's next message carries the denial to the model.
+  tmux.type('Keep it small');
+  const next = await waitFor('the next request', () => fake.main()[before], { seconds: 30, diagnose });
+  const denial = next.body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+    .find((b) => b.type === 'tool_result' && toolUse(next.body, b.tool_use_id)?.name === 'ExitPlanMode');
+  assert.ok(denial, `ExitPlanMode's result is in the conversation: ${allText(next.body).slice(-2000)}`);
+  assert.equal(denial.is_error, true);
+  // With `interrupt`, Claude Code 2.1.332 puts its own text there, not the hook's message (same
+  // meaning: stop and wait for the user).
+  assert.match(JSON.stringify(denial.content), /STOP what you are doing and wait for the user|Stop now and wait for the user/);
+  t.diagnostic(`Plandesk's own text reached the model: ${allText(next.body).includes('Plan was not approved')}`);
+}));
+
+test('Claude Code quits while its plan waits → the plan is marked abandoned, not left pending', { timeout: 60_000 }, () => withClaude('claude-quit', async (ctx) => {
+  const { w, tmux, diagnose } = ctx;
+  const item = await firstPlan(ctx);
+  tmux.kill();
+  await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'claude-code').length === 0, { seconds: 30, diagnose });
+  assert.deepEqual(plandeskJson(w, ['history', item.runId]).map((r) => r.status), ['abandoned']);
+}));
+
+test('Claude Code: nobody decides before the deadline → not approved, the turn stops', { timeout: 60_000 }, () => withClaude('claude-deadline', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  const item = await firstPlan(ctx);
+  await waitFor('Claude Code to show the plan as rejected', () => /Rejected Claude's plan/.test(tmux.screen()), { seconds: 30, diagnose });
+  assert.deepEqual(plandeskJson(w, ['history', item.runId]).map((r) => r.status), ['expired']);
+  assert.equal(exitPlanResult(fake, false), undefined, 'never approved');
+  assert.match(tmux.screen().trimEnd().split('\n').slice(-3).join('\n'), /plan mode on/i, 'still in plan mode');
+}, { PLANDESK_HOOK_DEADLINE: '3s' }));

@@ -1,0 +1,187 @@
+// What the agent tests share: where things are, a throwaway world per test (HOME, workspace,
+// Plandesk store), the `plandesk` CLI, bounded waits, tmux, and cleaning up every process a test
+// started, even when it fails.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const CLI = process.env.PLANDESK_CLI || join(ROOT, 'target/debug/plandesk');
+export const BIN = join(import.meta.dirname, 'node_modules/.bin');
+export const ARTIFACTS = join(ROOT, 'target/agents-artifacts');
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A throwaway world: `home` (the agent's HOME), `ws` (its working directory), `data` (the
+ * Plandesk store, handed to hooks through PLANDESK_DATA_DIR). The root's name is unique, so it
+ * also marks every process started for this test (see `killMarked`).
+ */
+export function world(name) {
+  const root = mkdtempSync(join(tmpdir(), `plandesk-agents-${name}-`));
+  const w = { root, home: join(root, 'home'), ws: join(root, 'ws'), data: join(root, 'data') };
+  mkdirSync(w.home, { recursive: true });
+  mkdirSync(join(w.ws, 'src'), { recursive: true });
+  writeFileSync(join(w.ws, 'src/fetch.js'), 'export async function fetchUser(id) {\n  return fetch(`/users/${id}`);\n}\n');
+  return w;
+}
+
+/**
+ * The environment an agent CLI runs in: nothing of this machine's agent settings or keys, the
+ * store for its hooks, and a session bus that does not exist (the hook's own desktop
+ * notification fails fast instead of popping up on a developer's desktop; the app's e2e tests
+ * cover notifications).
+ */
+export function agentEnv(w, extra = {}) {
+  return {
+    PATH: process.env.PATH,
+    HOME: w.home,
+    LANG: 'C.UTF-8',
+    TERM: 'xterm-256color',
+    TMPDIR: tmpdir(),
+    PLANDESK_DATA_DIR: w.data,
+    DBUS_SESSION_BUS_ADDRESS: `unix:path=${join(w.root, 'no-bus')}`,
+    ...extra,
+  };
+}
+
+/** `plandesk ARGS` on the test's store; its stdout. Throws with stderr on failure. */
+export function plandesk(w, args, { env = {}, cwd = w.ws } = {}) {
+  const res = spawnSync(CLI, args, {
+    cwd, env: { ...process.env, PLANDESK_DATA_DIR: w.data, ...env }, encoding: 'utf8', timeout: 30_000,
+  });
+  if (res.status !== 0) {
+    throw new Error(`plandesk ${args.join(' ')} failed (${res.status ?? res.signal}): ${res.stderr}${res.stdout}`);
+  }
+  return res.stdout;
+}
+
+export const plandeskJson = (w, args) => JSON.parse(plandesk(w, ['--json', ...args]));
+
+/** `plandesk install AGENT` with HOME pointed at the world's home, as a person would run it. */
+export function install(w, agent) {
+  return spawnSync(CLI, ['install', agent], {
+    cwd: w.ws, env: { ...process.env, HOME: w.home, PLANDESK_DATA_DIR: w.data, CLAUDE_CONFIG_DIR: '', CODEX_HOME: '' },
+    encoding: 'utf8', timeout: 30_000,
+  });
+}
+
+/**
+ * Polls `check` (sync or async) until it returns something truthy, which is returned. Past
+ * `seconds`, throws "timed out after Ns waiting for WHAT", with `diagnose()` appended.
+ */
+export async function waitFor(what, check, { seconds = 30, every = 200, diagnose } = {}) {
+  const until = Date.now() + seconds * 1000;
+  let lastError;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > until) {
+      const why = lastError ? `\nlast error: ${lastError.message}` : '';
+      const more = diagnose ? `\n${await diagnose()}` : '';
+      throw new Error(`timed out after ${seconds} s waiting for ${what}${why}${more}`);
+    }
+    await sleep(every);
+  }
+}
+
+/** A tmux server of the test's own (its own socket), so nothing else's sessions are touched. */
+export class Tmux {
+  constructor(w, session = 'agent') {
+    this.socket = join(w.root, 'tmux.sock');
+    this.session = session;
+    // Keep the pane (and what it last showed) if the program exits.
+    this.conf = join(w.root, 'tmux.conf');
+    writeFileSync(this.conf, 'set -g remain-on-exit on\nset -g history-limit 5000\n');
+  }
+
+  run(args, opts = {}) {
+    return execFileSync('tmux', ['-S', this.socket, '-f', this.conf, ...args],
+      { encoding: 'utf8', timeout: 10_000, ...opts });
+  }
+
+  /** Starts `argv` in a detached 160x50 session, in `cwd`, with exactly `env`. */
+  start(argv, { cwd, env }) {
+    const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+    this.run(['new-session', '-d', '-s', this.session, '-x', '160', '-y', '50', '-c', cwd, ...envArgs, '--', ...argv],
+      { env, cwd });
+  }
+
+  /** Types `text` literally, then Enter. */
+  type(text) {
+    this.run(['send-keys', '-t', this.session, '-l', text]);
+    this.run(['send-keys', '-t', this.session, 'Enter']);
+  }
+
+  key(...keys) {
+    this.run(['send-keys', '-t', this.session, ...keys]);
+  }
+
+  /** What the pane shows now, with its scrollback. */
+  screen() {
+    try {
+      return this.run(['capture-pane', '-p', '-J', '-S', '-200', '-t', this.session]);
+    } catch (err) {
+      return `(no screen: ${err.message})`;
+    }
+  }
+
+  kill() {
+    try { this.run(['kill-server'], { stdio: 'ignore' }); } catch { /* already gone */ }
+  }
+}
+
+/**
+ * SIGKILLs every process whose environment or command line mentions `marker` (the test's
+ * unique temporary root): the agent, its hooks, anything they started. Never this process.
+ */
+export function killMarked(marker) {
+  const killed = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    if (Number(pid) === process.pid) continue;
+    let text;
+    try {
+      text = readFileSync(`/proc/${pid}/environ`, 'latin1') + readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+    } catch {
+      continue;
+    }
+    if (!text.includes(marker)) continue;
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+      killed.push(pid);
+    } catch { /* gone */ }
+  }
+  return killed;
+}
+
+/** Removes the world, unless the test failed and KEEP_AGENT_WORLDS is set. */
+export function removeWorld(w, failed) {
+  if (failed && process.env.KEEP_AGENT_WORLDS) {
+    console.error(`kept ${w.root}`);
+    return;
+  }
+  rmSync(w.root, { recursive: true, force: true });
+}
+
+/** Saves text next to the other test artifacts; returns its path. */
+export function saveArtifact(name, text) {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const path = join(ARTIFACTS, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+/** The items of `plandesk pending` from one agent. */
+export function pendingFrom(w, kind) {
+  return plandeskJson(w, ['pending']).filter((item) => item.source?.kind === kind);
+}
+
+/** The shortest summary of a recorded request list, for failure messages. */
+export function summarize(requests, describe) {
+  return requests.map((r, i) => `  #${i + 1} ${r.path} ${describe(r)}`).join('\n');
+}

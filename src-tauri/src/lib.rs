@@ -85,7 +85,7 @@ impl AppState {
             .clone()
             .unwrap_or_else(plandesk::store::default_data_dir);
         Ok(Self {
-            engine: Engine::open(&data_dir)?,
+            engine: Engine::open_as(&data_dir, "app")?,
             data_dir,
             workspace: options.workspace.clone(),
             viewing: Mutex::default(),

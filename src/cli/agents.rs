@@ -116,7 +116,7 @@ async fn run_hook(
             let Some(call) = claude::parse(&input)? else {
                 return Ok(None);
             };
-            let engine = Engine::open(data_dir)?;
+            let engine = Engine::open_as(data_dir, "hook:claude-code")?;
             let answer =
                 review_plan(&engine, call.plan.clone(), &settings, stop_requested()).await?;
             Ok(claude::answer(&call, &answer))
@@ -125,7 +125,7 @@ async fn run_hook(
             let Some(plan) = codex::parse(&input)? else {
                 return Ok(None);
             };
-            let engine = Engine::open(data_dir)?;
+            let engine = Engine::open_as(data_dir, "hook:codex")?;
             match review_plan(&engine, plan, &settings, stop_requested()).await {
                 Ok(answer) => Ok(codex::answer(&answer)),
                 // This plan was already decided (the Stop that follows a decision): let it stop.
@@ -141,7 +141,7 @@ async fn run_hook(
                 gemini::Call::NotOurs => Ok(None),
                 gemini::Call::Unwritten(reason) => Ok(Some(gemini::deny(&reason))),
                 gemini::Call::Review(plan) => {
-                    let engine = Engine::open(data_dir)?;
+                    let engine = Engine::open_as(data_dir, "hook:gemini")?;
                     let answer = review_plan(&engine, plan, &settings, stop_requested()).await?;
                     Ok(Some(gemini::answer(&answer)))
                 }
@@ -161,7 +161,7 @@ pub async fn mcp(
         Some(dir) => dir,
         None => std::env::current_dir()?,
     };
-    let engine = Engine::open(data_dir)?;
+    let engine = Engine::open_as(data_dir, "mcp")?;
     let options = McpOptions {
         workspace,
         plans_dir,

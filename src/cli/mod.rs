@@ -111,6 +111,14 @@ enum Command {
     },
     /// Two plan revisions side by side, changed words marked
     Diff { a: String, b: String },
+    /// The audit trail: every submission, comment, edit, decision and mode switch, who and
+    /// when; `--json` prints it as JSON lines (an export), `--verify` checks its hash chain
+    Audit {
+        run_id: Option<String>,
+        /// Check that no entry was changed or removed (exit 1 and name it if one was)
+        #[arg(long)]
+        verify: bool,
+    },
     /// The model new runs use, and why; `set` saves a choice, `clear` forgets it
     Model {
         #[command(subcommand)]
@@ -370,6 +378,19 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Model { action } => return model_command(&engine, action, json).await,
+        Command::Audit { run_id, verify } => {
+            if verify {
+                let check = engine.review().verify_audit().await?;
+                return Ok(print::audit_check(&check, json));
+            }
+            let run_id = match run_id {
+                Some(r) => Some(engine.resolve_run(&r).await?),
+                None => None,
+            };
+            let entries = engine.review().audit(run_id.as_deref()).await?;
+            print::audit(&entries, json);
+            return Ok(ExitCode::SUCCESS);
+        }
     };
     let report = report.map_err(explain)?;
     printer.finish(&report);

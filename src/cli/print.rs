@@ -17,8 +17,9 @@ use plandesk::chunk::{Chunk, ChunkKind};
 use plandesk::clock::{Clock, SystemClock};
 use plandesk::engine::RunView;
 use plandesk::plan::{RowKind, SideBySide};
-use plandesk::review::{ReviewItem, Revision, RevisionView};
+use plandesk::review::{AuditCheck, ReviewItem, Revision, RevisionView};
 use plandesk::source::agent_name;
+use plandesk::store::AuditRow;
 use plandesk::store::{ItemKind, SourceKind};
 use plandesk::text::{self, shell_quote, terminal_safe};
 use plandesk::{Report, RunStatus};
@@ -482,5 +483,74 @@ pub fn diff(a: &Revision, b: &Revision, diff: &SideBySide) {
         let lt: String = lt.chars().take(half).collect();
         let rt: String = rt.chars().take(half).collect();
         say!("{mark} {ln:>4} {lt:<half$} │ {rn:>4} {rt}");
+    }
+}
+
+/// The audit trail: one line per entry, or JSON lines (an export that `--verify` can check).
+pub fn audit(entries: &[AuditRow], json: bool) {
+    if json {
+        for entry in entries {
+            if let Ok(line) = serde_json::to_string(entry) {
+                say!("{line}");
+            }
+        }
+        return;
+    }
+    if entries.is_empty() {
+        say!("The audit trail is empty.");
+        return;
+    }
+    for e in entries {
+        let sha = e
+            .revision_sha
+            .as_deref()
+            .map_or("-", |s| &s[..s.len().min(12)]);
+        let what = match e.kind.as_str() {
+            "decided" => format!(
+                "{}{}",
+                e.data["action"].as_str().unwrap_or("?"),
+                e.data["feedback"]
+                    .as_str()
+                    .map(|f| format!(": \"{}\"", short(f, 60)))
+                    .unwrap_or_default()
+            ),
+            "submitted" => short(e.data["title"].as_str().unwrap_or(""), 60),
+            "mode-switched" => format!(
+                "{} -> {}",
+                safe(e.data["from"].as_str().unwrap_or("?")),
+                safe(e.data["to"].as_str().unwrap_or("?"))
+            ),
+            _ => short(&e.data.to_string(), 60),
+        };
+        say!(
+            "#{:<5} {:<8} {:<16} {:<18} {:<15} {:<12} {}",
+            e.id,
+            age(e.at),
+            short(&e.actor, 16),
+            safe(&e.process),
+            safe(&e.kind),
+            sha,
+            what
+        );
+    }
+}
+
+/// The result of `audit --verify`; exit 1 when the chain is broken.
+pub fn audit_check(check: &AuditCheck, json: bool) -> std::process::ExitCode {
+    if json {
+        say!("{}", serde_json::json!(check));
+    } else {
+        match &check.broken {
+            None => say!(
+                "The audit trail holds: {} entries, chain intact.",
+                check.entries
+            ),
+            Some((id, why)) => say!("The audit trail is broken at entry #{id}: {why}."),
+        }
+    }
+    if check.broken.is_some() {
+        std::process::ExitCode::from(1)
+    } else {
+        std::process::ExitCode::SUCCESS
     }
 }

@@ -27,7 +27,7 @@ use crate::mode::{self, AgentController};
 use crate::model;
 use crate::review::{Review, ReviewItem};
 use crate::run::{Phase, RunState, RunStatus, Stored, SCHEMA_VERSION};
-use crate::store::{NewRun, Source, SqliteStore, Store};
+use crate::store::{Actor, NewRun, Source, SqliteStore, Store};
 use crate::workspace::Workspace;
 
 pub use error::{store_code, EngineError};
@@ -101,6 +101,8 @@ pub struct Report {
 
 #[derive(Debug)]
 struct Inner {
+    /// This process, for the audit trail (`cli`, `app`, `hook:claude-code`, `mcp`).
+    actor: Actor,
     store: Arc<dyn Store>,
     review: Review,
     clock: Arc<dyn Clock>,
@@ -123,14 +125,45 @@ fn crash_point(name: &str) {
 }
 
 impl Engine {
-    /// Opens the SQLite store in `data_dir` with the wall clock, random ids and built-in modes.
+    /// Opens the SQLite store in `data_dir` with the wall clock, random ids and built-in modes,
+    /// as the `plandesk` CLI.
     pub fn open(data_dir: &Path) -> Result<Self, EngineError> {
+        Self::open_as(data_dir, "cli")
+    }
+
+    /// [`Engine::open`] for a named process (`app`, `hook:claude-code`, `mcp`): what the audit
+    /// trail says a decision or a submission came from.
+    pub fn open_as(data_dir: &Path, process: &str) -> Result<Self, EngineError> {
         Ok(Self::new(
             Arc::new(SqliteStore::open(data_dir)?),
             Arc::new(SystemClock),
             Arc::new(RandomIds),
             mode::builtin(),
-        ))
+        )
+        .with_actor(Actor::local(process)))
+    }
+
+    /// The same engine, acting as `actor`.
+    pub fn with_actor(self, actor: Actor) -> Self {
+        let inner = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner,
+            Err(shared) => Inner {
+                actor: shared.actor.clone(),
+                store: shared.store.clone(),
+                review: shared.review.clone(),
+                clock: shared.clock.clone(),
+                ids: shared.ids.clone(),
+                controller: shared.controller.clone(),
+                cwd: shared.cwd.clone(),
+            },
+        };
+        Self {
+            inner: Arc::new(Inner {
+                review: Review::new(inner.store.clone(), inner.clock.clone(), actor.clone()),
+                actor,
+                ..inner
+            }),
+        }
     }
 
     pub fn new(
@@ -140,8 +173,10 @@ impl Engine {
         controller: AgentController,
     ) -> Self {
         let cwd = std::env::current_dir().unwrap_or_default();
+        let actor = Actor::local("cli");
         let inner = Inner {
-            review: Review::new(store.clone(), clock.clone()),
+            review: Review::new(store.clone(), clock.clone(), actor.clone()),
+            actor,
             store,
             clock,
             ids,

@@ -57,7 +57,7 @@ impl Engine {
     }
 
     fn commit_of<'a>(
-        &self,
+        &'a self,
         state: &'a RunState,
         json: &'a str,
         messages: &'a [String],
@@ -76,6 +76,7 @@ impl Engine {
             open,
             event,
             at: self.now(),
+            by: &self.inner.actor,
         }
     }
 

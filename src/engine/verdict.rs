@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use super::{Engine, EngineError, Report, Verdict};
 use crate::run::*;
 use crate::store::{Action, NewDecision, SourceKind, StoreError};
+use crate::tool::submit_plan;
+use crate::tool::{ToolOutcome, DEFAULT_DECLINE_REASON};
 
 impl Engine {
     /// Loads an engine run's state (an outside agent's session has none).
@@ -222,6 +224,8 @@ impl Engine {
                 _ => (Action::Invalid, None),
             },
         };
+        let answer = answer_text(&call.status, action, data);
+        let by = self.inner.review.actor().await;
         self.inner
             .review
             .record(&NewDecision {
@@ -232,8 +236,35 @@ impl Engine {
                 resume_data: data,
                 expect_sha,
                 at: self.now(),
+                by: &by,
+                answer: Some(&answer),
             })
             .await?;
         Ok(())
+    }
+}
+
+/// The exact text the model will be answered with, for the audit trail: the plan result object,
+/// or what an approval lets happen.
+fn answer_text(status: &CallStatus, action: Action, data: &Value) -> String {
+    match (status, action) {
+        (CallStatus::AwaitingApproval, Action::Approved) => "approved: the tool call runs".into(),
+        (CallStatus::AwaitingApproval, _) => {
+            let reason = data
+                .get("reason")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .unwrap_or(DEFAULT_DECLINE_REASON);
+            serde_json::json!({"error": reason, "denied": true}).to_string()
+        }
+        (_, Action::Invalid) => {
+            "the resume data did not fit the tool's schema: a validation error".into()
+        }
+        _ => match submit_plan::result_for(data) {
+            ToolOutcome::Value(result) => result.to_string(),
+            ToolOutcome::Failed(error) => error,
+            ToolOutcome::Suspend { .. } => String::new(),
+        },
     }
 }

@@ -12,7 +12,8 @@ use super::{plan_sha256, Decision, Review, ReviewError, ReviewItem};
 use crate::clock::Millis;
 use crate::lease::{self, LEASE, RENEW_EVERY};
 use crate::store::{
-    Action, ItemKind, Lease, NewDecision, NewRun, OpenItem, PlanText, Source, StoreError,
+    Action, Actor, AuditKind, ItemKind, Lease, NewAudit, NewDecision, NewRun, OpenItem, PlanText,
+    Source, StoreError,
 };
 use crate::tool::submit_plan::split_plan;
 
@@ -105,7 +106,11 @@ impl Review {
             until: now + LEASE,
             now,
         };
-        match self.store.open_item(&run_id, &item, &held).await {
+        match self
+            .store
+            .open_item(&run_id, &item, &held, &self.actor)
+            .await
+        {
             Ok(row) => Ok(Waiting {
                 item: row.into(),
                 waiter,
@@ -166,6 +171,22 @@ impl Review {
         }
     }
 
+    /// Records what the agent was answered, word for word, in the audit trail.
+    pub async fn record_answer(&self, waiting: &Waiting, text: &str) -> Result<(), ReviewError> {
+        let sha = waiting.item.revision.as_ref().map(|r| r.sha256.as_str());
+        self.store
+            .append_audit(&NewAudit {
+                run_id: waiting.run_id(),
+                kind: AuditKind::Answered,
+                revision_sha: sha,
+                data: json!({"toolCallId": waiting.tool_call_id(), "answer": text}),
+                by: &self.actor,
+                at: self.clock.now(),
+            })
+            .await?;
+        Ok(())
+    }
+
     /// The agent stopped waiting (its hook was told to stop): the item is closed as abandoned.
     pub async fn abandon(&self, waiting: &Waiting) -> Result<(), ReviewError> {
         match self
@@ -205,6 +226,11 @@ impl Review {
         action: Action,
     ) -> Result<Decision, ReviewError> {
         let data: Value = json!({"action": action});
+        // Nobody decided: Plandesk closes it, in the waiting (or sweeping) process.
+        let by = Actor {
+            name: "plandesk".into(),
+            process: self.actor.process.clone(),
+        };
         let row = self
             .store
             .record_decision(&NewDecision {
@@ -215,6 +241,8 @@ impl Review {
                 resume_data: &data,
                 expect_sha: None,
                 at: self.clock.now(),
+                by: &by,
+                answer: None,
             })
             .await?;
         Ok(row.into())
@@ -239,6 +267,7 @@ impl Review {
         if let Some(feedback) = feedback.filter(|_| !approve) {
             data["feedback"] = json!(feedback);
         }
+        let by = self.actor().await;
         let row = self
             .record(&NewDecision {
                 run_id,
@@ -248,6 +277,9 @@ impl Review {
                 resume_data: &data,
                 expect_sha,
                 at: self.clock.now(),
+                by: &by,
+                // The agent's own answer is recorded by its hook when it gives it.
+                answer: None,
             })
             .await?;
         Ok(row.into())

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
 use crate::plan;
-use crate::store::{DecisionRow, NewDecision, Store, StoreError};
+use crate::store::{Actor, AuditRow, DecisionRow, NewDecision, Store, StoreError};
 
 pub use external::{ExternalPlan, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
@@ -73,11 +73,41 @@ pub fn plan_sha256(title: &str, body: &str) -> String {
 pub struct Review {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// This process and its person, for the audit trail.
+    actor: Actor,
 }
 
+/// The setting naming the reviewer in the audit trail (else the OS user).
+pub const REVIEWER_SETTING: &str = "reviewer_name";
+
 impl Review {
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, actor: Actor) -> Self {
+        Self {
+            store,
+            clock,
+            actor,
+        }
+    }
+
+    /// Who acts now: the reviewer named in Settings, else this process's person.
+    pub async fn actor(&self) -> Actor {
+        match self.store.setting(REVIEWER_SETTING).await {
+            Ok(Some(name)) if !name.trim().is_empty() => Actor {
+                name: name.trim().to_owned(),
+                process: self.actor.process.clone(),
+            },
+            _ => self.actor.clone(),
+        }
+    }
+
+    /// The audit trail (of one run, or all), oldest first.
+    pub async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, ReviewError> {
+        Ok(self.store.audit(run_id).await?)
+    }
+
+    /// Checks the audit trail's chain: the first entry whose hash or link does not hold.
+    pub async fn verify_audit(&self) -> Result<AuditCheck, ReviewError> {
+        Ok(check_chain(&self.store.audit(None).await?))
     }
 
     /// Everything waiting for a person, from every source, newest first. Items whose outside
@@ -267,5 +297,44 @@ pub fn view_of(revision: Revision, revisions_in_thread: i64) -> RevisionView {
         markdown,
         revision,
         revisions_in_thread,
+    }
+}
+
+/// What `--verify` found.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditCheck {
+    pub entries: usize,
+    /// The first entry that breaks the chain, and how.
+    pub broken: Option<(i64, String)>,
+}
+
+/// Walks the chain: each entry must hash to its `hash` and link to the one before.
+pub fn check_chain(rows: &[AuditRow]) -> AuditCheck {
+    let mut prev = String::new();
+    for (expected_id, row) in (1..).zip(rows) {
+        let problem = if row.id != expected_id {
+            Some(format!(
+                "entry {expected_id} is missing (the next one is {})",
+                row.id
+            ))
+        } else if row.prev_hash != prev {
+            Some("it does not link to the entry before it".to_owned())
+        } else if row.expected_hash() != row.hash {
+            Some("its content does not match its hash (it was changed)".to_owned())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return AuditCheck {
+                entries: rows.len(),
+                broken: Some((row.id, problem)),
+            };
+        }
+        prev = row.hash.clone();
+    }
+    AuditCheck {
+        entries: rows.len(),
+        broken: None,
     }
 }

@@ -176,7 +176,12 @@ pub async fn review_plan(
             return Err(SourceError::Stopped);
         }
     };
-    Ok(Answer::of(&decided))
+    let answer = Answer::of(&decided);
+    let text = answer
+        .denial()
+        .unwrap_or_else(|| "approved: the agent proceeds with the plan".to_owned());
+    review.record_answer(&waiting, &text).await?;
+    Ok(answer)
 }
 
 /// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP): an agent that gives

@@ -151,7 +151,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         run_id: &str,
         item: &OpenItem,
         waiter: &Lease<'_>,
+        by: &Actor,
     ) -> Result<ItemRow, StoreError>;
+    /// Appends an entry to the audit trail (chained to the one before).
+    async fn append_audit(&self, entry: &NewAudit<'_>) -> Result<(), StoreError>;
+    /// The audit trail (of one run, or all), oldest first.
+    async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, StoreError>;
     /// Extends a waiter's lease on an open item; `false` once the item is closed or another
     /// waiter holds it.
     async fn renew_waiter(

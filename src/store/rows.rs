@@ -111,6 +111,117 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// The kinds of entries in the audit trail.
+    AuditKind {
+        /// A plan (revision) was submitted for review.
+        Submitted = "submitted",
+        /// A decision was recorded, with the exact text the agent was answered.
+        Decided = "decided",
+        Commented = "commented",
+        CommentResolved = "comment-resolved",
+        CommentReopened = "comment-reopened",
+        /// A reviewer changed the plan: a revision of their own.
+        Edited = "edited",
+        /// A run switched mode (plan -> build on approval).
+        ModeSwitched = "mode-switched",
+        /// An outside agent's hook gave the decision to its agent: the exact text it received.
+        Answered = "answered",
+    }
+}
+
+/// Who did something, and from which process (`app`, `cli`, `hook:claude-code`, `mcp`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Actor {
+    pub name: String,
+    pub process: String,
+}
+
+impl Actor {
+    /// The person at this computer ($PLANDESK_REVIEWER, else the OS user), in `process`.
+    pub fn local(process: &str) -> Self {
+        let name = ["PLANDESK_REVIEWER", "USER", "USERNAME", "LOGNAME"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|n| !n.trim().is_empty()))
+            .unwrap_or_else(|| "unknown".into());
+        Self {
+            name,
+            process: process.to_owned(),
+        }
+    }
+}
+
+/// One entry of the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRow {
+    pub id: i64,
+    pub at: Millis,
+    pub actor: String,
+    pub process: String,
+    pub run_id: String,
+    pub kind: String,
+    pub revision_sha: Option<String>,
+    pub data: Value,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+impl AuditRow {
+    /// The hash this entry must carry: SHA-256 over the previous entry's hash and this entry's
+    /// fields, each length-prefixed (so no two different entries hash alike).
+    pub fn expected_hash(&self) -> String {
+        audit_hash(
+            &self.prev_hash,
+            self.id,
+            self.at,
+            &self.actor,
+            &self.process,
+            &self.run_id,
+            &self.kind,
+            self.revision_sha.as_deref(),
+            &self.data,
+        )
+    }
+}
+
+/// The hash of an audit entry (see [`AuditRow::expected_hash`]); the first entry's `prev` is
+/// the empty string.
+#[allow(clippy::too_many_arguments)]
+pub fn audit_hash(
+    prev: &str,
+    id: i64,
+    at: Millis,
+    actor: &str,
+    process: &str,
+    run_id: &str,
+    kind: &str,
+    revision_sha: Option<&str>,
+    data: &Value,
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let data = data.to_string();
+    let id = id.to_string();
+    let at = at.to_string();
+    let fields = [
+        prev,
+        id.as_str(),
+        at.as_str(),
+        actor,
+        process,
+        run_id,
+        kind,
+        revision_sha.unwrap_or("-"),
+        data.as_str(),
+    ];
+    for field in fields {
+        hasher.update((field.len() as u64).to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hex::encode(hasher.finalize())
+}
+
 /// A plan's source: an engine run, or an outside agent's session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -161,6 +272,8 @@ pub struct Commit<'a> {
     pub open: &'a [OpenItem],
     pub event: Option<(EventKind, Value)>,
     pub at: Millis,
+    /// The process making the move (for the audit trail: submissions, mode switches).
+    pub by: &'a Actor,
 }
 
 /// Something that waits for a person.
@@ -252,6 +365,10 @@ pub struct NewDecision<'a> {
     /// When set, the open plan's sha256 must start with this, or the decision is refused.
     pub expect_sha: Option<&'a str>,
     pub at: Millis,
+    /// Who decides (for the audit trail).
+    pub by: &'a Actor,
+    /// The exact text the agent is answered with, for the audit trail.
+    pub answer: Option<&'a str>,
 }
 
 /// A submitted plan, never overwritten.
@@ -305,4 +422,15 @@ pub struct WaitedItem {
     pub run_id: String,
     pub tool_call_id: String,
     pub waiter: Option<(String, Millis)>,
+}
+
+/// An audit entry to append.
+#[derive(Debug, Clone)]
+pub struct NewAudit<'a> {
+    pub run_id: &'a str,
+    pub kind: AuditKind,
+    pub revision_sha: Option<&'a str>,
+    pub data: Value,
+    pub by: &'a Actor,
+    pub at: Millis,
 }

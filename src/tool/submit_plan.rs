@@ -177,38 +177,44 @@ impl Tool for SubmitPlan {
     }
 
     fn resume(&self, _ctx: &ToolContext<'_>, _args: &Value, data: &Value) -> ToolOutcome {
-        let mut submitted = Map::new();
-        for key in ["title", "path", "plan"] {
-            if let Some(value) = data.get(key) {
-                submitted.insert(key.to_owned(), value.clone());
-            }
-        }
-        let feedback = data
-            .get("feedback")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .unwrap_or("");
-        let content = match data.get("action").and_then(Value::as_str) {
-            Some("approved") => APPROVED_TEXT.to_owned(),
-            Some("rejected") if !feedback.is_empty() => {
-                submitted.insert("feedback".to_owned(), json!(feedback));
-                rejected_with_feedback_text(feedback)
-            }
-            Some("rejected") => REJECTED_NO_FEEDBACK_TEXT.to_owned(),
-            other => {
-                return result(
-                    format!("Failed to submit plan: unknown action {other:?}"),
-                    true,
-                )
-            }
-        };
-        ToolOutcome::Value(json!({
-            "toolId": TOOL_ID,
-            "content": content,
-            "isError": false,
-            "submittedPlan": submitted,
-        }))
+        result_for(data)
     }
+}
+
+/// What the model gets for a person's decision (`data`: the schema-checked resume data): the
+/// contract's result object. Pure, so the exact text can be recorded when the decision is.
+pub fn result_for(data: &Value) -> ToolOutcome {
+    let mut submitted = Map::new();
+    for key in ["title", "path", "plan"] {
+        if let Some(value) = data.get(key) {
+            submitted.insert(key.to_owned(), value.clone());
+        }
+    }
+    let feedback = data
+        .get("feedback")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or("");
+    let content = match data.get("action").and_then(Value::as_str) {
+        Some("approved") => APPROVED_TEXT.to_owned(),
+        Some("rejected") if !feedback.is_empty() => {
+            submitted.insert("feedback".to_owned(), json!(feedback));
+            rejected_with_feedback_text(feedback)
+        }
+        Some("rejected") => REJECTED_NO_FEEDBACK_TEXT.to_owned(),
+        other => {
+            return result(
+                format!("Failed to submit plan: unknown action {other:?}"),
+                true,
+            )
+        }
+    };
+    ToolOutcome::Value(json!({
+        "toolId": TOOL_ID,
+        "content": content,
+        "isError": false,
+        "submittedPlan": submitted,
+    }))
 }
 
 /// Whether a `submit_plan` result asks the run to stop and wait for the user's next message.

@@ -6,6 +6,7 @@ mod support;
 
 mod agents;
 mod approval;
+mod audit;
 mod call_ids;
 mod claims;
 mod cli_output;

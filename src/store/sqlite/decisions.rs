@@ -3,7 +3,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 
-use super::{events, query, revisions, runs, word};
+use super::{audit, events, query, revisions, runs, word};
 use crate::store::*;
 
 const COLUMNS: &str =
@@ -106,6 +106,27 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
         "revisionId": revision_id,
     });
     events::insert(tx, d.run_id, d.at, EventKind::Decided, &data)?;
+    let sha: Option<String> = match revision_id {
+        Some(id) => Some(revisions::one(tx, id)?.sha256),
+        None => None,
+    };
+    audit::append(
+        tx,
+        audit::Entry {
+            at: d.at,
+            actor: &d.by.name,
+            process: &d.by.process,
+            run_id: d.run_id,
+            kind: AuditKind::Decided,
+            revision_sha: sha.as_deref(),
+            data: json!({
+                "toolCallId": d.tool_call_id,
+                "action": d.action,
+                "feedback": d.feedback,
+                "answer": d.answer,
+            }),
+        },
+    )?;
     runs::settle_session(tx, d.run_id, d.at)?;
     find(tx, d.run_id, d.tool_call_id)?.ok_or_else(|| StoreError::Invalid {
         run_id: d.run_id.to_owned(),

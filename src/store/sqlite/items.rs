@@ -15,6 +15,7 @@ pub(super) fn sync(
     run_id: &str,
     open: &[OpenItem],
     at: Millis,
+    by: &Actor,
 ) -> Result<(), StoreError> {
     let mut keep = Vec::with_capacity(open.len());
     for item in open {
@@ -23,7 +24,7 @@ pub(super) fn sync(
             continue;
         }
         let revision_id = match &item.plan {
-            Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, at)?),
+            Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, at, by)?),
             None => None,
         };
         insert(tx, run_id, item, revision_id, at, None)?;
@@ -79,6 +80,7 @@ pub(super) fn open_one(
     run_id: &str,
     item: &OpenItem,
     waiter: &Lease<'_>,
+    by: &Actor,
 ) -> Result<ItemRow, StoreError> {
     let id = item.tool_call_id.as_str();
     if let Some(existing) = decisions::find(tx, run_id, id)? {
@@ -90,7 +92,9 @@ pub(super) fn open_one(
         });
     }
     let revision_id = match &item.plan {
-        Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, waiter.now)?),
+        Some(plan) => Some(revisions::insert_once(
+            tx, run_id, id, plan, waiter.now, by,
+        )?),
         None => None,
     };
     if !insert(tx, run_id, item, revision_id, waiter.now, Some(waiter))? {

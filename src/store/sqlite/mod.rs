@@ -1,6 +1,7 @@
 //! The embedded store: one SQLite file (WAL, synchronous=FULL) shared by every process using the
 //! same data directory. A table per file; migrations in their own module.
 
+mod audit;
 mod decisions;
 mod events;
 mod items;
@@ -228,8 +229,32 @@ impl Store for SqliteStore {
         run_id: &str,
         item: &OpenItem,
         waiter: &Lease<'_>,
+        by: &Actor,
     ) -> Result<ItemRow, StoreError> {
-        self.write("open item", |tx| items::open_one(tx, run_id, item, waiter))
+        self.write("open item", |tx| {
+            items::open_one(tx, run_id, item, waiter, by)
+        })
+    }
+
+    async fn append_audit(&self, entry: &NewAudit<'_>) -> Result<(), StoreError> {
+        self.write("append to the audit trail", |tx| {
+            audit::append(
+                tx,
+                audit::Entry {
+                    at: entry.at,
+                    actor: &entry.by.name,
+                    process: &entry.by.process,
+                    run_id: entry.run_id,
+                    kind: entry.kind,
+                    revision_sha: entry.revision_sha,
+                    data: entry.data.clone(),
+                },
+            )
+        })
+    }
+
+    async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, StoreError> {
+        audit::list(&self.conn(), run_id)
     }
 
     async fn renew_waiter(
@@ -341,6 +366,11 @@ mod tests {
 
     use super::*;
 
+    static TEST_ACTOR: std::sync::LazyLock<Actor> = std::sync::LazyLock::new(|| Actor {
+        name: "tester".into(),
+        process: "test".into(),
+    });
+
     fn commit<'a>(run_id: &'a str, expect_version: i64, messages: &'a [String]) -> Commit<'a> {
         Commit {
             run_id,
@@ -354,6 +384,7 @@ mod tests {
             open: &[],
             event: None,
             at: 1,
+            by: &TEST_ACTOR,
         }
     }
 

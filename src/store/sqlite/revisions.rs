@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 
-use super::{decisions, events, query};
+use super::{audit, decisions, events, query};
 use crate::clock::Millis;
 use crate::store::*;
 
@@ -41,6 +41,7 @@ pub(super) fn insert_once(
     tool_call_id: &str,
     plan: &PlanText,
     at: Millis,
+    by: &Actor,
 ) -> Result<i64, StoreError> {
     let existing: Option<i64> = tx
         .query_row(
@@ -63,6 +64,18 @@ pub(super) fn insert_once(
     let id = tx.last_insert_rowid();
     let data = json!({"revisionId": id, "toolCallId": tool_call_id, "path": plan.path});
     events::insert(tx, run_id, at, EventKind::PlanSubmitted, &data)?;
+    audit::append(
+        tx,
+        audit::Entry {
+            at,
+            actor: "agent",
+            process: &by.process,
+            run_id,
+            kind: AuditKind::Submitted,
+            revision_sha: Some(&plan.sha256),
+            data: json!({"revisionId": id, "toolCallId": tool_call_id, "path": plan.path, "title": plan.title}),
+        },
+    )?;
     Ok(id)
 }
 

@@ -15,8 +15,8 @@ export async function renderPending(item, slot) {
 
 async function renderPlanReview(item, slot) {
   const revision = await call('revision', { id: item.revisionId });
-  const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder: 'What should change? Leave empty to tell it in your next message.', 'aria-label': 'Feedback' });
-  const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, '') }, 'Approve', h('kbd', {}, 'a'));
+  const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder: 'Rejecting: what should change? (empty: tell it in your next message) · Approving: an optional note for the agent', 'aria-label': 'Feedback or approval note' });
+  const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, feedback.value) }, 'Approve', h('kbd', {}, 'a'));
   const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, revision, false, feedback.value) }, 'Reject', h('kbd', {}, 'r'));
   const compare = revision.revisionNo > 1
     ? h('button', { id: 'compare', type: 'button', onclick: () => go('compare', revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
@@ -58,14 +58,15 @@ function renderApproval(item, slot) {
   clear(slot).append(card);
 }
 
-async function decide(item, revision, approve, feedback) {
+/** Sends a decision; `text` is the feedback of a rejection or the note of an approval. */
+async function decide(item, revision, approve, text) {
   const buttons = document.querySelectorAll('#approve, #reject');
   buttons.forEach((b) => { b.disabled = true; });
-  const text = feedback && feedback.trim() ? feedback.trim() : null;
+  text = text && text.trim() ? text.trim() : null;
   const error = await follow(item.runId, (channel) => {
     markDecisionSent();
     return call('decide', {
-      request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: text, revision: revision ? revision.sha256 : null },
+      request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null, revision: revision ? revision.sha256 : null },
       onEvent: channel,
     });
   });

@@ -122,6 +122,7 @@ pub async fn decide(
     let verdict = Verdict {
         approve: request.approve,
         feedback: request.feedback.clone(),
+        note: request.note.clone(),
         tool_call_id: Some(request.tool_call_id.clone()),
         revision: request.revision.clone(),
     };

@@ -85,6 +85,9 @@ pub struct DecideRequest {
     pub tool_call_id: String,
     pub approve: bool,
     pub feedback: Option<String>,
+    /// Notes that go with an approval (the agent reads them after the approval text).
+    #[serde(default)]
+    pub note: Option<String>,
     /// The sha256 of the plan revision on screen; the decision is refused if it changed.
     pub revision: Option<String>,
 }

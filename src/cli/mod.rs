@@ -64,6 +64,9 @@ enum Command {
     /// Approve what a run waits for: its plan, or a gated tool call
     Approve {
         run_id: String,
+        /// A note for the agent, read after the approval ("Reviewer notes: …")
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
         #[arg(long, value_name = "ID")]
         tool_call_id: Option<String>,
         /// The plan revision you reviewed (sha256 or a prefix); refused if the plan changed since
@@ -279,6 +282,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Approve {
             run_id,
+            note,
             tool_call_id,
             revision,
         } => {
@@ -286,6 +290,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             let verdict = Verdict {
                 approve: true,
                 feedback: None,
+                note,
                 tool_call_id,
                 revision,
             };
@@ -301,6 +306,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             let verdict = Verdict {
                 approve: false,
                 feedback,
+                note: None,
                 tool_call_id,
                 revision,
             };

@@ -81,6 +81,8 @@ impl StartOptions {
 pub struct Verdict {
     pub approve: bool,
     pub feedback: Option<String>,
+    /// Notes that go with an approval: the agent reads them after the approval text.
+    pub note: Option<String>,
     pub tool_call_id: Option<String>,
     /// sha256 (or a prefix of 8+ hex digits) of the plan revision the person saw.
     pub revision: Option<String>,

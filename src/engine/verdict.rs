@@ -86,7 +86,11 @@ impl Engine {
                 run_id,
                 &item.tool_call_id,
                 verdict.approve,
-                verdict.feedback.as_deref(),
+                if verdict.approve {
+                    verdict.note.as_deref()
+                } else {
+                    verdict.feedback.as_deref()
+                },
                 verdict.revision.as_deref(),
             )
             .await?;
@@ -171,8 +175,16 @@ impl Engine {
             CallStatus::Suspended { suspend_payload } => {
                 let mut data =
                     json!({"action": if verdict.approve { "approved" } else { "rejected" }});
-                if let Some(feedback) = feedback {
+                if let Some(feedback) = feedback.filter(|_| !verdict.approve) {
                     data["feedback"] = json!(feedback);
+                }
+                let note = verdict
+                    .note
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty());
+                if let Some(note) = note.filter(|_| verdict.approve) {
+                    data["notes"] = json!(note);
                 }
                 for key in ["path", "title", "plan"] {
                     if let Some(value) = suspend_payload.get(key) {
@@ -216,7 +228,7 @@ impl Engine {
                 None => (Action::Invalid, None),
             },
             _ => match data.get("action").and_then(Value::as_str) {
-                Some("approved") => (Action::Approved, None),
+                Some("approved") => (Action::Approved, data.get("notes").and_then(Value::as_str)),
                 Some("rejected") => (
                     Action::Rejected,
                     data.get("feedback").and_then(Value::as_str),

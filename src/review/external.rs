@@ -248,24 +248,25 @@ impl Review {
         Ok(row.into())
     }
 
-    /// Records a decision on an outside agent's item (a person's, through a host).
+    /// Records a decision on an outside agent's item (a person's, through a host). `text` is
+    /// the feedback of a rejection, or the notes of an approval.
     pub async fn decide_external(
         &self,
         run_id: &str,
         tool_call_id: &str,
         approve: bool,
-        feedback: Option<&str>,
+        text: Option<&str>,
         expect_sha: Option<&str>,
     ) -> Result<Decision, ReviewError> {
-        let feedback = feedback.map(str::trim).filter(|f| !f.is_empty());
+        let text = text.map(str::trim).filter(|f| !f.is_empty());
         let action = if approve {
             Action::Approved
         } else {
             Action::Rejected
         };
         let mut data = json!({"action": action});
-        if let Some(feedback) = feedback.filter(|_| !approve) {
-            data["feedback"] = json!(feedback);
+        if let Some(text) = text {
+            data[if approve { "notes" } else { "feedback" }] = json!(text);
         }
         let by = self.actor().await;
         let row = self
@@ -273,7 +274,7 @@ impl Review {
                 run_id,
                 tool_call_id,
                 action,
-                feedback: feedback.filter(|_| !approve),
+                feedback: text,
                 resume_data: &data,
                 expect_sha,
                 at: self.clock.now(),

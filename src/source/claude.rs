@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::{read_plan_file, Answer, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
+use crate::tool::submit_plan::notes_text;
 
 const AGENT: &str = "Claude Code";
 const TOOL: &str = "ExitPlanMode";
@@ -157,7 +158,19 @@ fn first_user_request(transcript: &Path) -> Option<String> {
 /// The hook's stdout for a decision (`None`: print nothing, Claude Code asks as usual).
 pub fn answer(call: &Call, answer: &Answer) -> Option<String> {
     let decision = match answer {
-        Answer::Approve => json!({"behavior": "allow", "updatedInput": call.tool_input}),
+        Answer::Approve(notes) => {
+            // An allow carries no message: the notes travel in the plan handed back.
+            let mut input = call.tool_input.clone();
+            if let (Some(notes), Some(fields)) = (notes, input.as_object_mut()) {
+                let plan = fields
+                    .get("plan")
+                    .and_then(Value::as_str)
+                    .unwrap_or(&call.plan.text);
+                let plan = format!("{plan}{}", notes_text(notes));
+                fields.insert("plan".to_owned(), json!(plan));
+            }
+            json!({"behavior": "allow", "updatedInput": input})
+        }
         Answer::Abandoned => return None,
         Answer::Revise(_) => json!({"behavior": "deny", "message": answer.denial()}),
         Answer::Wait | Answer::Expired => {
@@ -203,11 +216,20 @@ mod tests {
         assert_eq!(call.plan.text, "# P\n\nDo it");
         assert_eq!(call.plan.source.session.as_deref(), Some("s1"));
         let approved: Value =
-            serde_json::from_str(&answer(&call, &Answer::Approve).unwrap()).unwrap();
+            serde_json::from_str(&answer(&call, &Answer::Approve(None)).unwrap()).unwrap();
         assert_eq!(
             approved["hookSpecificOutput"]["decision"],
             json!({"behavior": "allow", "updatedInput": {"plan": "# P\n\nDo it", "planFilePath": "/p/brave.md"}}),
             "an allow echoes the input: a bare allow is ignored"
+        );
+        let noted: Value = serde_json::from_str(
+            &answer(&call, &Answer::Approve(Some("Keep the old API".into()))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            noted["hookSpecificOutput"]["decision"]["updatedInput"]["plan"],
+            "# P\n\nDo it\n\nReviewer notes: Keep the old API",
+            "an allow carries no message: the notes go into the plan handed back"
         );
     }
 

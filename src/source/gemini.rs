@@ -102,10 +102,11 @@ pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError>
     }))
 }
 
-/// The hook's stdout for a decision: `{}` to approve, an explicit deny otherwise.
+/// The hook's stdout for a decision: `{}` to approve, an explicit deny otherwise. An approval
+/// carries nothing to the model, so approval notes stay in Plandesk's record.
 pub fn answer(answer: &Answer) -> String {
     match answer.denial() {
-        None if *answer == Answer::Approve => "{}".to_owned(),
+        None if matches!(answer, Answer::Approve(_)) => "{}".to_owned(),
         None => deny("The plan was not reviewed: the review was stopped."),
         Some(reason) => deny(&reason),
     }
@@ -159,7 +160,7 @@ mod tests {
 
     #[test]
     fn approval_is_empty_and_everything_else_denies() {
-        assert_eq!(answer(&Answer::Approve), "{}");
+        assert_eq!(answer(&Answer::Approve(Some("n".into()))), "{}");
         for a in [
             Answer::Wait,
             Answer::Expired,

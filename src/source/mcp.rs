@@ -178,7 +178,12 @@ impl PlanServer {
         };
         let mut data = json!({"path": path, "title": title, "plan": body});
         match answer {
-            Answer::Approve => data["action"] = json!("approved"),
+            Answer::Approve(notes) => {
+                data["action"] = json!("approved");
+                if let Some(notes) = notes {
+                    data["notes"] = json!(notes);
+                }
+            }
             Answer::Revise(feedback) => {
                 data["action"] = json!("rejected");
                 data["feedback"] = json!(feedback);

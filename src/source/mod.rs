@@ -18,7 +18,9 @@ use std::time::Duration;
 use crate::engine::Engine;
 use crate::review::{Decision, ExternalPlan, ReviewError, WaitEvent};
 use crate::store::{Action, SourceKind};
-use crate::tool::submit_plan::{rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT};
+use crate::tool::submit_plan::{
+    notes_text, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
+};
 use crate::workspace::MAX_FILE_BYTES;
 
 /// What the agent is told when nobody decided before the deadline.
@@ -47,7 +49,8 @@ fn revise_text(feedback: &str) -> String {
 /// A decision as every agent's answer is built from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    Approve,
+    /// Approved, with the reviewer's notes if any.
+    Approve(Option<String>),
     /// Rejected with feedback: the agent revises and submits again.
     Revise(String),
     /// Rejected without feedback: the agent stops and waits for the user.
@@ -61,7 +64,14 @@ pub enum Answer {
 impl Answer {
     pub fn of(decision: &Decision) -> Self {
         match decision.action {
-            Action::Approved => Answer::Approve,
+            Action::Approved => Answer::Approve(
+                decision
+                    .feedback
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned),
+            ),
             Action::Rejected | Action::Declined => match decision.feedback.as_deref() {
                 Some(f) if !f.trim().is_empty() => Answer::Revise(f.trim().to_owned()),
                 _ => Answer::Wait,
@@ -74,7 +84,7 @@ impl Answer {
     /// What the model reads when the plan is not approved (the contract's texts).
     pub fn denial(&self) -> Option<String> {
         match self {
-            Answer::Approve | Answer::Abandoned => None,
+            Answer::Approve(_) | Answer::Abandoned => None,
             Answer::Revise(feedback) => Some(revise_text(feedback)),
             Answer::Wait => Some(REJECTED_NO_FEEDBACK_TEXT.to_owned()),
             Answer::Expired => Some(EXPIRED_TEXT.to_owned()),
@@ -177,9 +187,13 @@ pub async fn review_plan(
         }
     };
     let answer = Answer::of(&decided);
-    let text = answer
-        .denial()
-        .unwrap_or_else(|| "approved: the agent proceeds with the plan".to_owned());
+    let text = match &answer {
+        Answer::Approve(notes) => format!(
+            "approved: the agent proceeds with the plan{}",
+            notes.as_deref().map(notes_text).unwrap_or_default()
+        ),
+        other => other.denial().unwrap_or_default(),
+    };
     review.record_answer(&waiting, &text).await?;
     Ok(answer)
 }
@@ -277,6 +291,6 @@ mod tests {
             Answer::Wait.denial().as_deref(),
             Some(REJECTED_NO_FEEDBACK_TEXT)
         );
-        assert_eq!(Answer::Approve.denial(), None);
+        assert_eq!(Answer::Approve(None).denial(), None);
     }
 }

@@ -24,6 +24,11 @@ pub fn rejected_with_feedback_text(feedback: &str) -> String {
     )
 }
 
+/// What approval notes add to the text an agent reads (ours).
+pub fn notes_text(notes: &str) -> String {
+    format!("\n\nReviewer notes: {}", notes.trim())
+}
+
 /// A plan file split into its title and body, as the host shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanText {
@@ -135,6 +140,7 @@ impl Tool for SubmitPlan {
             "properties": {
                 "action": {"type": "string", "enum": ["approved", "rejected"]},
                 "feedback": {"type": "string"},
+                "notes": {"type": "string"},
                 "path": {"type": "string"},
                 "title": {"type": "string"},
                 "plan": {"type": "string"}
@@ -196,7 +202,11 @@ pub fn result_for(data: &Value) -> ToolOutcome {
         .map(str::trim)
         .unwrap_or("");
     let content = match data.get("action").and_then(Value::as_str) {
-        Some("approved") => APPROVED_TEXT.to_owned(),
+        Some("approved") => match data.get("notes").and_then(Value::as_str).map(str::trim) {
+            // Ours: approval notes follow the contract's text; without them it is exact.
+            Some(notes) if !notes.is_empty() => format!("{APPROVED_TEXT}{}", notes_text(notes)),
+            _ => APPROVED_TEXT.to_owned(),
+        },
         Some("rejected") if !feedback.is_empty() => {
             submitted.insert("feedback".to_owned(), json!(feedback));
             rejected_with_feedback_text(feedback)

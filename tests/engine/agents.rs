@@ -152,6 +152,35 @@ fn a_claude_code_plan_is_reviewed_revised_and_approved_from_the_cli() {
 }
 
 #[test]
+fn approval_notes_reach_claude_code_in_the_plan_it_gets_back() {
+    let fx = Fixture::new(json!([]));
+    let child = hook(&fx, "claude-code", &claude_payload("# P\n\nx"), &[]);
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["approve", &run, "--note", "  Keep the old API  "]);
+    let decision = answer(child)["hookSpecificOutput"]["decision"].clone();
+    assert_eq!(decision["behavior"], "allow");
+    assert_eq!(
+        decision["updatedInput"]["plan"], "# P\n\nx\n\nReviewer notes: Keep the old API",
+        "an allow carries no message: the notes follow the plan"
+    );
+    let audit = fx.stream(&["audit", &run]);
+    let answered = audit
+        .iter()
+        .find(|e| e["kind"] == "answered")
+        .expect("the hook's answer is in the audit trail");
+    assert!(
+        answered["data"]["answer"]
+            .as_str()
+            .unwrap()
+            .contains("Reviewer notes: Keep the old API"),
+        "{answered}"
+    );
+}
+
+#[test]
 fn rejecting_without_feedback_tells_claude_code_to_stop_and_wait() {
     let fx = Fixture::new(json!([]));
     let child = hook(&fx, "claude-code", &claude_payload("# P\n\nx"), &[]);

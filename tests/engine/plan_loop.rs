@@ -94,6 +94,34 @@ fn approve_resumes_in_build_mode_with_the_contract_result() {
 }
 
 #[test]
+fn approval_notes_follow_the_contract_text() {
+    let fx = Fixture::new(json!([{"toolCalls": [submit("call-1", PLAN)]}, text("ok")]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let (run, _) = fx.start(&[]);
+    let resumed = fx.stream(&["approve", &run, "--note", "Skip the metrics step"]);
+    let content = format!("{APPROVED}\n\nReviewer notes: Skip the metrics step");
+    assert_eq!(resumed[0]["payload"]["result"]["content"], content);
+    let calls = fx.model_calls();
+    assert_eq!(
+        tool_message(&calls[1], "call-1")["result"]["content"],
+        content,
+        "the model reads the notes after the approval"
+    );
+    let audit = fx.stream(&["audit", &run]);
+    let decided = audit.iter().find(|e| e["kind"] == "decided").unwrap();
+    let answer: serde_json::Value =
+        serde_json::from_str(decided["data"]["answer"].as_str().unwrap()).unwrap();
+    assert_eq!(answer["content"], content, "the audit has the exact text");
+
+    // A blank note is no note: the result stays exactly the contract's text.
+    let fx = Fixture::new(json!([{"toolCalls": [submit("call-1", PLAN)]}, text("ok")]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let (run, _) = fx.start(&[]);
+    let resumed = fx.stream(&["approve", &run, "--note", "  "]);
+    assert_eq!(resumed[0]["payload"]["result"]["content"], APPROVED);
+}
+
+#[test]
 fn reject_with_feedback_gets_a_revised_submission() {
     let fx = Fixture::new(json!([
         {"toolCalls": [submit("call-1", PLAN)]},

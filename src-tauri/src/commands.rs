@@ -275,7 +275,12 @@ pub async fn plan_thread(state: State<'_, AppState>, id: i64) -> Result<Vec<Revi
 
 #[tauri::command]
 pub async fn compare(state: State<'_, AppState>, left: i64, right: i64) -> Result<Comparison> {
-    Ok(state.engine.review().compare(left, right).await?.into())
+    let review = state.engine.review();
+    let compared = review.compare(left, right).await?;
+    let comments = review.comments(&compared.right).await?;
+    let mut comparison = Comparison::from(compared);
+    comparison.comments = comments;
+    Ok(comparison)
 }
 
 #[tauri::command]

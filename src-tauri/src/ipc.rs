@@ -191,6 +191,8 @@ pub struct RevisionSummary {
     pub feedback: Option<String>,
     pub decided_at: Option<i64>,
     pub prompt: String,
+    /// The reviewer who wrote it by editing the agent's plan; `None`: the agent.
+    pub author: Option<String>,
 }
 
 impl From<&Revision> for RevisionSummary {
@@ -209,6 +211,7 @@ impl From<&Revision> for RevisionSummary {
             feedback: decision.and_then(|d| d.feedback.clone()),
             decided_at: decision.map(|d| d.decided_at),
             prompt: revision.prompt.clone(),
+            author: revision.author.clone(),
         }
     }
 }
@@ -254,6 +257,8 @@ pub struct Comparison {
     pub diff: SideBySide,
     /// The decisions between the two revisions, oldest first.
     pub between: Vec<plandesk::review::FeedbackStep>,
+    /// The comments to show beside the newer revision (where their lines are in it).
+    pub comments: Vec<plandesk::review::Comment>,
 }
 
 impl From<ReviewComparison> for Comparison {
@@ -263,6 +268,7 @@ impl From<ReviewComparison> for Comparison {
             right: (&c.right).into(),
             diff: c.diff,
             between: c.between,
+            comments: Vec::new(),
         }
     }
 }

@@ -143,11 +143,34 @@ impl Actor {
         let name = ["PLANDESK_REVIEWER", "USER", "USERNAME", "LOGNAME"]
             .iter()
             .find_map(|v| std::env::var(v).ok().filter(|n| !n.trim().is_empty()))
+            .or_else(os_user)
             .unwrap_or_else(|| "unknown".into());
         Self {
             name,
             process: process.to_owned(),
         }
+    }
+}
+
+/// The name of the OS account this process runs as, from `/etc/passwd` (services and desktop
+/// launchers often start processes without `$USER`).
+fn os_user() -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // The owner of this process's /proc entry is its real user; no libc call needed.
+        let uid = std::fs::metadata("/proc/self").ok()?.uid();
+        let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+        passwd.lines().find_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            let id: u32 = fields.nth(1)?.parse().ok()?;
+            (id == uid && !name.is_empty()).then(|| name.to_owned())
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        None
     }
 }
 

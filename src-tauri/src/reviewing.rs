@@ -105,7 +105,10 @@ pub async fn export_audit<R: Runtime>(
 ) -> Result<Option<String>> {
     let entries = state.engine.review().audit(run_id.as_deref()).await?;
     let name = match &run_id {
-        Some(run) => format!("plandesk-audit-{}.jsonl", run.chars().take(12).collect::<String>()),
+        Some(run) => format!(
+            "plandesk-audit-{}.jsonl",
+            run.chars().take(12).collect::<String>()
+        ),
         None => "plandesk-audit.jsonl".to_owned(),
     };
     let Some(path) = app
@@ -120,15 +123,12 @@ pub async fn export_audit<R: Runtime>(
         return Ok(None);
     };
     let failed = |e: std::io::Error| {
-        IpcError::new(
-            "export",
-            format!("Could not write {}: {e}", path.display()),
-        )
+        IpcError::new("export", format!("Could not write {}: {e}", path.display()))
     };
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(failed)?);
     for entry in &entries {
-        let line = serde_json::to_string(entry)
-            .map_err(|e| IpcError::new("internal", e.to_string()))?;
+        let line =
+            serde_json::to_string(entry).map_err(|e| IpcError::new("internal", e.to_string()))?;
         writeln!(out, "{line}").map_err(failed)?;
     }
     out.flush().map_err(failed)?;

@@ -33,6 +33,10 @@ pub async fn load_settings(engine: &Engine) -> Result<Settings> {
             engine.setting(NOTIFICATION_TITLES).await?,
             defaults.notification_titles,
         ),
+        reviewer_name: engine
+            .setting(plandesk::review::REVIEWER_SETTING)
+            .await?
+            .unwrap_or_default(),
     })
 }
 
@@ -310,6 +314,18 @@ pub async fn save_settings(state: State<'_, AppState>, settings: Settings) -> Re
         .set_setting(
             NOTIFICATION_TITLES,
             Some(flag(settings.notification_titles)),
+        )
+        .await?;
+    let name = settings.reviewer_name.trim();
+    if name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(IpcError::invalid(
+            "Your name may have at most 100 characters, and no control characters.",
+        ));
+    }
+    engine
+        .set_setting(
+            plandesk::review::REVIEWER_SETTING,
+            (!name.is_empty()).then_some(name),
         )
         .await?;
     load_settings(engine).await

@@ -120,6 +120,10 @@ pub struct Settings {
     pub notifications: bool,
     /// Whether notifications name the plan (off: "A plan requires approval").
     pub notification_titles: bool,
+    /// The name the audit trail records for decisions, comments and edits made here (empty:
+    /// the OS user).
+    #[serde(default)]
+    pub reviewer_name: String,
 }
 
 impl Default for Settings {
@@ -127,6 +131,7 @@ impl Default for Settings {
         Self {
             notifications: true,
             notification_titles: true,
+            reviewer_name: String::new(),
         }
     }
 }

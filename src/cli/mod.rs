@@ -105,7 +105,12 @@ enum Command {
     /// Every run, most recently active first
     Runs,
     /// Every plan revision (of one run) with its decision
-    History { run_id: Option<String> },
+    History {
+        run_id: Option<String>,
+        /// Only revisions with every one of these words (or words starting with them)
+        #[arg(long, value_name = "WORDS")]
+        search: Option<String>,
+    },
     /// One plan revision (by id or sha256 prefix)
     Show {
         revision: String,
@@ -367,12 +372,25 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Pending => return listing(json, &engine.review().inbox().await?, print::pending),
         Command::Runs => return listing(json, &engine.runs().await?, print::runs),
-        Command::History { run_id } => {
+        Command::History { run_id, search } => {
             let run_id = match run_id {
                 Some(r) => Some(engine.resolve_run(&r).await?),
                 None => None,
             };
-            let revisions = engine.review().revisions(run_id.as_deref()).await?;
+            let revisions = match search {
+                // Oldest first, like the plain listing.
+                Some(query) => {
+                    let filter = review::HistoryFilter {
+                        run_id,
+                        status: None,
+                        query: Some(query),
+                    };
+                    let mut found = engine.review().history(&filter).await?;
+                    found.reverse();
+                    found
+                }
+                None => engine.review().revisions(run_id.as_deref()).await?,
+            };
             return listing(json, &revisions, print::history);
         }
         Command::Show { revision, html } => {

@@ -89,6 +89,9 @@ pub struct Review {
     actor: Actor,
 }
 
+/// Words of a history search beyond this many are ignored.
+const MAX_QUERY_WORDS: usize = 16;
+
 /// The setting naming the reviewer in the audit trail (else the OS user).
 pub const REVIEWER_SETTING: &str = "reviewer_name";
 
@@ -150,24 +153,29 @@ impl Review {
             .and_then(|i| i.revision))
     }
 
-    /// Revisions newest first, filtered by run, status and text.
+    /// Revisions newest first, filtered by run, status and text (every word of the query, as a
+    /// word or the start of one, in the title or the plan).
     pub async fn history(&self, filter: &HistoryFilter) -> Result<Vec<Revision>, ReviewError> {
-        let query = filter
+        let words: Vec<String> = filter
             .query
             .as_deref()
-            .map(|q| q.trim().to_lowercase())
-            .filter(|q| !q.is_empty());
-        let rows = self.store.revisions(filter.run_id.as_deref()).await?;
+            .unwrap_or("")
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .take(MAX_QUERY_WORDS)
+            .map(str::to_lowercase)
+            .collect();
+        let run_id = filter.run_id.as_deref();
+        let rows = if words.is_empty() {
+            self.store.revisions(run_id).await?
+        } else {
+            self.store.search_revisions(run_id, &words).await?
+        };
         Ok(rows
             .into_iter()
             .rev()
             .map(Revision::from)
             .filter(|r| filter.status.is_none_or(|s| r.status == s))
-            .filter(|r| {
-                query.as_ref().is_none_or(|q| {
-                    r.title.to_lowercase().contains(q) || r.body.to_lowercase().contains(q)
-                })
-            })
             .collect())
     }
 

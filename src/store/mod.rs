@@ -183,6 +183,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Plan revisions (of one run, or all), oldest first, each with its decision: one query.
     async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError>;
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError>;
+    /// Revisions (of one run, or all) whose title or body has every one of `words` (each as a
+    /// word or the start of one, case and accents ignored), oldest first.
+    async fn search_revisions(
+        &self,
+        run_id: Option<&str>,
+        words: &[String],
+    ) -> Result<Vec<RevisionRow>, StoreError>;
     /// Revisions whose sha256 starts with `prefix` (lowercase hex).
     async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError>;
 

@@ -268,3 +268,28 @@ fn edits_are_refused_when_they_change_nothing_or_come_too_late() {
         "{err}"
     );
 }
+
+#[test]
+fn history_search_finds_words_in_titles_and_plans_through_the_index() {
+    let (fx, run) = revising_run();
+    fx.stream(&["reject", &run, "--feedback", "TTL"]);
+    let found = |query: &str| -> Vec<i64> {
+        fx.listing(&["history", "--search", query])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["revisionNo"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(found("ttl"), [2], "case ignored");
+    assert_eq!(found("LRU"), [1]);
+    assert_eq!(found("cach"), [1, 2], "a word's start finds it");
+    assert_eq!(found("cache store"), [1, 2], "every word, anywhere");
+    assert_eq!(found("cache xylophone"), Vec::<i64>::new());
+    assert_eq!(found("Add a cache"), [1, 2], "titles too");
+    // A person's text is never FTS5 syntax.
+    for odd in ["\"", "*", "NEAR(cache", "cache OR", "-lru", "title:cache", "^x"] {
+        fx.listing(&["history", &format!("--search={odd}")]);
+    }
+    assert_eq!(found("\"ttl\""), [2]);
+}

@@ -39,6 +39,11 @@ fn a_store_of_the_first_schema_upgrades_with_its_data_intact() {
     assert_eq!(rows[0]["decision"]["feedback"], "Log to stderr, not stdout");
     assert_eq!(rows[1]["revisionNo"], 2, "revision numbers are kept");
     assert!(user_version(&fx) >= 2, "the store was migrated");
+    let found = fx.listing(&["history", "--search", "login"]);
+    assert_eq!(
+        found[0]["title"], "Fix the login bug",
+        "old revisions are in the search index: {found}"
+    );
 
     let runs = fx.listing(&["runs"]);
     assert_eq!(runs.as_array().unwrap().len(), 2);

@@ -199,6 +199,22 @@ CREATE INDEX comments_by_run ON comments(run_id, id);
 ",
         rebuilds: true,
     },
+    Migration {
+        version: 6,
+        name: "full-text search of plans",
+        // An external-content index over the revisions (never updated or deleted, so one
+        // trigger keeps it); words are matched by prefix, accents folded.
+        sql: "
+CREATE VIRTUAL TABLE revisions_fts USING fts5(
+    title, body, content='plan_revisions', content_rowid='id',
+    tokenize='unicode61 remove_diacritics 2'
+);
+INSERT INTO revisions_fts(revisions_fts) VALUES ('rebuild');
+CREATE TRIGGER revisions_fts_insert AFTER INSERT ON plan_revisions
+BEGIN INSERT INTO revisions_fts(rowid, title, body) VALUES (new.id, new.title, new.body); END;
+",
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

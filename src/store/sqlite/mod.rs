@@ -297,6 +297,14 @@ impl Store for SqliteStore {
         revisions::one(&self.conn(), id)
     }
 
+    async fn search_revisions(
+        &self,
+        run_id: Option<&str>,
+        words: &[String],
+    ) -> Result<Vec<RevisionRow>, StoreError> {
+        revisions::search(&self.conn(), run_id, words)
+    }
+
     async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {
         revisions::by_sha(&self.conn(), prefix)
     }

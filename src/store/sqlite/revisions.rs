@@ -151,6 +151,33 @@ pub(super) fn of_run(
     many(conn, "?1 IS NULL OR v.run_id = ?1", &run_id)
 }
 
+/// Revisions (of one run, or all) whose title or body has every word of `words`, each as a word
+/// or the start of one; oldest first. One query, through the full-text index.
+pub(super) fn search(
+    conn: &Connection,
+    run_id: Option<&str>,
+    words: &[String],
+) -> Result<Vec<RevisionRow>, StoreError> {
+    // Each word a quoted FTS5 string (quotes doubled) with a prefix star: no word of a person's
+    // query is read as FTS5 syntax.
+    let matching = words
+        .iter()
+        .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "{SELECT} WHERE v.id IN (SELECT rowid FROM revisions_fts WHERE revisions_fts MATCH ?1)
+             AND (?2 IS NULL OR v.run_id = ?2) ORDER BY v.id"
+        ))
+        .map_err(query("search revisions"))?;
+    let rows = stmt
+        .query_map(params![matching, run_id], row)
+        .map_err(query("search revisions"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(query("search revisions"))
+}
+
 pub(super) fn by_sha(conn: &Connection, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {
     // A range scan on the sha index: every hash that starts with `prefix` sorts between it and
     // the prefix followed by the highest hex digit.

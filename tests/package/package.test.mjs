@@ -19,7 +19,7 @@ import {
   clickTrayMenu, closeWindow, trayMenu, trayProperty, visibleWindows, waitForTrayItem, waitForWindow, windowProperty,
 } from './desktop.mjs';
 
-const PORT = 4460;
+const PORT = 4470;
 const PACKAGE = 'plandesk';
 const APP = '/usr/bin/plandesk-app';
 const CLI = '/usr/bin/plandesk';

@@ -133,7 +133,7 @@ test('j/k move through the inbox and open each plan; a approves the plan on scre
   await page.keyboard.press('a');
   await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
   const [decide] = await calls(page, 'decide');
-  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, revision: 'aaa111' });
+  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: null, revision: 'aaa111' });
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -23,6 +23,13 @@ const COMMANDS: &[&str] = &[
     "pick_workspace",
     "agent_setup",
     "install_agent",
+    "comments",
+    "add_comment",
+    "resolve_comment",
+    "edit_plan",
+    "preview",
+    "audit",
+    "export_audit",
 ];
 
 fn main() {

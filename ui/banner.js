@@ -14,6 +14,12 @@ export function showError(error, action) {
   $('banner').hidden = false;
 }
 
+/** Something the person should know that is not a failure (the info style). */
+export function showNotice(text) {
+  showError({ message: text });
+  $('banner').className = 'banner info';
+}
+
 export function hideBanner() {
   $('banner').hidden = true;
 }

@@ -30,6 +30,18 @@ async function showCompare(rightId, leftId) {
   const between = comparison.between.map((step) => h('div', { class: 'fb' },
     h('strong', {}, `Revision ${step.revisionNo} was ${step.action}`),
     step.feedback ? `: “${step.feedback}”` : ' without feedback'));
+  // Comments beside the lines they are on now (in the newer revision), addressed or not.
+  const notes = new Map();
+  const gone = [];
+  for (const c of comparison.comments || []) {
+    const note = h('div', { class: 'compare-comment', dataset: { state: c.state, id: String(c.id) } },
+      h('span', { class: `badge ${c.state}` }, c.state.replace('-', ' ')), ' ',
+      h('strong', {}, `${c.author}, on revision ${c.revisionNo}: `), c.text);
+    if (!c.now) { gone.push(note); continue; }
+    const at = notes.get(c.now.end) || [];
+    at.push(note);
+    notes.set(c.now.end, at);
+  }
   clear(viewEl()).append(
     h('div', { class: 'page-head' }, h('div', {},
       h('h1', {}, comparison.right.title || 'Untitled plan'),
@@ -38,7 +50,8 @@ async function showCompare(rightId, leftId) {
     h('button', { type: 'button', onclick: () => go('run', right.runId) }, 'Back to the run')),
     h('div', { class: 'diff-head' }, 'Compare', leftSel, 'with', rightSel),
     between.length ? h('div', { class: 'between', id: 'between' }, between) : '',
-    diffTable(comparison.diff, `Revision ${comparison.left.revisionNo}`, `Revision ${comparison.right.revisionNo}`));
+    gone.length ? h('div', { class: 'between', id: 'removed-comments' }, h('strong', {}, 'Comments on lines since removed'), ...gone) : '',
+    diffTable(comparison.diff, `Revision ${comparison.left.revisionNo}`, `Revision ${comparison.right.revisionNo}`, notes));
 }
 
 register('compare', showCompare);

@@ -2,7 +2,7 @@
 // one revision on its own (rendered or source, with what the rendering hides).
 import { call } from './api.js';
 import { h, clear, when, badge, shorten, emptyState } from './dom.js';
-import { showError } from './banner.js';
+import { showError, showNotice } from './banner.js';
 import { go, register, setView, viewEl } from './nav.js';
 import { planView } from './plan.js';
 
@@ -30,7 +30,8 @@ async function showHistory(filter = { status: 'all', query: '' }) {
   let timer;
   query.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(load, 150); });
   clear(viewEl()).append(h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'History'),
-    h('div', { class: 'meta-line' }, 'Every plan revision, never overwritten, with what you decided.'))),
+    h('div', { class: 'meta-line' }, 'Every plan revision, never overwritten, with what you decided.')),
+  h('button', { type: 'button', id: 'open-audit', onclick: () => go('audit') }, 'Audit trail')),
   h('div', { class: 'filters' }, query, status), rows);
   await load();
 }
@@ -55,3 +56,57 @@ async function showRevision(id) {
 
 register('history', showHistory);
 register('revision', showRevision);
+
+/** What an audit entry says, in a line. */
+function detail(entry) {
+  const d = entry.data || {};
+  switch (entry.kind) {
+    case 'submitted': return `${d.title || d.path || ''} (revision #${d.revisionId})`;
+    case 'decided': return `${d.action}${d.feedback ? `: “${shorten(d.feedback, 120)}”` : ''}`;
+    case 'commented': {
+      const [start, end] = d.lines || [];
+      return `${start === end ? `line ${start}` : `lines ${start}–${end}`}: “${shorten(d.text, 120)}”`;
+    }
+    case 'mode-switched': return `${d.from} → ${d.to}`;
+    case 'comment-resolved': case 'comment-reopened': return `comment #${d.commentId}`;
+    case 'edited': return `${d.path} (revision #${d.revisionId})`;
+    case 'answered': return shorten(d.answer, 140);
+    default: return shorten(JSON.stringify(d), 140);
+  }
+}
+
+/** The audit trail: who did what, when, from where; whether its chain holds; export. */
+async function showAudit() {
+  let audit;
+  try { audit = await call('audit', { runId: null }); } catch (e) { showError(e); return; }
+  setView({ name: 'audit' });
+  const check = audit.check;
+  const chain = check.broken
+    ? h('p', { class: 'audit-chain broken', id: 'audit-chain' }, `The trail was changed: entry ${check.broken[0]}: ${check.broken[1]}.`)
+    : h('p', { class: 'audit-chain ok', id: 'audit-chain' }, `All ${check.entries} entries check out: none was changed or removed.`);
+  const exportButton = h('button', { type: 'button', id: 'export-audit', onclick: async () => {
+    try {
+      const path = await call('export_audit', { runId: null });
+      if (path) showNotice(`Exported to ${path}`);
+    } catch (e) { showError(e); }
+  } }, 'Export as JSON lines');
+  const rows = audit.entries.slice().reverse().map((e) => h('tr', { dataset: { kind: e.kind } },
+    h('td', {}, when(e.at)),
+    h('td', {}, e.actor),
+    h('td', {}, e.process),
+    h('td', {}, e.kind),
+    h('td', { title: e.revisionSha || '' }, e.revisionSha ? e.revisionSha.slice(0, 10) : ''),
+    h('td', { class: 'detail' }, detail(e))));
+  clear(viewEl()).append(
+    h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Audit trail'),
+      h('div', { class: 'meta-line' }, 'Every submission, comment, edit, decision and mode switch. Append-only; each entry carries the hash of the one before.')),
+    h('div', { class: 'actions' }, exportButton, h('button', { type: 'button', onclick: () => go('history') }, 'Back to history'))),
+    chain,
+    rows.length
+      ? h('table', { class: 'audit-table', id: 'audit-table' },
+        h('thead', {}, h('tr', {}, ['When', 'Who', 'From', 'What', 'Revision', 'Detail'].map((t) => h('th', {}, t)))),
+        h('tbody', {}, rows))
+      : emptyState('Nothing yet', 'Decisions and the plans they were made on will be listed here.'));
+}
+
+register('audit', showAudit);

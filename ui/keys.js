@@ -1,12 +1,14 @@
 // The keyboard: j/k move in the inbox, a approves, r goes to the feedback box, s switches the plan
-// between rendered and source, n new run, h history, ? the list, Ctrl+Enter sends the box it is
-// typed in, Esc leaves a box. Single letters act only when no text box has focus.
+// between rendered and source, c comments on the selected lines, e edits the plan, n new run,
+// h history, ? the list, Ctrl+Enter sends the box it is typed in, Esc leaves a box. Single
+// letters act only when no text box has focus.
 import { $ } from './dom.js';
 import { hideBanner } from './banner.js';
 import { go, viewEl } from './nav.js';
 import { moveSelection } from './sidebar.js';
 import { toggleSource } from './plan.js';
 import { openHelp } from './settings.js';
+import { commentOnSelection } from './comments.js';
 
 function typing(target) {
   return target && (target.tagName === 'TEXTAREA' || target.tagName === 'INPUT' || target.tagName === 'SELECT');
@@ -17,10 +19,14 @@ export function onKey(event) {
     const target = event.target;
     if (target.id === 'feedback') { event.preventDefault(); $('reject')?.click(); }
     else if (target.id === 'message') { event.preventDefault(); $('send')?.click(); }
+    else if (target.id === 'comment-text') { event.preventDefault(); $('comment-save')?.click(); }
+    else if (target.id === 'plan-editor') { event.preventDefault(); $('edit-save')?.click(); }
     else if (target.id === 'prompt' || target.closest?.('form.form')) { event.preventDefault(); $('start')?.click(); }
     return;
   }
   if (event.key === 'Escape') {
+    if (event.target.id === 'plan-editor') { $('edit-cancel')?.click(); return; }
+    if (event.target.id === 'comment-text') { $('comment-cancel')?.click(); viewEl().focus(); return; }
     if (typing(event.target)) { event.target.blur(); viewEl().focus(); }
     hideBanner();
     return;
@@ -33,6 +39,8 @@ export function onKey(event) {
     case 'a': $('approve')?.click(); break;
     case 'r': $('feedback')?.focus(); break;
     case 's': toggleSource(); break;
+    case 'c': if (!$('comment')) return; commentOnSelection(); break;
+    case 'e': if (!$('edit')) return; $('edit').click(); break;
     case 'n': go('new'); break;
     case 'h': go('history'); break;
     case '?': openHelp(); break;

@@ -6,6 +6,8 @@ import { markDecisionSent, markPlanRendered } from './metrics.js';
 import { go } from './nav.js';
 import { follow } from './live.js';
 import { planView } from './plan.js';
+import { commentsFor } from './comments.js';
+import { openEditor } from './editor.js';
 
 /** Fills `slot` with the review of a pending item (`run_detail`'s `pending`). */
 export async function renderPending(item, slot) {
@@ -21,24 +23,36 @@ async function renderPlanReview(item, slot) {
   const compare = revision.revisionNo > 1
     ? h('button', { id: 'compare', type: 'button', onclick: () => go('compare', revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
     : '';
+  const edit = h('button', { id: 'edit', type: 'button', title: 'Change the plan yourself before approving it (e)',
+    onclick: () => openEditor(revision, slot, () => go('run', item.runId)) }, 'Edit', h('kbd', {}, 'e'));
   const plan = planView(revision, { id: 'plan' });
+  const hint = h('span', { class: 'hint', id: 'decide-hint' }, 'Ctrl+Enter in the box rejects with your feedback.');
+  const comments = commentsFor(revision, plan, {
+    onCount: (open) => {
+      hint.textContent = open
+        ? `${open === 1 ? '1 open comment goes' : `${open} open comments go`} with a rejection, each quoting its lines. Ctrl+Enter in the box rejects.`
+        : 'Ctrl+Enter in the box rejects with your feedback.';
+    },
+  });
+  const author = revision.author ? h('span', { id: 'plan-author', class: 'source' }, `Edited by ${revision.author}`) : '';
   const card = h('section', { class: 'review', 'aria-label': 'Plan to review', dataset: { sha: revision.sha256 } },
     h('div', { class: 'review-head' },
       h('div', {},
         h('h2', { id: 'plan-title' }, revision.title || 'Untitled plan'),
         h('div', { class: 'meta-line' },
           agentName(item.source) ? h('span', { id: 'plan-source', class: 'source' }, `From ${agentName(item.source)} · ${item.workspace}`) : '',
+          author,
           h('span', { id: 'plan-path' }, revision.path),
           h('span', { id: 'plan-revision' }, `Revision ${revision.revisionNo}`),
           h('span', { title: when(revision.submittedAt) }, age(revision.submittedAt)))),
-      h('div', { class: 'review-tools' }, compare, plan.toggle)),
+      h('div', { class: 'review-tools' }, compare, edit, plan.toggle)),
     plan.warning,
-    plan.rendered,
-    plan.source,
-    h('div', { class: 'review-foot' }, feedback, h('div', { class: 'actions' }, approve, reject,
-      h('span', { class: 'hint' }, 'Ctrl+Enter in the box rejects with your feedback.'))));
+    comments.bar,
+    h('div', { class: 'review-main' }, h('div', { class: 'review-plan' }, plan.rendered, plan.source), comments.panel),
+    h('div', { class: 'review-foot' }, feedback, h('div', { class: 'actions' }, approve, reject, hint)));
   clear(slot).append(card);
   markPlanRendered();
+  await comments.load();
 }
 
 function renderApproval(item, slot) {

@@ -9,6 +9,7 @@ export function openSettings() {
   $('set-notifications').checked = s.notifications;
   $('set-titles').checked = s.notificationTitles;
   $('set-login').checked = s.startAtLogin;
+  $('set-reviewer').value = s.reviewerName || '';
   $('settings-model').textContent = `New runs use ${state.info.defaultModel} (${state.info.defaultModelReason}).`;
   $('settings-data').textContent = `Store: ${state.info.dataDir}`;
   $('settings').showModal();
@@ -56,6 +57,7 @@ async function saveSettings() {
       notifications: $('set-notifications').checked,
       notificationTitles: $('set-titles').checked,
       startAtLogin: $('set-login').checked,
+      reviewerName: $('set-reviewer').value,
     } });
     $('settings').close();
   } catch (e) { showError(e); }

@@ -34,6 +34,10 @@ pub async fn load_settings(engine: &Engine) -> Result<Settings> {
             engine.setting(NOTIFICATION_TITLES).await?,
             defaults.notification_titles,
         ),
+        reviewer_name: engine
+            .setting(plandesk::review::REVIEWER_SETTING)
+            .await?
+            .unwrap_or_default(),
         start_at_login: on(
             engine.setting(START_AT_LOGIN).await?,
             defaults.start_at_login,
@@ -290,7 +294,12 @@ pub async fn plan_thread(state: State<'_, AppState>, id: i64) -> Result<Vec<Revi
 
 #[tauri::command]
 pub async fn compare(state: State<'_, AppState>, left: i64, right: i64) -> Result<Comparison> {
-    Ok(state.engine.review().compare(left, right).await?.into())
+    let review = state.engine.review();
+    let compared = review.compare(left, right).await?;
+    let comments = review.comments(&compared.right).await?;
+    let mut comparison = Comparison::from(compared);
+    comparison.comments = comments;
+    Ok(comparison)
 }
 
 #[tauri::command]
@@ -320,6 +329,18 @@ pub async fn save_settings(state: State<'_, AppState>, settings: Settings) -> Re
         .set_setting(
             NOTIFICATION_TITLES,
             Some(flag(settings.notification_titles)),
+        )
+        .await?;
+    let name = settings.reviewer_name.trim();
+    if name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(IpcError::invalid(
+            "Your name may have at most 100 characters, and no control characters.",
+        ));
+    }
+    engine
+        .set_setting(
+            plandesk::review::REVIEWER_SETTING,
+            (!name.is_empty()).then_some(name),
         )
         .await?;
     if let Some(entry) = &state.autostart {

@@ -128,6 +128,10 @@ pub struct Settings {
     pub notification_titles: bool,
     /// Start at login hidden in the tray, and hide to the tray when the window is closed.
     pub start_at_login: bool,
+    /// The name the audit trail records for decisions, comments and edits made here (empty:
+    /// the OS user).
+    #[serde(default)]
+    pub reviewer_name: String,
 }
 
 impl Default for Settings {
@@ -137,6 +141,7 @@ impl Default for Settings {
             notification_titles: true,
             // Settled at the first start (on for the user's own store): see `autostart`.
             start_at_login: false,
+            reviewer_name: String::new(),
         }
     }
 }
@@ -201,6 +206,8 @@ pub struct RevisionSummary {
     pub feedback: Option<String>,
     pub decided_at: Option<i64>,
     pub prompt: String,
+    /// The reviewer who wrote it by editing the agent's plan; `None`: the agent.
+    pub author: Option<String>,
 }
 
 impl From<&Revision> for RevisionSummary {
@@ -219,6 +226,7 @@ impl From<&Revision> for RevisionSummary {
             feedback: decision.and_then(|d| d.feedback.clone()),
             decided_at: decision.map(|d| d.decided_at),
             prompt: revision.prompt.clone(),
+            author: revision.author.clone(),
         }
     }
 }
@@ -264,6 +272,8 @@ pub struct Comparison {
     pub diff: SideBySide,
     /// The decisions between the two revisions, oldest first.
     pub between: Vec<plandesk::review::FeedbackStep>,
+    /// The comments to show beside the newer revision (where their lines are in it).
+    pub comments: Vec<plandesk::review::Comment>,
 }
 
 impl From<ReviewComparison> for Comparison {
@@ -273,6 +283,7 @@ impl From<ReviewComparison> for Comparison {
             right: (&c.right).into(),
             diff: c.diff,
             between: c.between,
+            comments: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod commands;
 mod inbox;
 pub mod instance;
 pub mod ipc;
+pub mod reviewing;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -200,6 +201,13 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             commands::pick_workspace,
             agents::agent_setup,
             agents::install_agent,
+            reviewing::comments,
+            reviewing::add_comment,
+            reviewing::resolve_comment,
+            reviewing::edit_plan,
+            reviewing::preview,
+            reviewing::audit,
+            reviewing::export_audit,
         ])
 }
 

@@ -228,7 +228,7 @@ fn settings_round_trip_and_app_info() {
     let info = fx.ok("app_info", json!({}));
     assert_eq!(
         info["settings"],
-        json!({"notifications": true, "notificationTitles": true, "startAtLogin": false}),
+        json!({"notifications": true, "notificationTitles": true, "startAtLogin": false, "reviewerName": ""}),
         "start at login is off on a store other than the user's own"
     );
     assert_eq!(info["workspace"], fx.workspace.display().to_string());

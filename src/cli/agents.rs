@@ -51,6 +51,17 @@ fn wait_settings(data_dir: &Path, deadline: Option<String>) -> Result<WaitSettin
     })
 }
 
+/// A hook's deadline: the one configured, but never past the moment its agent stops waiting for
+/// it (`agent_timeout`: a timed-out hook's answer is lost, and Gemini CLI and Codex then let
+/// the plan through). It answers "not approved" a margin before that.
+fn hook_deadline(configured: Option<Duration>, agent_timeout: Duration) -> Duration {
+    let margin = (agent_timeout / 5).clamp(Duration::from_millis(500), Duration::from_secs(60));
+    let limit = agent_timeout
+        .saturating_sub(margin)
+        .max(Duration::from_millis(500));
+    configured.map_or(limit, |d| d.min(limit))
+}
+
 /// What a hook prints, for each agent.
 #[derive(Debug, Clone, Copy)]
 pub enum Agent {
@@ -102,15 +113,25 @@ async fn run_hook(
     data_dir: &Path,
     deadline: Option<String>,
 ) -> Result<Option<String>, SourceError> {
+    // Who started this hook, taken before anything can go away.
+    let agent_watch = AgentWatch::start();
     let input =
         source::read_stdin(source::MAX_HOOK_INPUT).map_err(|message| SourceError::Input {
             agent: "the agent",
             message,
         })?;
-    let settings = wait_settings(data_dir, deadline).map_err(|e| SourceError::Input {
+    let mut settings = wait_settings(data_dir, deadline).map_err(|e| SourceError::Input {
         agent: "the agent",
         message: e.to_string(),
     })?;
+    // How long the agent waits for this hook: Gemini CLI's from its settings, else the timeout
+    // `plandesk install` configures.
+    let agent_timeout = match agent {
+        Agent::Gemini => gemini::hook_timeout(|name| std::env::var_os(name)),
+        _ => None,
+    }
+    .unwrap_or(Duration::from_secs(install::HOOK_TIMEOUT_SECS));
+    settings.deadline = Some(hook_deadline(settings.deadline, agent_timeout));
     match agent {
         Agent::ClaudeCode => {
             let Some(call) = claude::parse(&input)? else {
@@ -118,7 +139,7 @@ async fn run_hook(
             };
             let engine = Engine::open_as(data_dir, "hook:claude-code")?;
             let answer =
-                review_plan(&engine, call.plan.clone(), &settings, stop_requested()).await?;
+                review_plan(&engine, call.plan.clone(), &settings, stop(&agent_watch)).await?;
             Ok(claude::answer(&call, &answer))
         }
         Agent::Codex => {
@@ -126,7 +147,7 @@ async fn run_hook(
                 return Ok(None);
             };
             let engine = Engine::open_as(data_dir, "hook:codex")?;
-            match review_plan(&engine, plan, &settings, stop_requested()).await {
+            match review_plan(&engine, plan, &settings, stop(&agent_watch)).await {
                 Ok(answer) => Ok(codex::answer(&answer)),
                 // This plan was already decided (the Stop that follows a decision): let it stop.
                 Err(SourceError::Review(ReviewError::Store(StoreError::AlreadyDecided {
@@ -142,12 +163,114 @@ async fn run_hook(
                 gemini::Call::Unwritten(reason) => Ok(Some(gemini::deny(&reason))),
                 gemini::Call::Review(plan) => {
                     let engine = Engine::open_as(data_dir, "hook:gemini")?;
-                    let answer = review_plan(&engine, plan, &settings, stop_requested()).await?;
+                    let answer = review_plan(&engine, plan, &settings, stop(&agent_watch)).await?;
                     Ok(Some(gemini::answer(&answer)))
                 }
             }
         }
     }
+}
+
+/// Resolves when the hook should stop waiting: it is told to (SIGTERM, SIGINT, SIGHUP), or
+/// its agent is gone without a word (killed with SIGKILL, crashed).
+async fn stop(watch: &AgentWatch) {
+    tokio::select! {
+        () = stop_requested() => {}
+        () = watch.gone() => {}
+    }
+}
+
+/// The processes from this hook up to the agent that started it, as they were when it
+/// started: each is a (process, its parent) link. Agents run a hook either directly (Gemini
+/// CLI: `bash -c` execs it) or under a `sh -c` that waits for it (Claude Code); the agent is
+/// the first ancestor that is not such a wrapper. An agent that dies without stopping its hook
+/// leaves it (or its wrapper) with a new parent: a changed link means the agent is gone.
+struct AgentWatch {
+    links: Vec<(u32, u32)>,
+}
+
+impl AgentWatch {
+    /// How often the links are looked at.
+    const EVERY: Duration = Duration::from_millis(250);
+
+    #[cfg(unix)]
+    fn start() -> Self {
+        let mut parent = std::os::unix::process::parent_id();
+        let mut links = vec![(std::process::id(), parent)];
+        // Wrappers of wrappers (`sh -c "bash -c '…'"`) are rare: three are plenty.
+        while links.len() < 4 && is_shell_wrapper(parent) {
+            let Some(grandparent) = parent_of(parent) else {
+                break;
+            };
+            links.push((parent, grandparent));
+            parent = grandparent;
+        }
+        AgentWatch { links }
+    }
+
+    #[cfg(not(unix))]
+    fn start() -> Self {
+        AgentWatch { links: Vec::new() }
+    }
+
+    /// Whether every process still has the parent it had (a wrapper that is gone counts as
+    /// changed).
+    fn intact(&self) -> bool {
+        self.links.iter().enumerate().all(|(i, &(pid, parent))| {
+            let now = if i == 0 {
+                current_parent()
+            } else {
+                parent_of(pid)
+            };
+            now == Some(parent)
+        })
+    }
+
+    /// Resolves once the agent is gone; never if there is nothing to watch.
+    async fn gone(&self) {
+        if self.links.is_empty() {
+            return std::future::pending().await;
+        }
+        while self.intact() {
+            tokio::time::sleep(Self::EVERY).await;
+        }
+    }
+}
+
+#[cfg(unix)]
+fn current_parent() -> Option<u32> {
+    Some(std::os::unix::process::parent_id())
+}
+
+#[cfg(not(unix))]
+fn current_parent() -> Option<u32> {
+    None
+}
+
+/// A process's parent, from `/proc/PID/stat` (Linux; `None` elsewhere or once it is gone).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `PID (COMMAND) STATE PPID …`; the command may hold spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether `pid` is a shell running a command string (`sh -c …`, `bash -lc …`): a wrapper that
+/// waits for the hook, not the agent itself.
+fn is_shell_wrapper(pid: u32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let mut args = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned());
+    let Some(program) = args.next() else {
+        return false;
+    };
+    let name = program.rsplit('/').next().unwrap_or_default();
+    let shells = ["sh", "dash", "bash", "zsh", "ksh", "mksh", "ash", "busybox"];
+    shells.contains(&name.trim_start_matches('-'))
+        && args.any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'))
 }
 
 /// `plandesk mcp`: serves until the client closes stdin.
@@ -233,4 +356,54 @@ pub fn install(
         eprintln!("plandesk: {note}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hook_answers_before_its_agent_stops_waiting() {
+        let day = Duration::from_secs(86_400);
+        assert_eq!(hook_deadline(None, day), day - Duration::from_secs(60));
+        let short = Some(Duration::from_secs(3));
+        assert_eq!(hook_deadline(short, day), Duration::from_secs(3));
+        assert_eq!(
+            hook_deadline(short, Duration::from_secs(2)),
+            Duration::from_millis(1500),
+            "never past the agent's own timeout"
+        );
+        assert_eq!(
+            hook_deadline(None, Duration::from_secs(60)),
+            Duration::from_secs(48)
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_agent_is_the_first_ancestor_that_is_not_a_shell_wrapper() {
+        let watch = AgentWatch::start();
+        assert_eq!(watch.links[0].0, std::process::id());
+        assert!(watch.intact());
+        let parent = parent_of(std::process::id()).unwrap();
+        assert_eq!(current_parent(), Some(parent));
+        let mut wrapper = std::process::Command::new("sh")
+            .args(["-c", "sleep 30; exit"])
+            .spawn()
+            .unwrap();
+        let mut found = false;
+        for _ in 0..100 {
+            found = is_shell_wrapper(wrapper.id());
+            if found {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(found, "sh -c is a wrapper");
+        assert_eq!(parent_of(wrapper.id()), Some(std::process::id()));
+        wrapper.kill().unwrap();
+        wrapper.wait().unwrap();
+        assert_eq!(parent_of(wrapper.id()), None, "gone");
+        assert!(!is_shell_wrapper(std::process::id()));
+    }
 }

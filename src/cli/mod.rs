@@ -3,6 +3,7 @@
 mod agents;
 mod open;
 mod print;
+mod reviewing;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -115,6 +116,34 @@ enum Command {
     },
     /// Two plan revisions side by side, changed words marked
     Diff { a: String, b: String },
+    /// Comment on lines of a plan revision; rejecting it sends its open comments to the agent,
+    /// each quoting its lines
+    Comment {
+        /// A plan revision (number, #N, or 8+ hex digits of its sha256)
+        revision: String,
+        /// The lines, as numbered in the plan file: N or N-M
+        #[arg(long, value_name = "N[-M]")]
+        lines: String,
+        #[arg(required = true)]
+        text: Vec<String>,
+    },
+    /// The comments to see with a revision: its own, and those on earlier revisions of the plan
+    /// (addressed if their lines changed, not addressed if not)
+    Comments { revision: String },
+    /// Resolve a comment (it is not sent again, nor shown as open), or reopen it
+    Resolve {
+        comment: i64,
+        #[arg(long)]
+        reopen: bool,
+    },
+    /// Replace a waiting plan with your version: a revision by you, written to the plan file;
+    /// approving it tells the agent what you changed
+    Edit {
+        revision: String,
+        /// Your version of the plan (markdown); `-` reads standard input
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+    },
     /// The audit trail: every submission, comment, edit, decision and mode switch, who and
     /// when; `--json` prints it as JSON lines (an export), `--verify` checks its hash chain
     Audit {
@@ -389,6 +418,20 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 print::diff(&comparison.left, &comparison.right, &comparison.diff);
             }
             return Ok(ExitCode::SUCCESS);
+        }
+        Command::Comment {
+            revision,
+            lines,
+            text,
+        } => return reviewing::comment(&engine, &revision, &lines, &text.join(" "), json).await,
+        Command::Comments { revision } => {
+            return reviewing::comments(&engine, &revision, json).await
+        }
+        Command::Resolve { comment, reopen } => {
+            return reviewing::resolve(&engine, comment, reopen, json).await
+        }
+        Command::Edit { revision, file } => {
+            return reviewing::edit(&engine, &revision, &file, json).await
         }
         Command::Model { action } => return model_command(&engine, action, json).await,
         Command::Audit { run_id, verify } => {

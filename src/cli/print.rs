@@ -17,7 +17,7 @@ use plandesk::chunk::{Chunk, ChunkKind};
 use plandesk::clock::{Clock, SystemClock};
 use plandesk::engine::RunView;
 use plandesk::plan::{RowKind, SideBySide};
-use plandesk::review::{AuditCheck, ReviewItem, Revision, RevisionView};
+use plandesk::review::{AuditCheck, Comment, CommentState, ReviewItem, Revision, RevisionView};
 use plandesk::source::agent_name;
 use plandesk::store::AuditRow;
 use plandesk::store::{ItemKind, SourceKind};
@@ -37,7 +37,7 @@ fn short(text: &str, max: usize) -> String {
 }
 
 /// An id or path as an argument of a suggested command.
-fn arg(text: &str) -> Cow<'_, str> {
+pub fn arg(text: &str) -> Cow<'_, str> {
     shell_quote(text)
 }
 
@@ -552,5 +552,60 @@ pub fn audit_check(check: &AuditCheck, json: bool) -> std::process::ExitCode {
         std::process::ExitCode::from(1)
     } else {
         std::process::ExitCode::SUCCESS
+    }
+}
+
+/// A line of our own (a hint, what happened), after what was asked for.
+pub fn next(text: &str) {
+    say!("{text}");
+}
+
+/// Comments, each with its lines quoted and where it stands.
+pub fn comments(comments: &[Comment]) {
+    for c in comments {
+        let lines = |l: plandesk::review::Lines| {
+            if l.start == l.end {
+                format!("line {}", l.start)
+            } else {
+                format!("lines {}-{}", l.start, l.end)
+            }
+        };
+        let state = match c.state {
+            CommentState::Open => "open",
+            CommentState::Resolved => "resolved",
+            CommentState::Addressed => "addressed",
+            CommentState::NotAddressed => "not addressed",
+        };
+        let place = match (c.state, c.now) {
+            (CommentState::Open, _) => lines(c.lines),
+            (_, Some(now)) if now != c.lines => {
+                format!(
+                    "{} of revision {}, now {}",
+                    lines(c.lines),
+                    c.revision_no,
+                    lines(now)
+                )
+            }
+            (_, Some(_)) => format!("{} of revision {}", lines(c.lines), c.revision_no),
+            (_, None) => format!(
+                "{} of revision {}, since removed",
+                lines(c.lines),
+                c.revision_no
+            ),
+        };
+        say!(
+            "#{:<4} {:<14} {} · {} · {}",
+            c.id,
+            state,
+            place,
+            safe(&c.author),
+            age(c.created_at)
+        );
+        for (number, line) in (c.lines.start..).zip(c.quote.lines()) {
+            say!("      > {number} | {}", safe(line));
+        }
+        for line in c.text.lines() {
+            say!("      {}", safe(line));
+        }
     }
 }

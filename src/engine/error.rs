@@ -87,6 +87,7 @@ pub fn store_code(err: &StoreError) -> &'static str {
         StoreError::NotPending { .. } => "not-pending",
         StoreError::UnknownRun(_) | StoreError::AmbiguousRun { .. } => "unknown-run",
         StoreError::UnknownRevision(_) => "unknown-revision",
+        StoreError::UnknownComment(_) => "unknown-comment",
         StoreError::Conflict { .. } => "busy",
         StoreError::Newer { .. } => "store-newer",
         StoreError::Damaged { .. } | StoreError::ReadOnly { .. } => "store-file",

@@ -173,22 +173,42 @@ impl Engine {
             .filter(|f| !f.is_empty());
         let data = match &call.status {
             CallStatus::Suspended { suspend_payload } => {
+                let review = &self.inner.review;
+                let revision = review
+                    .open_revision(&state.run_id, &call.call.tool_call_id)
+                    .await?;
                 let mut data =
                     json!({"action": if verdict.approve { "approved" } else { "rejected" }});
-                if let Some(feedback) = feedback.filter(|_| !verdict.approve) {
-                    data["feedback"] = json!(feedback);
-                }
-                let note = verdict
-                    .note
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|n| !n.is_empty());
-                if let Some(note) = note.filter(|_| verdict.approve) {
-                    data["notes"] = json!(note);
-                }
                 for key in ["path", "title", "plan"] {
                     if let Some(value) = suspend_payload.get(key) {
                         data[key] = value.clone();
+                    }
+                }
+                if verdict.approve {
+                    let note = verdict
+                        .note
+                        .as_deref()
+                        .map(str::trim)
+                        .filter(|n| !n.is_empty());
+                    if let Some(note) = note {
+                        data["notes"] = json!(note);
+                    }
+                    // A reviewer's edit is what is approved: the agent gets it, and the diff.
+                    if let Some(revision) = &revision {
+                        if let Some(edit) = review.edit_summary(revision).await? {
+                            data["title"] = json!(revision.title);
+                            data["plan"] = json!(revision.body);
+                            data["edit"] = json!({"by": edit.by, "diff": edit.diff});
+                        }
+                    }
+                } else {
+                    // Open line comments go with the feedback, quoting their lines.
+                    let compiled = match &revision {
+                        Some(revision) => review.compiled_feedback(revision, feedback).await?,
+                        None => feedback.map(str::to_owned),
+                    };
+                    if let Some(feedback) = compiled {
+                        data["feedback"] = json!(feedback);
                     }
                 }
                 data

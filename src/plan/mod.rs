@@ -2,11 +2,13 @@
 //! listed, and a source fallback for plans that cannot be rendered), and compared side by side.
 
 pub mod diff;
+pub mod lines;
 pub mod render;
 
 pub use diff::{
     side_by_side, side_by_side_within, DiffLine, DiffRow, RowKind, Segment, SideBySide,
 };
+pub use lines::{follow_lines, unified, LineFate};
 pub use render::{
     render, render_html, render_source, Fallback, HiddenContent, HiddenKind, Rendered,
 };

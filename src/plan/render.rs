@@ -228,6 +228,9 @@ fn options() -> comrak::Options<'static> {
     // Raw HTML is shown as text, so a reviewer sees exactly what the plan tried to embed.
     options.render.unsafe_ = false;
     options.render.escape = true;
+    // Each block says which lines of the plan it comes from (`data-sourcepos="3:1-4:20"`), so
+    // a reviewer can select a block and comment on its lines.
+    options.render.sourcepos = true;
     options
 }
 
@@ -358,6 +361,38 @@ fn mark_invisible(html: &str) -> String {
     out
 }
 
+/// Elements that keep the lines they come from (`data-sourcepos`).
+const BLOCKS: &[&str] = &[
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "li",
+    "pre",
+    "blockquote",
+    "table",
+    "tr",
+    "hr",
+];
+
+/// `L:C-L:C`, as comrak writes it (nothing else may pass as a source position).
+fn is_sourcepos(value: &str) -> bool {
+    let point = |p: &str| {
+        p.split_once(':').is_some_and(|(l, c)| {
+            !l.is_empty()
+                && !c.is_empty()
+                && l.bytes().all(|b| b.is_ascii_digit())
+                && c.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    value
+        .split_once('-')
+        .is_some_and(|(from, to)| point(from) && point(to))
+}
+
 fn sanitizer() -> Builder<'static> {
     let mut builder = Builder::default();
     let mut tags: HashSet<&str> = builder.clone_tags();
@@ -385,6 +420,7 @@ fn sanitizer() -> Builder<'static> {
                 "data-footnotes",
                 "data-footnote-ref",
                 "data-footnote-backref",
+                "data-sourcepos",
             ]
             .into_iter()
             .collect(),
@@ -392,11 +428,13 @@ fn sanitizer() -> Builder<'static> {
         .url_schemes(["http", "https", "mailto"].into_iter().collect())
         .url_relative(UrlRelative::Custom(Box::new(only_fragments)))
         .link_rel(Some("noopener noreferrer nofollow"))
-        .attribute_filter(|_element, attribute, value| match attribute {
+        .attribute_filter(|element, attribute, value| match attribute {
             // Only footnote anchors may carry ids; anything else could clobber the app's DOM.
             "id" if is_footnote_id(value) => Some(Cow::Borrowed(value)),
             "id" => None,
             "type" if value != "checkbox" => None,
+            // Blocks only: a reviewer selects lines, never part of one.
+            "data-sourcepos" if !is_sourcepos(value) || !BLOCKS.contains(&element) => None,
             _ => Some(Cow::Borrowed(value)),
         });
     builder

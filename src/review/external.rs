@@ -259,6 +259,16 @@ impl Review {
         expect_sha: Option<&str>,
     ) -> Result<Decision, ReviewError> {
         let text = text.map(str::trim).filter(|f| !f.is_empty());
+        // Open line comments go with the feedback, quoting their lines.
+        let compiled = if approve {
+            None
+        } else {
+            match self.open_revision(run_id, tool_call_id).await? {
+                Some(revision) => self.compiled_feedback(&revision, text).await?,
+                None => None,
+            }
+        };
+        let text = compiled.as_deref().or(text);
         let action = if approve {
             Action::Approved
         } else {

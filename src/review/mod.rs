@@ -5,6 +5,8 @@
 //! outside agents) hand plans in and take decisions out; hosts (the CLI, the app) read and
 //! decide through it, never through the store.
 
+mod comments;
+mod edit;
 mod external;
 mod key;
 mod types;
@@ -17,6 +19,8 @@ use crate::clock::Clock;
 use crate::plan;
 use crate::store::{Actor, AuditRow, DecisionRow, NewDecision, Store, StoreError};
 
+pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_COMMENT_CHARS};
+pub use edit::{EditSummary, Edited};
 pub use external::{ExternalPlan, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
 pub use types::*;
@@ -32,6 +36,12 @@ pub enum ReviewError {
     BadRevisionKey { key: String },
     #[error("no plan revision has a sha256 starting with {prefix}")]
     NoSuchSha { prefix: String },
+    #[error("lines {given}: {detail}")]
+    BadLines { given: String, detail: String },
+    #[error("{0}")]
+    BadComment(String),
+    #[error("{0}")]
+    BadEdit(String),
     #[error("`{key}` is ambiguous: {detail}")]
     Ambiguous { key: String, detail: String },
     #[error(
@@ -50,9 +60,11 @@ impl ReviewError {
     pub fn code(&self) -> &'static str {
         match self {
             ReviewError::Store(e) => crate::engine::store_code(e),
-            ReviewError::BadRevisionKey { .. } | ReviewError::DifferentPlans { .. } => {
-                "invalid-input"
-            }
+            ReviewError::BadRevisionKey { .. }
+            | ReviewError::DifferentPlans { .. }
+            | ReviewError::BadLines { .. }
+            | ReviewError::BadComment(_)
+            | ReviewError::BadEdit(_) => "invalid-input",
             ReviewError::NoSuchSha { .. } => "unknown-revision",
             ReviewError::Ambiguous { .. } => "ambiguous",
         }
@@ -122,6 +134,20 @@ impl Review {
     pub async fn open_items(&self, run_id: &str) -> Result<Vec<ReviewItem>, ReviewError> {
         let rows = self.store.open_items(Some(run_id)).await?;
         Ok(rows.into_iter().map(ReviewItem::from).collect())
+    }
+
+    /// The plan revision an open item waits on, if it is open and has one.
+    pub async fn open_revision(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<Revision>, ReviewError> {
+        Ok(self
+            .open_items(run_id)
+            .await?
+            .into_iter()
+            .find(|i| i.tool_call_id == tool_call_id)
+            .and_then(|i| i.revision))
     }
 
     /// Revisions newest first, filtered by run, status and text.

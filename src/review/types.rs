@@ -111,6 +111,8 @@ pub struct Revision {
     pub prompt: String,
     pub status: RevisionStatus,
     pub decision: Option<Decision>,
+    /// The reviewer who wrote this revision by editing the agent's plan; `None`: the agent.
+    pub author: Option<String>,
 }
 
 impl Revision {
@@ -145,6 +147,7 @@ impl From<RevisionRow> for Revision {
             submitted_at: row.submitted_at,
             prompt: row.prompt,
             decision: row.decision.map(Decision::from),
+            author: row.author,
         }
     }
 }

@@ -9,10 +9,11 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+#[cfg(test)]
+use super::Approval;
 use super::{read_plan_file, Answer, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
-use crate::tool::submit_plan::notes_text;
 
 const AGENT: &str = "Claude Code";
 const TOOL: &str = "ExitPlanMode";
@@ -158,16 +159,20 @@ fn first_user_request(transcript: &Path) -> Option<String> {
 /// The hook's stdout for a decision (`None`: print nothing, Claude Code asks as usual).
 pub fn answer(call: &Call, answer: &Answer) -> Option<String> {
     let decision = match answer {
-        Answer::Approve(notes) => {
-            // An allow carries no message: the notes travel in the plan handed back.
+        Answer::Approve(approval) => {
+            // An allow carries no message: a reviewer's edit and notes travel in the plan
+            // handed back.
             let mut input = call.tool_input.clone();
-            if let (Some(notes), Some(fields)) = (notes, input.as_object_mut()) {
-                let plan = fields
-                    .get("plan")
-                    .and_then(Value::as_str)
-                    .unwrap_or(&call.plan.text);
-                let plan = format!("{plan}{}", notes_text(notes));
-                fields.insert("plan".to_owned(), json!(plan));
+            let addendum = approval.addendum();
+            if let (false, Some(fields)) = (addendum.is_empty(), input.as_object_mut()) {
+                let plan = match &approval.edit {
+                    Some(edit) => edit.markdown.as_str(),
+                    None => fields
+                        .get("plan")
+                        .and_then(Value::as_str)
+                        .unwrap_or(&call.plan.text),
+                };
+                fields.insert("plan".to_owned(), json!(format!("{plan}{addendum}")));
             }
             json!({"behavior": "allow", "updatedInput": input})
         }
@@ -216,14 +221,22 @@ mod tests {
         assert_eq!(call.plan.text, "# P\n\nDo it");
         assert_eq!(call.plan.source.session.as_deref(), Some("s1"));
         let approved: Value =
-            serde_json::from_str(&answer(&call, &Answer::Approve(None)).unwrap()).unwrap();
+            serde_json::from_str(&answer(&call, &Answer::Approve(Approval::default())).unwrap())
+                .unwrap();
         assert_eq!(
             approved["hookSpecificOutput"]["decision"],
             json!({"behavior": "allow", "updatedInput": {"plan": "# P\n\nDo it", "planFilePath": "/p/brave.md"}}),
             "an allow echoes the input: a bare allow is ignored"
         );
         let noted: Value = serde_json::from_str(
-            &answer(&call, &Answer::Approve(Some("Keep the old API".into()))).unwrap(),
+            &answer(
+                &call,
+                &Answer::Approve(Approval {
+                    notes: Some("Keep the old API".into()),
+                    edit: None,
+                }),
+            )
+            .unwrap(),
         )
         .unwrap();
         assert_eq!(

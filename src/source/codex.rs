@@ -163,7 +163,10 @@ mod tests {
 
     #[test]
     fn changes_block_and_approval_prints_nothing() {
-        assert_eq!(answer(&Answer::Approve(None)), None);
+        assert_eq!(
+            answer(&Answer::Approve(crate::source::Approval::default())),
+            None
+        );
         let block: Value =
             serde_json::from_str(&answer(&Answer::Revise("no".into())).unwrap()).unwrap();
         assert_eq!(block["decision"], "block");

@@ -4,7 +4,9 @@
 //! anything else is an explicit `{"decision": "deny", "reason": …}` (Gemini CLI lets a plan
 //! through on a timeout, a crash or a silent exit 2: we never rely on those).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -121,6 +123,107 @@ pub fn failure(err: &SourceError) -> String {
     deny(&err.denial())
 }
 
+/// Gemini CLI's timeout for a hook that sets none (milliseconds).
+const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+
+/// How long Gemini CLI lets this hook run before it stops it and lets the plan through: the
+/// shortest `timeout` (milliseconds; 60 s when unset) of the `BeforeTool` hooks that run
+/// `plandesk hook gemini`, in every settings file Gemini CLI reads (system, system defaults,
+/// user, project). `None` if none of them has such a hook. `env` reads the hook's environment.
+pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let system = var("GEMINI_CLI_SYSTEM_SETTINGS_PATH").unwrap_or_else(|| {
+        PathBuf::from(if cfg!(target_os = "macos") {
+            "/Library/Application Support/GeminiCli/settings.json"
+        } else {
+            "/etc/gemini-cli/settings.json"
+        })
+    });
+    let defaults = var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+        .or_else(|| system.parent().map(|dir| dir.join("system-defaults.json")));
+    let home = var("GEMINI_CLI_HOME").or_else(|| var("HOME"));
+    let user = home.map(|h| h.join(".gemini/settings.json"));
+    let project = var("GEMINI_PROJECT_DIR").map(|p| p.join(".gemini/settings.json"));
+    [Some(system), defaults, user, project]
+        .into_iter()
+        .flatten()
+        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .flat_map(|text| hook_timeouts(&text))
+        .min()
+}
+
+/// The timeouts of this hook's entries in one settings file (JSON with comments).
+fn hook_timeouts(text: &str) -> Vec<Duration> {
+    let Ok(settings) = serde_json::from_str::<Value>(&strip_comments(text)) else {
+        return Vec::new();
+    };
+    let groups = settings["hooks"]["BeforeTool"].as_array().cloned();
+    groups
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|group| group["hooks"].as_array())
+        .flatten()
+        .filter(|hook| hook["command"].as_str().is_some_and(runs_this_hook))
+        .map(|hook| {
+            let ms = hook["timeout"].as_u64().unwrap_or(DEFAULT_TIMEOUT_MS);
+            // Node runs a longer timer after 1 ms.
+            Duration::from_millis(if ms > i32::MAX as u64 { 1 } else { ms })
+        })
+        .collect()
+}
+
+/// Whether a hook's command runs `plandesk hook gemini` (whatever the path, spacing, or
+/// options after it).
+fn runs_this_hook(command: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    words.windows(2).any(|w| w == ["hook", "gemini"])
+}
+
+/// JSON without `//` and `/* */` comments (Gemini CLI's settings may have them).
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => out.extend(chars.next()),
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push(c);
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,7 +263,13 @@ mod tests {
 
     #[test]
     fn approval_is_empty_and_everything_else_denies() {
-        assert_eq!(answer(&Answer::Approve(Some("n".into()))), "{}");
+        assert_eq!(
+            answer(&Answer::Approve(crate::source::Approval {
+                notes: Some("n".into()),
+                edit: None
+            })),
+            "{}"
+        );
         for a in [
             Answer::Wait,
             Answer::Expired,
@@ -176,5 +285,51 @@ mod tests {
             parse(&other.to_string(), None).unwrap(),
             Call::NotOurs
         ));
+    }
+
+    #[test]
+    fn the_hook_knows_how_long_gemini_cli_waits_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+        let env = |name: &str| -> Option<OsString> {
+            match name {
+                "HOME" => Some(home.clone().into()),
+                "GEMINI_PROJECT_DIR" => Some(project.clone().into()),
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH" => {
+                    Some(dir.path().join("none/settings.json").into())
+                }
+                _ => None,
+            }
+        };
+        assert_eq!(hook_timeout(env), None, "no settings: not known");
+        let hook = |timeout: Value| {
+            json!({"hooks": {"BeforeTool": [
+                {"matcher": "^read_file$", "hooks": [{"type": "command", "command": "other", "timeout": 5}]},
+                {"matcher": "^exit_plan_mode$", "hooks": [{"type": "command", "command": "'/opt/my tools/plandesk'  hook gemini", "timeout": timeout}]},
+            ]}})
+        };
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        let user = format!(
+            "// mine\n{} /* the \"hooks\" // are here */",
+            hook(json!(86_400_000))
+        );
+        std::fs::write(home.join(".gemini/settings.json"), user).unwrap();
+        assert_eq!(hook_timeout(env), Some(Duration::from_secs(86_400)));
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            hook(Value::Null).to_string(),
+        )
+        .unwrap();
+        assert_eq!(
+            hook_timeout(env),
+            Some(Duration::from_secs(60)),
+            "the shortest; unset is Gemini CLI's 60 s"
+        );
+        assert_eq!(
+            hook_timeouts(&hook(json!(3_000_000_000u64)).to_string()),
+            [Duration::from_millis(1)],
+            "Node fires longer timers at once"
+        );
     }
 }

@@ -23,7 +23,7 @@ use super::{review_plan, stop_requested, Answer, SourceError, WaitSettings, EXPI
 use crate::engine::Engine;
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
-use crate::tool::submit_plan::{SubmitPlan, TOOL_ID};
+use crate::tool::submit_plan::{split_plan, SubmitPlan, TOOL_ID};
 use crate::tool::{schema, Tool as _, ToolContext, ToolOutcome};
 use crate::workspace::Workspace;
 
@@ -178,10 +178,16 @@ impl PlanServer {
         };
         let mut data = json!({"path": path, "title": title, "plan": body});
         match answer {
-            Answer::Approve(notes) => {
+            Answer::Approve(approval) => {
                 data["action"] = json!("approved");
-                if let Some(notes) = notes {
+                if let Some(notes) = approval.notes {
                     data["notes"] = json!(notes);
+                }
+                if let Some(edit) = approval.edit {
+                    let edited = split_plan(&edit.markdown);
+                    data["title"] = json!(edited.title);
+                    data["plan"] = json!(edited.plan);
+                    data["edit"] = json!({"by": edit.by, "diff": edit.diff});
                 }
             }
             Answer::Revise(feedback) => {

@@ -19,7 +19,7 @@ use crate::engine::Engine;
 use crate::review::{Decision, ExternalPlan, ReviewError, WaitEvent};
 use crate::store::{Action, SourceKind};
 use crate::tool::submit_plan::{
-    notes_text, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
+    edited_text, notes_text, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
 };
 use crate::workspace::MAX_FILE_BYTES;
 
@@ -46,11 +46,44 @@ fn revise_text(feedback: &str) -> String {
     )
 }
 
+/// An approval as an agent gets it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Approval {
+    /// The reviewer's notes.
+    pub notes: Option<String>,
+    /// The plan as the reviewer changed it, if they did.
+    pub edit: Option<EditedPlan>,
+}
+
+/// A plan a reviewer changed before approving it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditedPlan {
+    /// The whole plan as approved (title heading and body).
+    pub markdown: String,
+    pub by: String,
+    /// Unified diff from the agent's plan.
+    pub diff: String,
+}
+
+impl Approval {
+    /// What follows the plan or the approval text for the agent: the edit, then the notes.
+    pub fn addendum(&self) -> String {
+        let mut text = String::new();
+        if let Some(edit) = &self.edit {
+            text.push_str(&edited_text(&edit.by, &edit.diff));
+        }
+        if let Some(notes) = &self.notes {
+            text.push_str(&notes_text(notes));
+        }
+        text
+    }
+}
+
 /// A decision as every agent's answer is built from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    /// Approved, with the reviewer's notes if any.
-    Approve(Option<String>),
+    /// Approved, with the reviewer's notes and edit if any.
+    Approve(Approval),
     /// Rejected with feedback: the agent revises and submits again.
     Revise(String),
     /// Rejected without feedback: the agent stops and waits for the user.
@@ -64,14 +97,15 @@ pub enum Answer {
 impl Answer {
     pub fn of(decision: &Decision) -> Self {
         match decision.action {
-            Action::Approved => Answer::Approve(
-                decision
+            Action::Approved => Answer::Approve(Approval {
+                notes: decision
                     .feedback
                     .as_deref()
                     .map(str::trim)
                     .filter(|n| !n.is_empty())
                     .map(str::to_owned),
-            ),
+                edit: None,
+            }),
             Action::Rejected | Action::Declined => match decision.feedback.as_deref() {
                 Some(f) if !f.trim().is_empty() => Answer::Revise(f.trim().to_owned()),
                 _ => Answer::Wait,
@@ -186,11 +220,21 @@ pub async fn review_plan(
             return Err(SourceError::Stopped);
         }
     };
-    let answer = Answer::of(&decided);
+    let mut answer = Answer::of(&decided);
+    if let (Answer::Approve(approval), Some(id)) = (&mut answer, decided.revision_id) {
+        let revision = review.revision_by_id(id).await?;
+        if let Some(edit) = review.edit_summary(&revision).await? {
+            approval.edit = Some(EditedPlan {
+                markdown: revision.markdown(),
+                by: edit.by,
+                diff: edit.diff,
+            });
+        }
+    }
     let text = match &answer {
-        Answer::Approve(notes) => format!(
+        Answer::Approve(approval) => format!(
             "approved: the agent proceeds with the plan{}",
-            notes.as_deref().map(notes_text).unwrap_or_default()
+            approval.addendum()
         ),
         other => other.denial().unwrap_or_default(),
     };
@@ -291,6 +335,6 @@ mod tests {
             Answer::Wait.denial().as_deref(),
             Some(REJECTED_NO_FEEDBACK_TEXT)
         );
-        assert_eq!(Answer::Approve(None).denial(), None);
+        assert_eq!(Answer::Approve(Approval::default()).denial(), None);
     }
 }

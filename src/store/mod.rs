@@ -69,6 +69,8 @@ pub enum StoreError {
     AmbiguousRun { prefix: String, candidates: String },
     #[error("no plan revision {0}")]
     UnknownRevision(i64),
+    #[error("no comment {0}")]
+    UnknownComment(i64),
     #[error(
         "tool call {tool_call_id} of run {run_id} was already decided ({action} at {decided_at})"
     )]
@@ -183,6 +185,23 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError>;
     /// Revisions whose sha256 starts with `prefix` (lowercase hex).
     async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError>;
+
+    /// Records a comment on lines of a revision.
+    async fn add_comment(&self, comment: &NewComment<'_>) -> Result<CommentRow, StoreError>;
+    /// A run's comments, oldest first.
+    async fn comments(&self, run_id: &str) -> Result<Vec<CommentRow>, StoreError>;
+    async fn comment(&self, id: i64) -> Result<CommentRow, StoreError>;
+    /// Resolves a comment, or reopens it (`resolved` false).
+    async fn set_comment_resolved(
+        &self,
+        id: i64,
+        resolved: bool,
+        by: &Actor,
+        at: Millis,
+    ) -> Result<CommentRow, StoreError>;
+    /// Records a reviewer's edit of an open plan as a new revision the item waits on: refused
+    /// unless the item is open on the revision the reviewer edited.
+    async fn edit_plan(&self, edit: &NewEdit<'_>) -> Result<RevisionRow, StoreError>;
 
     /// A run's event log, oldest first.
     async fn events(&self, run_id: &str) -> Result<Vec<EventRow>, StoreError>;

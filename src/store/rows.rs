@@ -143,11 +143,34 @@ impl Actor {
         let name = ["PLANDESK_REVIEWER", "USER", "USERNAME", "LOGNAME"]
             .iter()
             .find_map(|v| std::env::var(v).ok().filter(|n| !n.trim().is_empty()))
+            .or_else(os_user)
             .unwrap_or_else(|| "unknown".into());
         Self {
             name,
             process: process.to_owned(),
         }
+    }
+}
+
+/// The name of the OS account this process runs as, from `/etc/passwd` (services and desktop
+/// launchers often start processes without `$USER`).
+fn os_user() -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // The owner of this process's /proc entry is its real user; no libc call needed.
+        let uid = std::fs::metadata("/proc/self").ok()?.uid();
+        let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+        passwd.lines().find_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            let id: u32 = fields.nth(1)?.parse().ok()?;
+            (id == uid && !name.is_empty()).then(|| name.to_owned())
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        None
     }
 }
 
@@ -386,9 +409,11 @@ pub struct RevisionRow {
     pub submitted_at: Millis,
     /// The prompt of the run (or session) it belongs to.
     pub prompt: String,
-    /// Whether its item is still open.
+    /// Whether its item is still open with this revision (a reviewer's edit replaces it).
     pub open: bool,
     pub decision: Option<DecisionRow>,
+    /// The reviewer who wrote it by editing the plan; `None`: the agent did.
+    pub author: Option<String>,
 }
 
 /// An open review item with its run's context.
@@ -431,6 +456,50 @@ pub struct NewAudit<'a> {
     pub kind: AuditKind,
     pub revision_sha: Option<&'a str>,
     pub data: Value,
+    pub by: &'a Actor,
+    pub at: Millis,
+}
+
+/// A reviewer's comment on lines of one revision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommentRow {
+    pub id: i64,
+    pub run_id: String,
+    pub revision_id: i64,
+    /// The lines commented on, 1-based and inclusive, in the revision's plan text.
+    pub line_start: i64,
+    pub line_end: i64,
+    /// Those lines' text when the comment was made.
+    pub quote: String,
+    pub body: String,
+    pub author: String,
+    pub created_at: Millis,
+    pub resolved_by: Option<String>,
+    pub resolved_at: Option<Millis>,
+}
+
+/// A comment to record (with its audit entry, in one transaction).
+#[derive(Debug, Clone)]
+pub struct NewComment<'a> {
+    pub run_id: &'a str,
+    pub revision_id: i64,
+    pub revision_sha: &'a str,
+    pub line_start: i64,
+    pub line_end: i64,
+    pub quote: &'a str,
+    pub body: &'a str,
+    pub by: &'a Actor,
+    pub at: Millis,
+}
+
+/// A reviewer's edit of an open plan: a revision of their own that the item then waits on.
+#[derive(Debug, Clone)]
+pub struct NewEdit<'a> {
+    pub run_id: &'a str,
+    pub tool_call_id: &'a str,
+    /// The revision the reviewer edited (sha256 or a prefix): refused if another is open now.
+    pub expect_sha: &'a str,
+    pub plan: &'a PlanText,
     pub by: &'a Actor,
     pub at: Millis,
 }

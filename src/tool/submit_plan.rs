@@ -29,6 +29,19 @@ pub fn notes_text(notes: &str) -> String {
     format!("\n\nReviewer notes: {}", notes.trim())
 }
 
+/// What the approval of a plan a reviewer edited adds (ours): that they changed it, and how.
+pub fn edited_text(by: &str, diff: &str) -> String {
+    format!(
+        "\n\nThe reviewer{} changed the plan before approving it: the approved plan is their \
+         version, which the plan file holds too. Their changes:\n\n```diff\n{}\n```",
+        match by.trim() {
+            "" | "unknown" => String::new(),
+            name => format!(" ({name})"),
+        },
+        diff.trim_end()
+    )
+}
+
 /// A plan file split into its title and body, as the host shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanText {
@@ -141,6 +154,10 @@ impl Tool for SubmitPlan {
                 "action": {"type": "string", "enum": ["approved", "rejected"]},
                 "feedback": {"type": "string"},
                 "notes": {"type": "string"},
+                "edit": {
+                    "type": "object",
+                    "properties": {"by": {"type": "string"}, "diff": {"type": "string"}}
+                },
                 "path": {"type": "string"},
                 "title": {"type": "string"},
                 "plan": {"type": "string"}
@@ -202,11 +219,23 @@ pub fn result_for(data: &Value) -> ToolOutcome {
         .map(str::trim)
         .unwrap_or("");
     let content = match data.get("action").and_then(Value::as_str) {
-        Some("approved") => match data.get("notes").and_then(Value::as_str).map(str::trim) {
-            // Ours: approval notes follow the contract's text; without them it is exact.
-            Some(notes) if !notes.is_empty() => format!("{APPROVED_TEXT}{}", notes_text(notes)),
-            _ => APPROVED_TEXT.to_owned(),
-        },
+        // Ours: a reviewer's edit and approval notes follow the contract's text; without them
+        // it is exact.
+        Some("approved") => {
+            let mut text = APPROVED_TEXT.to_owned();
+            let edit = data.get("edit");
+            if let (Some(by), Some(diff)) = (
+                edit.and_then(|e| e.get("by")).and_then(Value::as_str),
+                edit.and_then(|e| e.get("diff")).and_then(Value::as_str),
+            ) {
+                text.push_str(&edited_text(by, diff));
+            }
+            match data.get("notes").and_then(Value::as_str).map(str::trim) {
+                Some(notes) if !notes.is_empty() => text.push_str(&notes_text(notes)),
+                _ => {}
+            }
+            text
+        }
         Some("rejected") if !feedback.is_empty() => {
             submitted.insert("feedback".to_owned(), json!(feedback));
             rejected_with_feedback_text(feedback)
@@ -232,9 +261,13 @@ pub fn waits_for_user(result: &Value) -> bool {
     result.get("content").and_then(Value::as_str) == Some(REJECTED_NO_FEEDBACK_TEXT)
 }
 
-/// Whether a `submit_plan` result is an approval.
+/// Whether a `submit_plan` result is an approval (with or without an edit and notes after the
+/// contract's text).
 pub fn is_approval(result: &Value) -> bool {
-    result.get("content").and_then(Value::as_str) == Some(APPROVED_TEXT)
+    result
+        .get("content")
+        .and_then(Value::as_str)
+        .is_some_and(|c| c.starts_with(APPROVED_TEXT))
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
 import {
-  BIN, CLI, Tmux, agentEnv, install, killMarked, pendingFrom, plandesk, plandeskJson, removeWorld,
-  saveArtifact, summarize, waitFor, world,
+  BIN, CLI, Tmux, agentEnv, install, killMarked, pendingFrom, plandesk, plandeskJson, processes,
+  removeWorld, saveArtifact, sleep, summarize, waitFor, world,
 } from './harness.mjs';
 
 const PROMPT = 'Add a cache to fetchUser';
@@ -29,7 +29,7 @@ const FINAL = 'Implementation started: the bounded cache plan is approved.';
 function brain(body, fake) {
   if (!body.tools?.length) return [{ type: 'text', text: 'Cache plan' }]; // a side request (title, summary)
   if (fake.main().length > 12) return [{ type: 'text', text: 'fake model: too many turns, stopping' }];
-  const planPath = allText(body).match(/create your plan at (\/\S+?\.md)/)?.[1];
+  const planPath = allText(body).match(/create your plan at (\/.+?\.md)/)?.[1];
   const [result] = toolResults(body);
   const use = result && toolUse(body, result.tool_use_id);
   if (!use) {
@@ -188,7 +188,7 @@ test('Claude Code: reject without feedback → the turn stops; the model reads w
   const before = fake.main().length;
   plandesk(w, ['reject', item.runId]);
   await waitFor('Claude Code to show the rejection', () => /Rejected Claude's plan/.test(tmux.screen()), { seconds: 30, diagnose });
-  await new Promise((r) => setTimeout(r, 1000));
+  await sleep(1000);
   assert.equal(fake.main().length, before, 'the turn stopped: the model is not asked to go on');
   assert.match(tmux.screen().trimEnd().split('\n').slice(-3).join('\n'), /plan mode on/i, 'still in plan mode');
   assert.deepEqual(plandeskJson(w, ['history', item.runId]).map((r) => r.status), ['rejected']);
@@ -205,12 +205,38 @@ test('Claude Code: reject without feedback → the turn stops; the model reads w
   t.diagnostic(`Plandesk's own text reached the model: ${allText(next.body).includes('Plan was not approved')}`);
 }));
 
-test('Claude Code quits while its plan waits → the plan is marked abandoned, not left pending', { timeout: 60_000 }, () => withClaude('claude-quit', async (ctx) => {
+// An agent that gives up on its plan must not leave it waiting in the inbox. Claude Code runs
+// its hook under `sh -c`; killed, it cannot stop the hook, which notices it is gone.
+const quits = {
+  'its terminal is closed (SIGHUP)': (tmux) => tmux.kill(),
+  'it is stopped (SIGTERM)': (tmux) => process.kill(tmux.pid(), 'SIGTERM'),
+  'it is killed (SIGKILL)': (tmux) => process.kill(tmux.pid(), 'SIGKILL'),
+};
+for (const [how, quit] of Object.entries(quits)) {
+  test(`Claude Code: ${how} while its plan waits → the plan is marked abandoned`, { timeout: 60_000 }, () => withClaude('claude-quit', async (ctx) => {
+    const { w, tmux, diagnose } = ctx;
+    const item = await firstPlan(ctx);
+    quit(tmux);
+    await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'claude-code').length === 0, { seconds: 10, diagnose });
+    assert.deepEqual(plandeskJson(w, ['history', item.runId]).map((r) => r.status), ['abandoned']);
+    await waitFor('the hook to exit', () => processes(w.root, /plandesk hook claude-code/).length === 0, { seconds: 5, diagnose });
+  }));
+}
+
+// Claude Code keeps its hook running (same parent, its pipes open) when the plan is answered
+// in its own dialog, and gives the hook no tool_use id to look for in the transcript.
+test('Claude Code: the plan is answered in its own dialog while Plandesk waits → it leaves the inbox', {
+  timeout: 60_000, todo: 'the hook is not told: it leaves the inbox only when Claude Code quits',
+}, () => withClaude('claude-terminal', async (ctx) => {
   const { w, tmux, diagnose } = ctx;
-  const item = await firstPlan(ctx);
-  tmux.kill();
-  await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'claude-code').length === 0, { seconds: 30, diagnose });
-  assert.deepEqual(plandeskJson(w, ['history', item.runId]).map((r) => r.status), ['abandoned']);
+  await firstPlan(ctx);
+  await waitFor('Claude Code\'s own approval dialog', () => tmux.screen().includes('Would you like to proceed?'), { seconds: 20, diagnose });
+  await sleep(500);
+  tmux.key('Down');
+  await sleep(300);
+  tmux.key('Enter');
+  await waitFor('the model to carry on after the terminal\'s approval', () => tmux.screen().includes(FINAL), { seconds: 20, diagnose });
+  await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'claude-code').length === 0, { seconds: 2, diagnose });
 }));
 
 test('Claude Code: nobody decides before the deadline → not approved, the turn stops', { timeout: 60_000 }, () => withClaude('claude-deadline', async (ctx) => {

@@ -118,6 +118,11 @@ export class Tmux {
     this.run(['send-keys', '-t', this.session, 'Enter']);
   }
 
+  /** The pid of the program running in the pane. */
+  pid() {
+    return Number(this.run(['list-panes', '-t', this.session, '-F', '#{pane_pid}']).trim());
+  }
+
   key(...keys) {
     this.run(['send-keys', '-t', this.session, ...keys]);
   }
@@ -157,6 +162,30 @@ export function killMarked(marker) {
     } catch { /* gone */ }
   }
   return killed;
+}
+
+/** The processes of a world (`marker` in their environment or command line) whose command line matches `pattern`. */
+export function processes(marker, pattern) {
+  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      const cmdline = readFileSync(`/proc/${p}/cmdline`, 'latin1').replaceAll('\0', ' ');
+      const environ = readFileSync(`/proc/${p}/environ`, 'latin1');
+      return pattern.test(cmdline) && (environ.includes(marker) || cmdline.includes(marker));
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
+
+/** A process's parent pid; undefined once it is gone. */
+export function parentOf(pid) {
+  try {
+    // Fields after the command's closing parenthesis: state, ppid, …
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Removes the world, unless the test failed and KEEP_AGENT_WORLDS is set. */

@@ -181,6 +181,49 @@ fn approval_notes_reach_claude_code_in_the_plan_it_gets_back() {
 }
 
 #[test]
+fn a_reviewers_edit_reaches_claude_code_as_the_plan_with_the_diff() {
+    let fx = Fixture::new(json!([]));
+    let plans = fx.root.join("claude-plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    let plan_file = plans.join("brave-otter.md");
+    std::fs::write(&plan_file, "# P\n\n1. Add an LRU\n").unwrap();
+    let mut payload = claude_payload("# P\n\n1. Add an LRU");
+    payload["tool_input"]["planFilePath"] = json!(plan_file);
+    let child = hook(&fx, "claude-code", &payload, &[]);
+    let item = wait_pending(&fx, 1).remove(0);
+    let run = item["runId"].as_str().unwrap().to_owned();
+    let mine = fx.write("mine.md", b"# P\n\n1. Add a bounded LRU\n");
+    let edited = fx.listing(&[
+        "edit",
+        &item["revision"]["id"].to_string(),
+        "--file",
+        mine.to_str().unwrap(),
+    ]);
+    assert_eq!(edited["written"], true, "{edited}");
+    assert_eq!(
+        std::fs::read_to_string(&plan_file).unwrap(),
+        "# P\n\n1. Add a bounded LRU\n",
+        "the agent's plan file holds the edit"
+    );
+    fx.ok(&["approve", &run]);
+    let decision = answer(child)["hookSpecificOutput"]["decision"].clone();
+    assert_eq!(decision["behavior"], "allow");
+    let plan = decision["updatedInput"]["plan"].as_str().unwrap();
+    assert!(
+        plan.starts_with("# P\n\n1. Add a bounded LRU\n\n"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("changed the plan before approving it"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("-1. Add an LRU\n+1. Add a bounded LRU"),
+        "{plan}"
+    );
+}
+
+#[test]
 fn rejecting_without_feedback_tells_claude_code_to_stop_and_wait() {
     let fx = Fixture::new(json!([]));
     let child = hook(&fx, "claude-code", &claude_payload("# P\n\nx"), &[]);
@@ -322,6 +365,69 @@ fn a_stopped_or_killed_hook_never_leaves_its_plan_pending() {
     );
     let history = fx.listing(&["history", &run]);
     assert_eq!(history[1]["status"], "abandoned", "{history}");
+}
+
+/// `cmd` (a `plandesk` command of the fixture's) run by `runner` instead, with the same
+/// arguments, environment and folder.
+fn run_under(runner: &[&str], cmd: &std::process::Command) -> std::process::Command {
+    let mut under = std::process::Command::new(runner[0]);
+    under
+        .args(&runner[1..])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => under.env(key, value),
+            None => under.env_remove(key),
+        };
+    }
+    under.current_dir(cmd.get_current_dir().unwrap());
+    under
+}
+
+#[test]
+fn a_hook_whose_agent_is_killed_abandons_its_plan() {
+    // The agent is `timeout` (a program that waits for its child, like an agent for its hook),
+    // killed with SIGKILL so it cannot stop the hook. Gemini CLI runs a hook directly; Claude
+    // Code under a `sh -c` that stays and waits for it.
+    let runners: [&[&str]; 2] = [
+        &["timeout", "120"],
+        &["timeout", "120", "sh", "-c", "\"$@\"; exit $?", "sh"],
+    ];
+    for runner in runners {
+        let fx = Fixture::new(json!([]));
+        let mut agent = run_under(runner, &fx.command(&["hook", "claude-code"]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        agent
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(claude_payload("# Orphan\n\nx").to_string().as_bytes())
+            .unwrap();
+        let run = wait_pending(&fx, 1)[0]["runId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        agent.kill().unwrap();
+        agent.wait().unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        while fx.listing(&["pending"]) != json!([]) {
+            assert!(
+                Instant::now() < until,
+                "{runner:?}: the hook noticed its agent is gone"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            fx.listing(&["history", &run])[0]["status"],
+            "abandoned",
+            "{runner:?}"
+        );
+    }
 }
 
 #[test]

@@ -22,6 +22,7 @@ mod mcp;
 mod plan_loop;
 mod providers;
 mod refusals;
+mod review_tools;
 mod store;
 mod suspensions;
 mod terminal;

@@ -82,6 +82,7 @@ function installFake(world) {
     },
     retry_run: ({ runId }) => { world.retried = runId; return null; },
     history: () => world.history || [],
+    comments: () => world.comments || [],
     open_link: () => null,
   };
   window.__TAURI__ = {

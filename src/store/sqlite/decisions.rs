@@ -43,32 +43,37 @@ pub(super) fn find(
     .map_err(query("find decision"))
 }
 
-/// Checks the item is open (and, with `expect_sha`, that its plan is the one the person saw),
-/// records the decision, closes the item and logs it: all or nothing.
-pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
+/// The revision an open item waits on (`None` for an item without a plan), after checking that
+/// the item is open and, with `expect_sha`, that its plan is the one the person saw.
+pub(super) fn open_revision(
+    tx: &Connection,
+    run_id: &str,
+    tool_call_id: &str,
+    expect_sha: Option<&str>,
+) -> Result<Option<i64>, StoreError> {
     let open: Option<Option<i64>> = tx
         .query_row(
             "SELECT revision_id FROM pending WHERE run_id = ?1 AND tool_call_id = ?2",
-            params![d.run_id, d.tool_call_id],
+            params![run_id, tool_call_id],
             |r| r.get(0),
         )
         .optional()
         .map_err(query("find open item"))?;
     let Some(revision_id) = open else {
-        if let Some(existing) = find(tx, d.run_id, d.tool_call_id)? {
+        if let Some(existing) = find(tx, run_id, tool_call_id)? {
             return Err(StoreError::AlreadyDecided {
-                run_id: d.run_id.to_owned(),
-                tool_call_id: d.tool_call_id.to_owned(),
+                run_id: run_id.to_owned(),
+                tool_call_id: tool_call_id.to_owned(),
                 action: existing.action,
                 decided_at: existing.decided_at,
             });
         }
         return Err(StoreError::NotPending {
-            run_id: d.run_id.to_owned(),
-            tool_call_id: d.tool_call_id.to_owned(),
+            run_id: run_id.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
         });
     };
-    if let (Some(expect), Some(revision_id)) = (d.expect_sha, revision_id) {
+    if let (Some(expect), Some(revision_id)) = (expect_sha, revision_id) {
         let revision = revisions::one(tx, revision_id)?;
         let expect = expect.to_ascii_lowercase();
         if expect.is_empty() || !revision.sha256.starts_with(&expect) {
@@ -80,6 +85,13 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
             });
         }
     }
+    Ok(revision_id)
+}
+
+/// Checks the item is open (and, with `expect_sha`, that its plan is the one the person saw),
+/// records the decision, closes the item and logs it: all or nothing.
+pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
+    let revision_id = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha)?;
     tx.execute(
         "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -161,7 +161,7 @@ pub(super) fn open(conn: &Connection, run_id: Option<&str>) -> Result<Vec<ItemRo
             "SELECT p.run_id, p.tool_call_id, p.kind, p.tool_name, p.args, p.since,
                     r.prompt, r.workspace, r.source, r.session,
                     v.id, v.tool_call_id, v.path, v.title, v.body, v.sha256, v.revision_no,
-                    v.submitted_at
+                    v.submitted_at, v.author
              FROM pending p JOIN runs r ON r.id = p.run_id
              LEFT JOIN plan_revisions v ON v.id = p.revision_id
              WHERE ?1 IS NULL OR p.run_id = ?1
@@ -186,6 +186,7 @@ pub(super) fn open(conn: &Connection, run_id: Option<&str>) -> Result<Vec<ItemRo
                     prompt: r.get(6)?,
                     open: true,
                     decision: None,
+                    author: r.get(18)?,
                 }),
                 None => None,
             };

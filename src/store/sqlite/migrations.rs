@@ -13,6 +13,9 @@ struct Migration {
     version: i64,
     name: &'static str,
     sql: &'static str,
+    /// Rebuilds a table other tables refer to: foreign keys are off while it runs (SQLite's
+    /// documented way to change a table's constraints; ids are kept, so references hold).
+    rebuilds: bool,
 }
 
 /// Every migration, oldest first; `version` is its position, starting at 1. Never edit one that
@@ -98,6 +101,7 @@ CREATE TABLE IF NOT EXISTS settings (
 CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
 CREATE INDEX IF NOT EXISTS revisions_by_run ON plan_revisions(run_id, path);
 ",
+        rebuilds: false,
     },
     Migration {
         version: 2,
@@ -114,6 +118,7 @@ CREATE INDEX runs_by_source_session ON runs(source, session);
 CREATE INDEX runs_by_update ON runs(updated_at);
 CREATE INDEX pending_by_since ON pending(since);
 ",
+        rebuilds: false,
     },
     Migration {
         version: 3,
@@ -123,6 +128,7 @@ CREATE INDEX pending_by_since ON pending(since);
 ALTER TABLE pending ADD COLUMN waiter TEXT;
 ALTER TABLE pending ADD COLUMN waiter_until INTEGER;
 ",
+        rebuilds: false,
     },
     Migration {
         version: 4,
@@ -148,6 +154,50 @@ BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
 CREATE TRIGGER audit_is_append_only_delete BEFORE DELETE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
 ",
+        rebuilds: false,
+    },
+    Migration {
+        version: 5,
+        name: "line comments and reviewers' edits",
+        // A reviewer's edit is one more revision of the same call, so a call can have several
+        // revisions (the open item points at the newest); `author` names the reviewer (NULL:
+        // the agent wrote it).
+        sql: "
+CREATE TABLE plan_revisions_v5 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    tool_call_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    revision_no INTEGER NOT NULL,
+    submitted_at INTEGER NOT NULL,
+    author TEXT
+);
+INSERT INTO plan_revisions_v5 (id, run_id, tool_call_id, path, title, body, sha256, revision_no, submitted_at)
+    SELECT id, run_id, tool_call_id, path, title, body, sha256, revision_no, submitted_at FROM plan_revisions;
+DROP TABLE plan_revisions;
+ALTER TABLE plan_revisions_v5 RENAME TO plan_revisions;
+CREATE INDEX revisions_by_run ON plan_revisions(run_id, path);
+CREATE INDEX revisions_by_sha ON plan_revisions(sha256);
+CREATE INDEX revisions_by_call ON plan_revisions(run_id, tool_call_id);
+CREATE TABLE comments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    revision_id INTEGER NOT NULL REFERENCES plan_revisions(id),
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    quote TEXT NOT NULL,
+    body TEXT NOT NULL,
+    author TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    resolved_by TEXT,
+    resolved_at INTEGER
+);
+CREATE INDEX comments_by_run ON comments(run_id, id);
+",
+        rebuilds: true,
     },
 ];
 
@@ -179,19 +229,31 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
                 message: err.to_string(),
             },
         };
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(failed)?;
-        // Another process may have applied it while this one waited for the lock.
-        if user_version(&tx).map_err(failed)? >= migration.version {
-            continue;
+        // Only outside a transaction does this pragma take effect.
+        if migration.rebuilds {
+            conn.pragma_update(None, "foreign_keys", false)
+                .map_err(failed)?;
         }
-        tx.execute_batch(migration.sql).map_err(failed)?;
-        tx.pragma_update(None, "user_version", migration.version)
-            .map_err(failed)?;
-        tx.commit().map_err(failed)?;
+        let applied = apply(conn, migration).map_err(failed);
+        if migration.rebuilds {
+            conn.pragma_update(None, "foreign_keys", true)
+                .map_err(failed)?;
+        }
+        applied?;
     }
     Ok(())
+}
+
+/// Applies one migration in its own IMMEDIATE transaction, unless another process did first.
+fn apply(conn: &mut Connection, migration: &Migration) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Another process may have applied it while this one waited for the lock.
+    if user_version(&tx)? >= migration.version {
+        return Ok(());
+    }
+    tx.execute_batch(migration.sql)?;
+    tx.pragma_update(None, "user_version", migration.version)?;
+    tx.commit()
 }
 
 fn open_error(path: &Path, err: rusqlite::Error) -> StoreError {

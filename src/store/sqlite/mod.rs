@@ -2,6 +2,7 @@
 //! same data directory. A table per file; migrations in their own module.
 
 mod audit;
+mod comments;
 mod decisions;
 mod events;
 mod items;
@@ -298,6 +299,34 @@ impl Store for SqliteStore {
 
     async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {
         revisions::by_sha(&self.conn(), prefix)
+    }
+
+    async fn add_comment(&self, comment: &NewComment<'_>) -> Result<CommentRow, StoreError> {
+        self.write("add comment", |tx| comments::insert(tx, comment))
+    }
+
+    async fn comments(&self, run_id: &str) -> Result<Vec<CommentRow>, StoreError> {
+        comments::of_run(&self.conn(), run_id)
+    }
+
+    async fn comment(&self, id: i64) -> Result<CommentRow, StoreError> {
+        comments::one(&self.conn(), id)
+    }
+
+    async fn set_comment_resolved(
+        &self,
+        id: i64,
+        resolved: bool,
+        by: &Actor,
+        at: Millis,
+    ) -> Result<CommentRow, StoreError> {
+        self.write("resolve comment", |tx| {
+            comments::set_resolved(tx, id, resolved, by, at)
+        })
+    }
+
+    async fn edit_plan(&self, edit: &NewEdit<'_>) -> Result<RevisionRow, StoreError> {
+        self.write("edit plan", |tx| revisions::edit(tx, edit))
     }
 
     async fn events(&self, run_id: &str) -> Result<Vec<EventRow>, StoreError> {

@@ -8,13 +8,17 @@ use super::{audit, decisions, events, query};
 use crate::clock::Millis;
 use crate::store::*;
 
+// A call can have several revisions (a reviewer's edits): its open item and its decision belong
+// to the one they name.
 const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, v.body, v.sha256,
-        v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL,
+        v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author,
         d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, d.resume_data, d.decided_at
     FROM plan_revisions v
     JOIN runs r ON r.id = v.run_id
     LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id
-    LEFT JOIN decisions d ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id";
+        AND p.revision_id = v.id
+    LEFT JOIN decisions d ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id
+        AND (d.revision_id IS NULL OR d.revision_id = v.id)";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
     Ok(RevisionRow {
@@ -29,12 +33,14 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
         submitted_at: r.get(8)?,
         prompt: r.get(9)?,
         open: r.get(10)?,
-        decision: decisions::row_at(r, 11)?,
+        author: r.get(11)?,
+        decision: decisions::row_at(r, 12)?,
     })
 }
 
-/// The revision of an item, recorded the first time the item is open; its number counts the
-/// revisions of the same plan file in the same run.
+/// The revision of an item, recorded the first time the item is open (afterwards: its newest,
+/// a reviewer's edit if there is one); its number counts the revisions of the same plan file in
+/// the same run.
 pub(super) fn insert_once(
     tx: &Connection,
     run_id: &str,
@@ -45,7 +51,8 @@ pub(super) fn insert_once(
 ) -> Result<i64, StoreError> {
     let existing: Option<i64> = tx
         .query_row(
-            "SELECT id FROM plan_revisions WHERE run_id = ?1 AND tool_call_id = ?2",
+            "SELECT id FROM plan_revisions WHERE run_id = ?1 AND tool_call_id = ?2
+             ORDER BY id DESC LIMIT 1",
             params![run_id, tool_call_id],
             |r| r.get(0),
         )
@@ -77,6 +84,49 @@ pub(super) fn insert_once(
         },
     )?;
     Ok(id)
+}
+
+/// A reviewer's edit: a revision of their own, which the open item waits on from now.
+pub(super) fn edit(tx: &Connection, e: &NewEdit<'_>) -> Result<RevisionRow, StoreError> {
+    let Some(edited) = decisions::open_revision(tx, e.run_id, e.tool_call_id, Some(e.expect_sha))?
+    else {
+        return Err(StoreError::Invalid {
+            run_id: e.run_id.to_owned(),
+            message: format!("item {} has no plan to edit", e.tool_call_id),
+        });
+    };
+    let before = one(tx, edited)?;
+    let plan = e.plan;
+    tx.execute(
+        "INSERT INTO plan_revisions (run_id, tool_call_id, path, title, body, sha256, revision_no, submitted_at, author)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+                 (SELECT COUNT(*) + 1 FROM plan_revisions WHERE run_id = ?1 AND path = ?3), ?7, ?8)",
+        params![e.run_id, e.tool_call_id, before.path, plan.title, plan.body, plan.sha256, e.at, e.by.name],
+    )
+    .map_err(query("insert edited revision"))?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "UPDATE pending SET revision_id = ?3 WHERE run_id = ?1 AND tool_call_id = ?2",
+        params![e.run_id, e.tool_call_id, id],
+    )
+    .map_err(query("point the item at the edit"))?;
+    let data = json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": before.path,
+                      "editedRevisionId": edited, "author": e.by.name});
+    events::insert(tx, e.run_id, e.at, EventKind::PlanSubmitted, &data)?;
+    audit::append(
+        tx,
+        audit::Entry {
+            at: e.at,
+            actor: &e.by.name,
+            process: &e.by.process,
+            run_id: e.run_id,
+            kind: AuditKind::Edited,
+            revision_sha: Some(&plan.sha256),
+            data: json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": before.path,
+                         "editedSha": before.sha256, "title": plan.title}),
+        },
+    )?;
+    one(tx, id)
 }
 
 fn many(

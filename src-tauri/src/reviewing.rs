@@ -1,0 +1,136 @@
+//! The commands of a careful review: line comments, a reviewer's own version of a plan (with a
+//! live preview while it is written), and the audit trail (shown, verified, exported).
+
+use std::io::Write;
+
+use plandesk::review::{AuditCheck, Comment, Edited, Lines};
+use plandesk::store::AuditRow;
+use plandesk::workspace::MAX_FILE_BYTES;
+use serde::Serialize;
+use tauri::{AppHandle, Runtime, State};
+use tauri_plugin_dialog::DialogExt;
+
+use crate::ipc::IpcError;
+use crate::AppState;
+
+type Result<T> = std::result::Result<T, IpcError>;
+
+/// The comments to show with a revision: its own and its plan's earlier ones.
+#[tauri::command]
+pub async fn comments(state: State<'_, AppState>, revision_id: i64) -> Result<Vec<Comment>> {
+    let review = state.engine.review();
+    let revision = review.revision_by_id(revision_id).await?;
+    Ok(review.comments(&revision).await?)
+}
+
+#[tauri::command]
+pub async fn add_comment(
+    state: State<'_, AppState>,
+    revision_id: i64,
+    lines: Lines,
+    text: String,
+) -> Result<Comment> {
+    Ok(state
+        .engine
+        .review()
+        .add_comment(revision_id, lines, &text)
+        .await?)
+}
+
+#[tauri::command]
+pub async fn resolve_comment(
+    state: State<'_, AppState>,
+    id: i64,
+    resolved: bool,
+) -> Result<Comment> {
+    Ok(state.engine.review().resolve_comment(id, resolved).await?)
+}
+
+/// Saves the reviewer's version of an open plan as a revision of their own.
+#[tauri::command]
+pub async fn edit_plan(
+    state: State<'_, AppState>,
+    revision_id: i64,
+    text: String,
+) -> Result<Edited> {
+    Ok(state.engine.review().edit(revision_id, &text).await?)
+}
+
+/// The editor's live preview: rendered exactly as a plan is (sanitised, bounded).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preview {
+    pub html: String,
+}
+
+#[tauri::command]
+pub async fn preview(markdown: String) -> Result<Preview> {
+    if markdown.len() as u64 > MAX_FILE_BYTES {
+        return Err(IpcError::invalid(format!(
+            "The plan is {} bytes; a plan may be at most {MAX_FILE_BYTES}.",
+            markdown.len()
+        )));
+    }
+    let rendered = tauri::async_runtime::spawn_blocking(move || plandesk::plan::render(&markdown))
+        .await
+        .map_err(|e| IpcError::new("internal", format!("the preview failed: {e}")))?;
+    Ok(Preview {
+        html: rendered.html,
+    })
+}
+
+/// The audit trail (of one run, or all) and whether its chain holds.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditView {
+    pub entries: Vec<AuditRow>,
+    pub check: AuditCheck,
+}
+
+#[tauri::command]
+pub async fn audit(state: State<'_, AppState>, run_id: Option<String>) -> Result<AuditView> {
+    let review = state.engine.review();
+    Ok(AuditView {
+        entries: review.audit(run_id.as_deref()).await?,
+        check: review.verify_audit().await?,
+    })
+}
+
+/// Saves the audit trail as JSON lines where the person chooses; `None` if they cancelled.
+#[tauri::command]
+pub async fn export_audit<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    run_id: Option<String>,
+) -> Result<Option<String>> {
+    let entries = state.engine.review().audit(run_id.as_deref()).await?;
+    let name = match &run_id {
+        Some(run) => format!(
+            "plandesk-audit-{}.jsonl",
+            run.chars().take(12).collect::<String>()
+        ),
+        None => "plandesk-audit.jsonl".to_owned(),
+    };
+    let Some(path) = app
+        .dialog()
+        .file()
+        .set_title("Export the audit trail")
+        .set_file_name(&name)
+        .add_filter("JSON lines", &["jsonl"])
+        .blocking_save_file()
+        .and_then(|p| p.into_path().ok())
+    else {
+        return Ok(None);
+    };
+    let failed = |e: std::io::Error| {
+        IpcError::new("export", format!("Could not write {}: {e}", path.display()))
+    };
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(failed)?);
+    for entry in &entries {
+        let line =
+            serde_json::to_string(entry).map_err(|e| IpcError::new("internal", e.to_string()))?;
+        writeln!(out, "{line}").map_err(failed)?;
+    }
+    out.flush().map_err(failed)?;
+    Ok(Some(path.display().to_string()))
+}

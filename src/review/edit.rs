@@ -1,0 +1,145 @@
+//! A reviewer's edit: the plan as they want it becomes a revision of their own, the open item
+//! waits on it, and it is written back to the plan file, but only over the very plan the agent
+//! submitted (a plan path comes from the agent and is not trusted to name any other file).
+//! Approving an edited plan tells the agent the reviewer changed it, with the diff.
+
+use std::path::Path;
+
+use super::{plan_sha256, Review, ReviewError, Revision};
+use crate::plan::unified;
+use crate::store::{NewEdit, PlanText, SourceKind};
+use crate::tool::submit_plan::split_plan;
+use crate::workspace::{Workspace, MAX_FILE_BYTES};
+
+/// What became of an edit.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Edited {
+    pub revision: Revision,
+    /// Whether the plan file now holds the edit.
+    pub written: bool,
+    /// Why the plan file was left as it was, if it was.
+    pub not_written: Option<String>,
+}
+
+/// How a reviewer changed the plan an agent submitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditSummary {
+    pub by: String,
+    /// Unified diff from the agent's plan to the reviewer's.
+    pub diff: String,
+}
+
+impl Review {
+    /// Records `text` as the reviewer's revision of the open revision `revision_id`, and writes
+    /// it to the plan file.
+    pub async fn edit(&self, revision_id: i64, text: &str) -> Result<Edited, ReviewError> {
+        let edited = self.revision_by_id(revision_id).await?;
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(ReviewError::BadEdit(format!(
+                "the plan is {} bytes; a plan may be at most {MAX_FILE_BYTES}",
+                text.len()
+            )));
+        }
+        let split = split_plan(text);
+        if split.plan.trim().is_empty() && split.title.is_empty() {
+            return Err(ReviewError::BadEdit("the edited plan is empty".into()));
+        }
+        let sha = plan_sha256(&split.title, &split.plan);
+        if sha == edited.sha256 {
+            return Err(ReviewError::BadEdit(format!(
+                "the plan is the same as revision {}: nothing to save",
+                edited.id
+            )));
+        }
+        let by = self.actor().await;
+        let plan = PlanText {
+            path: edited.path.clone(),
+            title: split.title,
+            body: split.plan,
+            sha256: sha,
+        };
+        let row = self
+            .store
+            .edit_plan(&NewEdit {
+                run_id: &edited.run_id,
+                tool_call_id: &edited.tool_call_id,
+                expect_sha: &edited.sha256,
+                plan: &plan,
+                by: &by,
+                at: self.clock.now(),
+            })
+            .await?;
+        let revision = Revision::from(row);
+        let written = self.write_back(&edited, &revision).await;
+        Ok(Edited {
+            revision,
+            written: written.is_ok(),
+            not_written: written.err(),
+        })
+    }
+
+    /// Writes an edit over the plan file, if the file still holds the plan that was edited.
+    async fn write_back(&self, edited: &Revision, edit: &Revision) -> Result<(), String> {
+        let run = self
+            .store
+            .run(&edited.run_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let path = Path::new(&edited.path);
+        let (root, name) = if path.is_absolute() {
+            match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+                (Some(parent), Some(name)) => (parent.to_owned(), name.to_owned()),
+                _ => return Err(format!("{} is not a file path", edited.path)),
+            }
+        } else if run.source.kind == SourceKind::Engine {
+            (Path::new(&run.workspace).to_owned(), edited.path.clone())
+        } else {
+            return Err(format!("{} is not an absolute path", edited.path));
+        };
+        let workspace = Workspace::open(&root, None).map_err(|e| e.to_string())?;
+        let current = workspace
+            .resolve_existing(&name)
+            .and_then(|resolved| workspace.read_text(&resolved, &name))
+            .map_err(|e| format!("the plan file was not rewritten: {e}"))?;
+        let split = split_plan(&current);
+        if plan_sha256(&split.title, &split.plan) != edited.sha256 {
+            return Err(format!(
+                "the plan file {} was not rewritten: it no longer holds revision {}",
+                edited.path, edited.id
+            ));
+        }
+        let mut text = edit.markdown();
+        text.push('\n');
+        workspace
+            .write_file(&name, text.as_bytes())
+            .map_err(|e| format!("the plan file was not rewritten: {e}"))
+    }
+
+    /// If `revision` is a reviewer's edit, who made it and the diff from the agent's own plan
+    /// (the first revision of the same call).
+    pub async fn edit_summary(
+        &self,
+        revision: &Revision,
+    ) -> Result<Option<EditSummary>, ReviewError> {
+        let Some(by) = revision.author.clone() else {
+            return Ok(None);
+        };
+        let original = self
+            .revisions(Some(&revision.run_id))
+            .await?
+            .into_iter()
+            .find(|r| r.tool_call_id == revision.tool_call_id && r.author.is_none());
+        let Some(original) = original else {
+            return Ok(None);
+        };
+        // As the files read, each ending with a newline (no "No newline at end of file").
+        let diff = unified(
+            &format!("{}\n", original.markdown()),
+            &format!("{}\n", revision.markdown()),
+            &format!("{} (agent)", revision.path),
+            &format!("{} (reviewer)", revision.path),
+        );
+        Ok(Some(EditSummary { by, diff }))
+    }
+}

@@ -1,0 +1,122 @@
+// End-to-end, in the real window: select lines of a plan and comment (c), reject, and see on the
+// revised plan which comments were addressed; compare with the comments beside the lines; edit
+// the plan (e) beside its live preview and approve the edit; the audit trail of it all.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ARTIFACTS, CTRL_ENTER, cli, fixture, openApp, startDriver } from './harness.mjs';
+
+const PORT = 4464;
+let driver;
+
+before(async () => { driver = await startDriver(PORT); });
+after(() => driver?.stop());
+
+const PLAN = '.plandesk/plans/cache.md';
+const FIRST = '# Add a cache\n\nUse an LRU cache in front of the store.\n\n1. Measure\n2. Cache\n';
+const REVISED = '# Add a cache\n\nUse a TTL cache in front of the store.\n\n1. Measure\n2. Cache\n';
+
+/** A scripted run waiting on FIRST; rejected, it writes REVISED and submits again. */
+function revisingRun(fx) {
+  const script = join(fx.root, 'script.json');
+  writeFileSync(script, JSON.stringify({ turns: [
+    { toolCalls: [
+      { toolName: 'write_file', args: { path: PLAN, content: FIRST } },
+      { toolName: 'submit_plan', args: { path: PLAN } },
+    ] },
+    { toolCalls: [
+      { toolName: 'write_file', args: { path: PLAN, content: REVISED } },
+      { toolName: 'submit_plan', args: { path: PLAN } },
+    ] },
+    { text: 'Building.' },
+  ] }));
+  const out = cli(fx, ['--json', 'run', '--model', `scripted:${script}`, '--workspace', fx.workspace, 'Add a cache']);
+  return JSON.parse(out.split('\n')[0]).runId;
+}
+
+const states = (app) => app.exec(`return [...document.querySelectorAll('#comments li')].map((li) => li.dataset.state)`);
+
+test('comment on selected lines, reject, see them addressed on the revision; compare shows them; edit and approve', async () => {
+  const fx = fixture();
+  const run = revisingRun(fx);
+  const app = await openApp(PORT, fx);
+  try {
+    await app.find('#plan [data-sourcepos^="3:"]');
+    // Click a paragraph: its line is selected; c opens the comment box on it.
+    await app.click('#plan [data-sourcepos^="3:"]');
+    assert.equal(await app.text('#selected-lines'), 'Line 3 selected');
+    await app.keys('c');
+    await app.find('#comment-text');
+    await app.type('#comment-text', `Use a TTL, not LRU${CTRL_ENTER}`);
+    await app.waitFor("document.querySelectorAll('#comments li').length === 1", { what: 'the first comment' });
+    // Two list items, by click and shift-click.
+    await app.click('#plan li[data-sourcepos^="5:"]');
+    await app.exec(`document.querySelector('#plan li[data-sourcepos^="6:"]').dispatchEvent(new MouseEvent('click', { bubbles: true, shiftKey: true })); return true;`);
+    assert.equal(await app.text('#selected-lines'), 'Lines 5–6 selected');
+    await app.click('#comment');
+    await app.type('#comment-text', 'Measure what, exactly?');
+    await app.click('#comment-save');
+    await app.waitFor("document.querySelectorAll('#comments li').length === 2", { what: 'the second comment' });
+    assert.deepEqual(await states(app), ['open', 'open']);
+    assert.match(await app.text('#comments'), /3 │ Use an LRU cache in front of the store\./, 'the comment quotes its line');
+    assert.equal(await app.exec("return document.querySelectorAll('#plan .commented').length"), 3, 'commented blocks are marked');
+    assert.match(await app.text('#decide-hint'), /2 open comments go with a rejection/);
+    await app.screenshot(join(ARTIFACTS, 'comments.png'));
+
+    // Reject with no feedback: the comments are the feedback, and the model revises.
+    await app.click('#reject');
+    await app.waitFor("document.querySelector('#plan-revision')?.textContent === 'Revision 2'", { what: 'revision 2', timeout: 30000 });
+    await app.waitFor("document.querySelectorAll('#comments li').length === 2", { what: 'the comments on revision 2' });
+    assert.deepEqual(await states(app), ['addressed', 'not-addressed'], 'line 3 changed, lines 5-6 did not');
+    await app.screenshot(join(ARTIFACTS, 'comments-addressed.png'));
+    const history = JSON.parse(cli(fx, ['--json', 'history', run]));
+    assert.match(history[0].decision.feedback, /Line 3:\n> 3 \| Use an LRU cache in front of the store\.\nUse a TTL, not LRU/);
+
+    // Resolve the one not addressed.
+    await app.click('#comments li[data-state="not-addressed"] button.resolve');
+    await app.waitFor(`document.querySelector('#comments li:nth-child(2)')?.dataset.state === 'resolved'`, { what: 'the comment resolved' });
+
+    // Compare: the comments beside the lines they are on now.
+    await app.click('#compare');
+    await app.find('.diff tr.comment-row');
+    assert.equal(await app.exec("return document.querySelectorAll('.diff tr.comment-row').length"), 2);
+    assert.match(await app.text('.diff'), /addressed[\s\S]*Use a TTL, not LRU/i);
+    await app.screenshot(join(ARTIFACTS, 'compare-comments.png'));
+    await app.exec("[...document.querySelectorAll('button')].find((b) => b.textContent === 'Back to the run').click(); return true;");
+
+    // Edit (e): the editor with a live preview; saving makes revision 3, by the reviewer.
+    await app.find('#edit');
+    await app.keys('e');
+    await app.find('#plan-editor');
+    await app.exec(`const t = document.querySelector('#plan-editor');
+      t.value = t.value.replace('1. Measure', '1. Measure p99 latency first');
+      t.dispatchEvent(new Event('input', { bubbles: true })); return true;`);
+    await app.waitFor("document.querySelector('#plan-preview').textContent.includes('p99 latency')", { what: 'the live preview' });
+    await app.screenshot(join(ARTIFACTS, 'editor.png'));
+    await app.click('#edit-save');
+    await app.waitFor("document.querySelector('#plan-revision')?.textContent === 'Revision 3'", { what: 'the edited revision' });
+    assert.match(await app.text('#plan-author'), /^Edited by /);
+    await app.click('#approve');
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '0'", { what: 'the approval', timeout: 30000 });
+
+    const audit = cli(fx, ['--json', 'audit', run]).trim().split('\n').map((l) => JSON.parse(l));
+    const kinds = audit.map((e) => e.kind);
+    for (const kind of ['commented', 'comment-resolved', 'edited', 'decided']) assert.ok(kinds.includes(kind), `${kind} in ${kinds}`);
+    const approved = audit.filter((e) => e.kind === 'decided').at(-1);
+    const answer = JSON.parse(approved.data.answer);
+    assert.match(answer.content, /changed the plan before approving it/);
+    assert.match(answer.content, /-1\. Measure\n\+1\. Measure p99 latency first/);
+    assert.equal(approved.process, 'app');
+    assert.match(cli(fx, ['audit', '--verify']), /chain intact/);
+
+    // History → Audit trail.
+    await app.click('#history-btn');
+    await app.click('#open-audit');
+    await app.find('#audit-table');
+    assert.match(await app.text('#audit-chain'), /check out/);
+    await app.screenshot(join(ARTIFACTS, 'audit.png'));
+  } finally {
+    await app.close();
+  }
+});

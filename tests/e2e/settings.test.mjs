@@ -1,0 +1,75 @@
+// End-to-end: Settings → Agents sets an agent up with one click, exactly as `plandesk install`
+// does (the same entry in the agent's own settings file, other entries kept), and takes it out.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ARTIFACTS, CLI, cli, fixture, openApp, startDriver } from './harness.mjs';
+
+const PORT = 4474;
+const home = mkdtempSync(join(tmpdir(), 'plandesk-e2e-home-'));
+const claudeDir = join(home, '.claude');
+let driver;
+
+before(async () => {
+  mkdirSync(claudeDir, { recursive: true });
+  // Someone's own settings, which must survive.
+  writeFileSync(join(claudeDir, 'settings.json'), JSON.stringify({ theme: 'dark', permissions: { allow: ['Bash(ls)'] } }, null, 2));
+  driver = await startDriver(PORT, { HOME: home, CLAUDE_CONFIG_DIR: claudeDir, CODEX_HOME: join(home, '.codex') });
+});
+after(() => driver?.stop());
+
+const row = (agent) => `#settings-agents li[data-agent="${agent}"]`;
+
+test('Settings → Agents: one click sets Claude Code up with the hook, another takes it out', async () => {
+  const fx = fixture();
+  const app = await openApp(PORT, fx);
+  try {
+    await app.click('#settings-btn');
+    await app.find(row('claude-code'));
+    assert.match(await app.text(`${row('claude-code')} .state`), /Not set up/);
+    await app.click(`${row('claude-code')} button`);
+    await app.waitFor(`document.querySelector('${row('claude-code')} .state')?.textContent === 'Set up'`, { what: 'the hook to be set up' });
+    const settings = JSON.parse(readFileSync(join(claudeDir, 'settings.json'), 'utf8'));
+    assert.equal(settings.theme, 'dark', 'other settings are kept');
+    assert.deepEqual(settings.permissions, { allow: ['Bash(ls)'] });
+    const hooks = JSON.stringify(settings.hooks.PermissionRequest);
+    assert.ok(hooks.includes('ExitPlanMode'), hooks);
+    assert.ok(hooks.includes(`${CLI} --data-dir`) && hooks.includes('hook claude-code'), `the CLI beside the app, on this store: ${hooks}`);
+    await app.screenshot(join(ARTIFACTS, 'settings-agents.png'));
+    await app.click(`${row('claude-code')} button`);
+    await app.waitFor(`document.querySelector('${row('claude-code')} .state')?.textContent === 'Not set up'`, { what: 'the hook to be removed' });
+    const after = JSON.parse(readFileSync(join(claudeDir, 'settings.json'), 'utf8'));
+    assert.ok(!JSON.stringify(after).includes('hook claude-code'), 'the hook is gone');
+    assert.equal(after.theme, 'dark');
+  } finally {
+    await app.close();
+  }
+});
+
+test('the name set in Settings is who the audit trail says decided', async () => {
+  const fx = fixture();
+  const app = await openApp(PORT, fx);
+  try {
+    await app.click('#settings-btn');
+    await app.type('#set-reviewer', 'Ada Lovelace');
+    await app.click('#settings-save');
+    await app.waitFor("!document.querySelector('#settings').open", { what: 'the dialog to close' });
+  } finally {
+    await app.close();
+  }
+  // The app and the CLI share the store's setting: the CLI's decision is recorded under it.
+  const script = join(fx.root, 'script.json');
+  writeFileSync(script, JSON.stringify({ turns: [
+    { toolCalls: [
+      { toolName: 'write_file', args: { path: '.plandesk/plans/p.md', content: '# P\n\nx\n' } },
+      { toolName: 'submit_plan', args: { path: '.plandesk/plans/p.md' } },
+    ] },
+    { text: 'ok' },
+  ] }));
+  const run = JSON.parse(cli(fx, ['--json', 'run', '--model', `scripted:${script}`, '--workspace', fx.workspace, 'P']).split('\n')[0]).runId;
+  cli(fx, ['approve', run]);
+  const decided = cli(fx, ['--json', 'audit', run]).trim().split('\n').map((l) => JSON.parse(l)).find((e) => e.kind === 'decided');
+  assert.equal(decided.actor, 'Ada Lovelace');
+});

@@ -1,0 +1,41 @@
+// Edit before approving: the reviewer rewrites the plan beside a live preview (rendered by the
+// engine, as every plan is); saving makes it a revision of theirs, written to the plan file,
+// which then waits for their decision like any other.
+import { call } from './api.js';
+import { h, clear } from './dom.js';
+import { showError, showNotice } from './banner.js';
+
+/** Replaces `slot`'s content with an editor for `revision`; `done()` when saved or cancelled. */
+export function openEditor(revision, slot, done) {
+  const text = h('textarea', { id: 'plan-editor', spellcheck: 'false', 'aria-label': 'Your version of the plan' });
+  text.value = revision.markdown;
+  const preview = h('article', { class: 'plan editor-preview', id: 'plan-preview', 'aria-label': 'Preview' });
+  let timer;
+  let asked = 0;
+  const refresh = async () => {
+    const mine = ++asked;
+    try {
+      const { html } = await call('preview', { markdown: text.value });
+      if (mine === asked) preview.innerHTML = html; // sanitised by the engine
+    } catch (e) { showError(e); }
+  };
+  text.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(refresh, 150); });
+  const save = async () => {
+    let edited;
+    try { edited = await call('edit_plan', { revisionId: revision.id, text: text.value }); } catch (e) { showError(e); return; }
+    if (edited.notWritten) showNotice(`Saved as revision ${edited.revision.revisionNo}. ${edited.notWritten}`);
+    done(edited.revision);
+  };
+  const card = h('section', { class: 'review editor', 'aria-label': 'Edit the plan' },
+    h('div', { class: 'review-head' }, h('div', {},
+      h('h2', {}, `Editing: ${revision.title || 'Untitled plan'}`),
+      h('div', { class: 'meta-line' }, `Your version becomes revision ${revision.revisionsInThread + 1} and is written to ${revision.path}. Approving it tells the agent what you changed.`))),
+    h('div', { class: 'editor-panes' }, text, preview),
+    h('div', { class: 'review-foot' }, h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'primary', id: 'edit-save', onclick: save }, 'Save my version'),
+      h('button', { type: 'button', id: 'edit-cancel', onclick: () => done(null) }, 'Cancel'),
+      h('span', { class: 'hint' }, 'Ctrl+Enter saves; Esc leaves the editor.'))));
+  clear(slot).append(card);
+  refresh();
+  text.focus();
+}

@@ -1,5 +1,6 @@
-//! Reads the root `tauri.conf.json` and declares the app's commands, so each gets an `allow-*`
-//! permission and the capability file can grant exactly those the UI uses.
+//! Reads `tauri.conf.json` (beside this file, where the bundler looks too) and declares the
+//! app's commands, so each gets an `allow-*` permission and the capability file can grant
+//! exactly those the UI uses.
 
 /// Every command the webview may invoke; `capabilities/main.json` grants them.
 const COMMANDS: &[&str] = &[
@@ -33,7 +34,6 @@ const COMMANDS: &[&str] = &[
 
 fn main() {
     let attributes = tauri_build::Attributes::new()
-        .config_path("../tauri.conf.json")
         .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     if let Err(err) = tauri_build::try_build(attributes) {
         println!("cargo:warning=tauri build step failed: {err:#}");

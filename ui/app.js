@@ -8,7 +8,7 @@ import { state } from './state.js';
 import { markInteractive } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { go } from './nav.js';
-import { renderInbox, refreshRuns, setInbox, openPending } from './sidebar.js';
+import { renderInbox, refreshRuns, setInbox, openPending, showInbox } from './sidebar.js';
 import { onKey } from './keys.js';
 import { onLinkClick } from './plan.js';
 import { openSettings, openHelp, initDialogs } from './settings.js';
@@ -32,6 +32,8 @@ async function boot() {
     state.info = await call('app_info');
     await listen('inbox-changed', setInbox);
     await listen('open-plan', openPending);
+    await listen('open-inbox', showInbox);
+    await listen('open-failed', showError);
     state.inbox = await call('inbox');
     renderInbox();
     await refreshRuns();
@@ -39,12 +41,10 @@ async function boot() {
     showError(e);
     return;
   }
+  if (state.info.openError) showError(state.info.openError);
   if (state.info.openRun) {
-    // Started from a notification: that plan first.
-    const index = state.inbox.findIndex((i) => i.runId === state.info.openRun);
-    if (index >= 0) state.selected = index;
-    renderInbox();
-    await go('run', state.info.openRun);
+    // Started on a plan (a notification, a link, `plandesk open`): that plan first.
+    await openPending({ runId: state.info.openRun, toolCallId: state.info.openToolCallId });
   } else if (state.inbox.length) {
     state.selected = 0;
     renderInbox();

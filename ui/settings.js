@@ -8,6 +8,7 @@ export function openSettings() {
   const s = state.info.settings;
   $('set-notifications').checked = s.notifications;
   $('set-titles').checked = s.notificationTitles;
+  $('set-login').checked = s.startAtLogin;
   $('set-reviewer').value = s.reviewerName || '';
   $('settings-model').textContent = `New runs use ${state.info.defaultModel} (${state.info.defaultModelReason}).`;
   $('settings-data').textContent = `Store: ${state.info.dataDir}`;
@@ -55,6 +56,7 @@ async function saveSettings() {
     state.info.settings = await call('save_settings', { settings: {
       notifications: $('set-notifications').checked,
       notificationTitles: $('set-titles').checked,
+      startAtLogin: $('set-login').checked,
       reviewerName: $('set-reviewer').value,
     } });
     $('settings').close();

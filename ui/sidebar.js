@@ -85,12 +85,22 @@ export function moveSelection(step) {
   go('run', item.runId);
 }
 
-/** Opens the run of a pending call (a notification was clicked), highlighting it in the inbox. */
+/** Opens a run (a notification was clicked, a link or `plandesk open` named it), highlighting
+ *  its pending call in the inbox: the named one, else the run's first. */
 export function openPending(target) {
-  const index = state.inbox.findIndex((i) => i.runId === target.runId && i.toolCallId === target.toolCallId);
+  const index = state.inbox.findIndex((i) => i.runId === target.runId
+    && (!target.toolCallId || i.toolCallId === target.toolCallId));
   if (index >= 0) state.selected = index;
   renderInbox();
-  go('run', target.runId);
+  return go('run', target.runId);
+}
+
+/** The tray's "Open Plandesk": the inbox, and its highlighted plan unless one is on screen. */
+export function showInbox() {
+  $('inbox').focus();
+  const item = state.inbox[state.selected] || state.inbox[0];
+  const onPending = state.view && state.view.name === 'run' && state.inbox.some((i) => i.runId === state.view.runId);
+  if (item && !onPending) openPending(item);
 }
 
 onViewChange(renderRuns);

@@ -22,6 +22,7 @@ type Result<T> = std::result::Result<T, IpcError>;
 
 const NOTIFICATIONS: &str = "notifications";
 const NOTIFICATION_TITLES: &str = "notification_titles";
+const START_AT_LOGIN: &str = crate::autostart::SETTING;
 
 /// The settings as stored (`on`/`off`), defaults where unset.
 pub async fn load_settings(engine: &Engine) -> Result<Settings> {
@@ -37,6 +38,10 @@ pub async fn load_settings(engine: &Engine) -> Result<Settings> {
             .setting(plandesk::review::REVIEWER_SETTING)
             .await?
             .unwrap_or_default(),
+        start_at_login: on(
+            engine.setting(START_AT_LOGIN).await?,
+            defaults.start_at_login,
+        ),
     })
 }
 
@@ -56,6 +61,18 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
             .or_else(|| std::env::var("HOME").ok())
             .unwrap_or_default(),
     };
+    let open = state
+        .open_first
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    let (open_run, open_tool_call_id, open_error) = match open {
+        None => (None, None, None),
+        Some(key) => match plandesk::desktop::plan_target(engine, &key).await {
+            Ok(target) => (Some(target.run_id), target.tool_call_id, None),
+            Err(err) => (None, None, Some(err.into())),
+        },
+    };
     Ok(AppInfo {
         data_dir: state.data_dir.display().to_string(),
         default_model: chosen.spec,
@@ -63,11 +80,9 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         settings: load_settings(engine).await?,
         workspace,
         version: env!("CARGO_PKG_VERSION"),
-        open_run: state
-            .open_first
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take(),
+        open_run,
+        open_tool_call_id,
+        open_error,
     })
 }
 
@@ -328,6 +343,21 @@ pub async fn save_settings(state: State<'_, AppState>, settings: Settings) -> Re
             (!name.is_empty()).then_some(name),
         )
         .await?;
+    if let Some(entry) = &state.autostart {
+        let written = if settings.start_at_login {
+            entry.write()
+        } else {
+            entry.remove()
+        };
+        written.map_err(|e| IpcError::new("autostart", e.to_string()))?;
+    }
+    engine
+        .set_setting(START_AT_LOGIN, Some(flag(settings.start_at_login)))
+        .await?;
+    state.keep_in_tray.store(
+        settings.start_at_login,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     load_settings(engine).await
 }
 

@@ -24,14 +24,17 @@ const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The event the webview gets with the whole inbox whenever it changes.
 pub const INBOX_EVENT: &str = "inbox-changed";
-/// The event that opens a plan (a notification or the tray was clicked).
+/// The event that opens a plan (a notification was clicked, a second launch named one).
 pub const OPEN_EVENT: &str = "open-plan";
+/// The event that shows the inbox (the tray's "Open Plandesk").
+pub const INBOX_OPEN_EVENT: &str = "open-inbox";
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct OpenPlan {
-    run_id: String,
-    tool_call_id: String,
+pub(crate) struct OpenPlan {
+    pub run_id: String,
+    /// The plan's call, when known: its inbox entry is highlighted.
+    pub tool_call_id: Option<String>,
 }
 
 type Key = (String, String, Option<String>);
@@ -138,7 +141,7 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
     let app = app.clone();
     let open = OpenPlan {
         run_id: item.run_id.clone(),
-        tool_call_id: item.tool_call_id.clone(),
+        tool_call_id: Some(item.tool_call_id.clone()),
     };
     // Showing blocks on D-Bus, and waiting for the click blocks until the bubble closes.
     let _ = std::thread::Builder::new()
@@ -162,7 +165,7 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
 }
 
 /// Shows, raises and focuses the window; with a plan, opens it there.
-fn bring_forward<R: Runtime>(app: &AppHandle<R>, open: Option<&OpenPlan>) {
+pub(crate) fn bring_forward<R: Runtime>(app: &AppHandle<R>, open: Option<&OpenPlan>) {
     if let Some(window) = app.get_webview_window(WINDOW) {
         let _ = window.unminimize();
         let _ = window.show();
@@ -173,8 +176,9 @@ fn bring_forward<R: Runtime>(app: &AppHandle<R>, open: Option<&OpenPlan>) {
     }
 }
 
-/// The tray icon: the waiting count as its label, a menu to open the window or quit. Desktops
-/// without a tray host simply show none.
+/// The tray icon: the waiting count as its label and tooltip, a menu to open the window on the
+/// inbox or quit. Desktops without a tray host simply show none (the launcher then brings the
+/// window back: a second launch hands over to this one).
 pub fn install_tray<R: Runtime>(app: &AppHandle<R>) {
     let built = (|| -> tauri::Result<()> {
         let open = MenuItem::with_id(app, "open", "Open Plandesk", true, None::<&str>)?;
@@ -184,7 +188,10 @@ pub fn install_tray<R: Runtime>(app: &AppHandle<R>) {
             .tooltip("Plandesk")
             .menu(&menu)
             .on_menu_event(|app, event| match event.id.as_ref() {
-                "open" => bring_forward(app, None),
+                "open" => {
+                    bring_forward(app, None);
+                    let _ = app.emit(INBOX_OPEN_EVENT, ());
+                }
                 "quit" => app.exit(0),
                 _ => {}
             });

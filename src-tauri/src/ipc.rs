@@ -36,6 +36,12 @@ impl From<EngineError> for IpcError {
     }
 }
 
+impl From<plandesk::desktop::OpenError> for IpcError {
+    fn from(err: plandesk::desktop::OpenError) -> Self {
+        Self::new(err.code(), err.to_string())
+    }
+}
+
 impl From<StoreError> for IpcError {
     fn from(err: StoreError) -> Self {
         EngineError::from(err).into()
@@ -120,6 +126,8 @@ pub struct Settings {
     pub notifications: bool,
     /// Whether notifications name the plan (off: "A plan requires approval").
     pub notification_titles: bool,
+    /// Start at login hidden in the tray, and hide to the tray when the window is closed.
+    pub start_at_login: bool,
     /// The name the audit trail records for decisions, comments and edits made here (empty:
     /// the OS user).
     #[serde(default)]
@@ -131,6 +139,8 @@ impl Default for Settings {
         Self {
             notifications: true,
             notification_titles: true,
+            // Settled at the first start (on for the user's own store): see `autostart`.
+            start_at_login: false,
             reviewer_name: String::new(),
         }
     }
@@ -327,6 +337,10 @@ pub struct AppInfo {
     /// A folder to offer for new runs: `--workspace`, else the last run's, else home.
     pub workspace: String,
     pub version: &'static str,
-    /// A run to open first (the app was started from a notification), once.
+    /// A run to open first (`--open`, a link, a clicked notification), once.
     pub open_run: Option<String>,
+    /// That plan's call, when a revision was named.
+    pub open_tool_call_id: Option<String>,
+    /// Why the plan asked for could not be opened.
+    pub open_error: Option<IpcError>,
 }

@@ -2,32 +2,37 @@
 //! (which also notifies and keeps the title and tray count), and the window. No business logic.
 
 pub mod agents;
+pub mod autostart;
 pub mod commands;
 mod inbox;
+pub mod instance;
 pub mod ipc;
 pub mod reviewing;
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use plandesk::{Chunk, ChunkSink, Engine, EngineError, Report};
 use tauri::ipc::Channel;
-use tauri::{Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
+use tauri::{Manager, Runtime, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 
 use crate::ipc::RunEvent;
 
 pub const WINDOW: &str = "main";
 
-/// Where the app keeps its store and which folder it offers first.
-#[derive(Debug, Clone, Default)]
+/// Where the app keeps its store, which folder it offers first, and how it starts.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
     pub data_dir: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
-    /// A run whose plan the window opens on (a notification sent by a hook was clicked).
+    /// A plan to open first: a run id or revision key (`--open`, a `plandesk://plan/` link, a
+    /// clicked notification).
     pub open: Option<String>,
+    /// Start in the tray with no window shown (`--hidden`, as the login autostart does).
+    pub hidden: bool,
 }
 
 /// A run this app is driving: its task, and the channel its chunks go to.
@@ -44,8 +49,12 @@ pub struct AppState {
     pub workspace: Option<PathBuf>,
     /// The run on screen (no notification for it while the window has focus).
     pub viewing: Mutex<Option<String>>,
-    /// The run to open first, once (`--open`).
+    /// The plan to open first, once (`--open`): a run id or revision key.
     pub open_first: Mutex<Option<String>>,
+    /// The login autostart entry ("Start at login, in the tray"); `None` without a config folder.
+    pub autostart: Option<autostart::Autostart>,
+    /// While on, closing the window hides it to the tray instead of quitting.
+    pub keep_in_tray: AtomicBool,
     driven: Arc<Mutex<HashMap<String, Driven>>>,
     next_task: AtomicU64,
 }
@@ -85,12 +94,18 @@ impl AppState {
             .data_dir
             .clone()
             .unwrap_or_else(plandesk::store::default_data_dir);
+        let engine = Engine::open_as(&data_dir, "app")?;
+        let autostart = autostart::Autostart::for_this_app(&data_dir)
+            .map_err(|err| eprintln!("plandesk-app: no start at login: {err}"))
+            .ok();
         Ok(Self {
-            engine: Engine::open_as(&data_dir, "app")?,
+            engine,
             data_dir,
             workspace: options.workspace.clone(),
             viewing: Mutex::default(),
             open_first: Mutex::new(options.open.clone()),
+            autostart,
+            keep_in_tray: AtomicBool::new(false),
             driven: Arc::default(),
             next_task: AtomicU64::new(1),
         })
@@ -196,7 +211,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
         ])
 }
 
-/// The app: window, tray, inbox watcher.
+/// The app: window, tray, inbox watcher; one instance per store.
 pub fn run(options: Options) -> Result<(), String> {
     let state = AppState::open(&options).map_err(|e| e.to_string())?;
     let engine = state.engine.clone();
@@ -207,31 +222,76 @@ pub fn run(options: Options) -> Result<(), String> {
             state.data_dir.display()
         )
     })?;
-    let builder = tauri::Builder::default()
+    let context = tauri::generate_context!();
+    let mut builder = tauri::Builder::default();
+    // First, so a second launch hands over before anything else starts. Without a session bus
+    // (where the plugin would panic) the app still runs, just not as a single instance.
+    if session_bus_reachable() {
+        let id = format!(
+            "{}.{}",
+            context.config().identifier,
+            plandesk::source::presence::store_tag(&state.data_dir)
+        );
+        builder = builder.plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(id)
+                .callback(|app, argv, _cwd| instance::second_launch(app, argv))
+                .build(),
+        );
+    }
+    let builder = builder
         .plugin(tauri_plugin_opener::init())
         .plugin(tauri_plugin_dialog::init());
+    let hidden = options.hidden;
     configure(builder, state)
         .setup(move |app| {
+            let state = crate::state(app.handle());
+            if let Some(entry) = &state.autostart {
+                let on = tauri::async_runtime::block_on(autostart::settle(&engine, entry));
+                state.keep_in_tray.store(on, Ordering::Relaxed);
+            }
             let window =
                 WebviewWindowBuilder::new(app, WINDOW, WebviewUrl::App("index.html".into()))
                     .title("Plandesk")
                     .inner_size(1200.0, 800.0)
                     .min_inner_size(860.0, 560.0)
+                    .visible(!hidden)
                     // Nothing but the app itself is ever shown in the window: links in plans go to
                     // the system browser through `open_link`.
                     .on_navigation(|url| {
                         matches!(url.scheme(), "tauri") || url.host_str() == Some("tauri.localhost")
                     })
                     .build()?;
-            let _ = window.set_focus();
+            if !hidden {
+                let _ = window.set_focus();
+            }
             inbox::install_tray(app.handle());
             inbox::watch(app.handle().clone(), engine.clone());
             Ok(())
         })
-        .run(tauri::generate_context!("../tauri.conf.json"))
+        .on_window_event(|window, event| {
+            if let WindowEvent::CloseRequested { api, .. } = event {
+                // In the tray: the window goes, the app stays (Quit is in the tray's menu).
+                if crate::state(window.app_handle())
+                    .keep_in_tray
+                    .load(Ordering::Relaxed)
+                {
+                    api.prevent_close();
+                    let _ = window.hide();
+                }
+            }
+        })
+        .run(context)
         .map_err(|e| format!("the app stopped: {e}"))?;
     drop(presence);
     Ok(())
+}
+
+/// Whether a D-Bus session bus can be found (the single-instance plugin needs one).
+fn session_bus_reachable() -> bool {
+    std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some_and(|a| !a.is_empty())
+        || std::env::var_os("XDG_RUNTIME_DIR")
+            .is_some_and(|dir| std::path::Path::new(&dir).join("bus").exists())
 }
 
 /// The state, for code that has an app handle.

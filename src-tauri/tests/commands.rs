@@ -44,7 +44,7 @@ fn fixture() -> Fixture {
     let state = AppState::open(&Options {
         data_dir: Some(data.clone()),
         workspace: Some(workspace.clone()),
-        open: None,
+        ..Options::default()
     })
     .unwrap();
     let app = configure(mock_builder(), state)
@@ -228,13 +228,14 @@ fn settings_round_trip_and_app_info() {
     let info = fx.ok("app_info", json!({}));
     assert_eq!(
         info["settings"],
-        json!({"notifications": true, "notificationTitles": true})
+        json!({"notifications": true, "notificationTitles": true, "startAtLogin": false, "reviewerName": ""}),
+        "start at login is off on a store other than the user's own"
     );
     assert_eq!(info["workspace"], fx.workspace.display().to_string());
     assert_eq!(info["dataDir"], fx.data.display().to_string());
     let saved = fx.ok(
         "save_settings",
-        json!({"settings": {"notifications": true, "notificationTitles": false}}),
+        json!({"settings": {"notifications": true, "notificationTitles": false, "startAtLogin": false}}),
     );
     assert_eq!(saved["notificationTitles"], false);
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Argument parsing and command dispatch for the `plandesk` binary.
 
 mod agents;
+mod open;
 mod print;
 mod reviewing;
 
@@ -193,6 +194,12 @@ enum Command {
         /// Print the settings file as it would be, and write nothing
         #[arg(long)]
         print: bool,
+    },
+    /// Show a plan in the desktop app: starts it, or brings the running one forward on it
+    Open {
+        /// A plan revision (number, #N, or 8+ hex digits of its sha256), or a run id or prefix
+        #[arg(value_name = "REVISION|RUN")]
+        key: String,
     },
     /// API keys in the OS keyring (the environment's OPENAI_API_KEY / ANTHROPIC_API_KEY win)
     Key {
@@ -458,6 +465,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             print::audit(&entries, json);
             return Ok(ExitCode::SUCCESS);
         }
+        Command::Open { key } => return open::open(&engine, &data_dir, &key, json).await,
     };
     let report = report.map_err(explain)?;
     printer.finish(&report);

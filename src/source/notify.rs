@@ -3,17 +3,11 @@
 //! plan. Delivery is best effort: without a notification service the plan still waits in the
 //! inbox, and the CLI shows it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
+use crate::desktop;
 use crate::text;
-
-/// The desktop app's binary: beside this one (as installed and as built).
-fn app_binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let app = exe.parent()?.join("plandesk-app");
-    app.exists().then_some(app)
-}
 
 fn show(data_dir: &Path, summary: String, body: String, run_id: &str) {
     let data_dir = data_dir.to_owned();
@@ -39,21 +33,13 @@ fn show(data_dir: &Path, summary: String, body: String, run_id: &str) {
         });
 }
 
-/// Starts the app on `run_id`'s plan.
+/// Starts the app on `run_id`'s plan (or, when it runs, has it show that plan).
 fn open_app(data_dir: &Path, run_id: &str) {
-    let Some(app) = app_binary() else {
-        eprintln!("plandesk: the desktop app is not installed beside this binary");
+    let Some(app) = desktop::app_binary() else {
+        eprintln!("plandesk: the desktop app is not installed beside this binary or on PATH");
         return;
     };
-    let started = std::process::Command::new(app)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .arg("--open")
-        .arg(run_id)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn();
-    if let Err(err) = started {
+    if let Err(err) = desktop::start_app(&app, data_dir, run_id) {
         eprintln!("plandesk: cannot start the desktop app: {err}");
     }
 }

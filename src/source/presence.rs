@@ -1,12 +1,15 @@
 //! Whether the desktop app is running on a store: the app holds an exclusive lock on
 //! `app.lock` in the data folder for as long as it runs (the OS drops it when the process dies,
 //! however it dies). A hook that finds the lock free knows nobody will be told of its plan, and
-//! notifies the person itself.
+//! notifies the person itself. The app also keeps a single instance per store under a name
+//! derived from the store's path ([`store_tag`]): started again on the same store, it hands
+//! over to the running one.
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
 use rustix::fs::{flock, FlockOperation};
+use sha2::{Digest, Sha256};
 
 const LOCK_FILE: &str = "app.lock";
 
@@ -47,6 +50,15 @@ pub fn app_running(data_dir: &Path) -> bool {
     }
 }
 
+/// A short tag naming `data_dir`'s store, the same for every spelling of its path (it is
+/// canonicalised): `store_` and 16 hex digits of the path's SHA-256, usable as a D-Bus name
+/// element.
+pub fn store_tag(data_dir: &Path) -> String {
+    let path = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
+    let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
+    format!("store_{}", &hex::encode(digest)[..16])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +72,20 @@ mod tests {
         assert!(hold(dir.path()).unwrap().is_none(), "one app per store");
         drop(held);
         assert!(!app_running(dir.path()));
+    }
+
+    #[test]
+    fn a_store_has_one_tag_however_its_path_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("data");
+        std::fs::create_dir_all(&store).unwrap();
+        let tag = store_tag(&store);
+        assert_eq!(tag, store_tag(&dir.path().join("data/../data/.")));
+        assert_ne!(
+            tag,
+            store_tag(dir.path()),
+            "another store, another instance"
+        );
+        assert!(tag.starts_with("store_") && tag.len() == 22, "{tag}");
     }
 }

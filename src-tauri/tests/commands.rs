@@ -121,8 +121,11 @@ fn inbox_revision_and_a_stale_decision() {
     let revision = fx.ok("revision", json!({"id": item["revisionId"]}));
     assert_eq!(revision["status"], "pending");
     assert!(
-        revision["html"].as_str().unwrap().contains("<h2>"),
-        "rendered"
+        revision["html"]
+            .as_str()
+            .unwrap()
+            .contains("<h2 data-sourcepos="),
+        "rendered, each block with its lines"
     );
     assert!(revision["markdown"]
         .as_str()

@@ -108,7 +108,8 @@ enum Command {
     /// Every plan revision (of one run) with its decision
     History {
         run_id: Option<String>,
-        /// Only revisions with every one of these words (or words starting with them)
+        /// Only revisions with these words in a row, in the title or the plan (the last may be the
+        /// start of a word)
         #[arg(long, value_name = "WORDS")]
         search: Option<String>,
     },

@@ -153,8 +153,8 @@ impl Review {
             .and_then(|i| i.revision))
     }
 
-    /// Revisions newest first, filtered by run, status and text (every word of the query, as a
-    /// word or the start of one, in the title or the plan).
+    /// Revisions newest first, filtered by run, status and text (the query's words in a row, the
+    /// last one possibly the start of a word, in the title or the plan).
     pub async fn history(&self, filter: &HistoryFilter) -> Result<Vec<Revision>, ReviewError> {
         let words: Vec<String> = filter
             .query

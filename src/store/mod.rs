@@ -183,8 +183,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Plan revisions (of one run, or all), oldest first, each with its decision: one query.
     async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError>;
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError>;
-    /// Revisions (of one run, or all) whose title or body has every one of `words` (each as a
-    /// word or the start of one, case and accents ignored), oldest first.
+    /// Revisions (of one run, or all) whose title or body has `words` in a row (the last one may
+    /// be the start of a word; case and accents ignored), oldest first.
     async fn search_revisions(
         &self,
         run_id: Option<&str>,

@@ -151,20 +151,16 @@ pub(super) fn of_run(
     many(conn, "?1 IS NULL OR v.run_id = ?1", &run_id)
 }
 
-/// Revisions (of one run, or all) whose title or body has every word of `words`, each as a word
-/// or the start of one; oldest first. One query, through the full-text index.
+/// Revisions (of one run, or all) whose title or body has `words` in a row (the last one may be
+/// the start of a word); oldest first. One query, through the full-text index.
 pub(super) fn search(
     conn: &Connection,
     run_id: Option<&str>,
     words: &[String],
 ) -> Result<Vec<RevisionRow>, StoreError> {
-    // Each word a quoted FTS5 string (quotes doubled) with a prefix star: no word of a person's
-    // query is read as FTS5 syntax.
-    let matching = words
-        .iter()
-        .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
-        .collect::<Vec<_>>()
-        .join(" ");
+    // One quoted FTS5 phrase (quotes doubled) with a prefix star: nothing a person types is
+    // read as FTS5 syntax.
+    let matching = format!("\"{}\"*", words.join(" ").replace('"', "\"\""));
     let mut stmt = conn
         .prepare_cached(&format!(
             "{SELECT} WHERE v.id IN (SELECT rowid FROM revisions_fts WHERE revisions_fts MATCH ?1)

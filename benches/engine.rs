@@ -67,6 +67,10 @@ fn thousand_step_run() {
         )
         .map(|m| m.len())
         .unwrap_or(0);
+    let per_step = wall.as_secs_f64() * 1000.0 / STEPS as f64;
+    record("1000-step scripted run, per step", per_step, per_step, "ms");
+    let peak = rss_after.unwrap_or(0) as f64 / 1024.0;
+    record("1000-step scripted run, peak RSS", peak, peak, "MiB");
     println!(
         "1000-step scripted run: {:.2} s wall ({:.2} ms/step), {chunks} chunks, peak RSS {} MiB (before the run {} MiB), store {:.1} MiB",
         wall.as_secs_f64(),
@@ -108,17 +112,38 @@ fn big_plan(variant: usize) -> String {
     plan
 }
 
+/// Every figure so far, for `target/bench/engine.json`: name, median, p95, unit.
+static FIGURES: std::sync::Mutex<Vec<serde_json::Value>> = std::sync::Mutex::new(Vec::new());
+
+fn record(name: &str, median: f64, p95: f64, unit: &str) {
+    FIGURES
+        .lock()
+        .unwrap()
+        .push(json!({"name": name, "median": median, "p95": p95, "unit": unit}));
+}
+
 fn time<T>(label: &str, iterations: u32, mut f: impl FnMut() -> T) -> Duration {
-    let started = Instant::now();
+    let mut samples = Vec::with_capacity(iterations as usize);
     for _ in 0..iterations {
+        let started = Instant::now();
         std::hint::black_box(f());
+        samples.push(started.elapsed());
     }
-    let each = started.elapsed() / iterations;
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    let (median, p95) = (at(0.5), at(0.95));
     println!(
-        "{label}: {:.2} ms per call ({iterations} calls)",
-        each.as_secs_f64() * 1000.0
+        "{label}: median {:.2} ms, p95 {:.2} ms ({iterations} calls)",
+        median.as_secs_f64() * 1000.0,
+        p95.as_secs_f64() * 1000.0
     );
-    each
+    record(
+        label,
+        median.as_secs_f64() * 1000.0,
+        p95.as_secs_f64() * 1000.0,
+        "ms",
+    );
+    median
 }
 
 /// A 200 KB plan written with one tool call whose arguments arrive four characters at a time,
@@ -278,4 +303,10 @@ fn main() {
     });
     provider_stream("openai", &a);
     provider_stream("anthropic", &a);
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
+    std::fs::create_dir_all(&target).unwrap();
+    let file = target.join("engine.json");
+    let figures = FIGURES.lock().unwrap().clone();
+    std::fs::write(&file, serde_json::to_string_pretty(&figures).unwrap()).unwrap();
+    println!("written to {}", file.display());
 }

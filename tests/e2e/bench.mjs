@@ -3,14 +3,16 @@
 //  - suspension -> plan rendered in the webview, for a ~200 KB plan
 //  - click Approve -> first chunk of the resumed run
 //  - idle memory of the app and its WebKit processes (PSS, after a few idle seconds)
+// Medians and p95 over ROUNDS (default 20), printed and written to target/bench/app.json.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixture, openApp, startDriver } from './harness.mjs';
 
 const PORT = 4460;
-const ROUNDS = Number(process.env.ROUNDS || 5);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ROUNDS = Number(process.env.ROUNDS || 20);
+const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.round((xs.length - 1) * q)];
+const median = (xs) => quantile(xs, 0.5);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function bigPlan() {
@@ -84,6 +86,13 @@ try {
 } finally {
   driver.stop();
 }
+const figures = [];
 for (const [name, xs] of Object.entries(results)) {
-  console.log(`${name}: median ${median(xs).toFixed(1)} (min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)}, n=${xs.length})`);
+  console.log(`${name}: median ${median(xs).toFixed(1)}, p95 ${quantile(xs, 0.95).toFixed(1)} (min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)}, n=${xs.length})`);
+  figures.push({ name, median: median(xs), p95: quantile(xs, 0.95), unit: name.endsWith('MiB') ? 'MiB' : 'ms', rounds: xs.length });
 }
+// So two commits can be compared: target/bench/app.json.
+const out = join(import.meta.dirname, '../../target/bench');
+mkdirSync(out, { recursive: true });
+writeFileSync(join(out, 'app.json'), JSON.stringify(figures, null, 2));
+console.log(`written to ${join(out, 'app.json')}`);

@@ -18,7 +18,14 @@ export function planView(revision, { id } = {}) {
   if (revision.title) rendered.querySelector(':scope > h1:first-child')?.remove();
   const source = h('div', { class: 'plan-source-view review-body', id: id ? `${id}-source` : null,
     'aria-label': 'The plan, exact source', hidden: true });
-  source.innerHTML = revision.sourceHtml || ''; // sanitised by the engine: escaped, invisible characters marked
+  // Filled the first time it is shown (or read, e.g. by a selection): a second copy of a large
+  // plan in the document would cost its layout when the plan appears.
+  let filled = false;
+  source.fill = () => {
+    if (filled) return;
+    filled = true;
+    source.innerHTML = revision.sourceHtml || ''; // sanitised by the engine: escaped, invisible characters marked
+  };
 
   const renderedButton = h('button', { type: 'button', id: 'show-rendered', 'aria-pressed': 'true' }, 'Rendered');
   const sourceButton = h('button', { type: 'button', id: 'show-source', 'aria-pressed': 'false', title: 'The exact text the agent wrote (s)' },
@@ -27,6 +34,7 @@ export function planView(revision, { id } = {}) {
 
   const show = (mode) => {
     const asSource = mode === 'source';
+    if (asSource) source.fill();
     rendered.hidden = asSource;
     source.hidden = !asSource;
     renderedButton.setAttribute('aria-pressed', String(!asSource));

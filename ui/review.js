@@ -40,7 +40,7 @@ async function renderPlanReview(item, slot) {
       h('div', {},
         h('h2', { id: 'plan-title' }, revision.title || 'Untitled plan'),
         h('div', { class: 'meta-line' },
-          agentName(item.source) ? h('span', { id: 'plan-source', class: 'source' }, `From ${agentName(item.source)} · ${item.workspace}`) : '',
+          agentName(item.source) ? h('span', { id: 'plan-from', class: 'source' }, `From ${agentName(item.source)} · ${item.workspace}`) : '',
           author,
           h('span', { id: 'plan-path' }, revision.path),
           h('span', { id: 'plan-revision' }, `Revision ${revision.revisionNo}`),

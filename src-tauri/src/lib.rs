@@ -95,6 +95,7 @@ impl AppState {
             .clone()
             .unwrap_or_else(plandesk::store::default_data_dir);
         let engine = Engine::open_as(&data_dir, "app")?;
+        engine.prerender_plans();
         let autostart = autostart::Autostart::for_this_app(&data_dir)
             .map_err(|err| eprintln!("plandesk-app: no start at login: {err}"))
             .ok();

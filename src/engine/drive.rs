@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::{crash_point, emit, turn, ChunkSink, Engine, EngineError, Report};
 use crate::chunk::ChunkError;
 use crate::model::{LanguageModel, ModelRequest, ToolSpec};
+use crate::review::plan_markdown;
 use crate::run::*;
 use crate::store::EventKind;
 use crate::tool::submit_plan::{self, TOOL_ID as SUBMIT_PLAN};
@@ -165,6 +166,17 @@ impl Engine {
         crash_point("after-suspend");
         let chunk = match &first.status {
             CallStatus::Suspended { suspend_payload } => {
+                if call.tool_name == SUBMIT_PLAN
+                    && self
+                        .inner
+                        .prerender
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                {
+                    let plan = super::persist::plan_text(suspend_payload);
+                    self.inner
+                        .review
+                        .prerender(plan.sha256, plan_markdown(&plan.title, &plan.body));
+                }
                 let mode = match &state.phase {
                     Phase::Suspended { step } => step.mode.as_str(),
                     _ => state.mode.as_str(),

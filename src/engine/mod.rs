@@ -111,6 +111,8 @@ struct Inner {
     ids: Arc<dyn IdSource>,
     controller: AgentController,
     cwd: PathBuf,
+    /// Render each plan as soon as it is submitted (a process that will show it: the app).
+    prerender: std::sync::atomic::AtomicBool,
 }
 
 /// The engine: runs agents over a store. Cheap to clone; clones share everything.
@@ -157,6 +159,10 @@ impl Engine {
                 ids: shared.ids.clone(),
                 controller: shared.controller.clone(),
                 cwd: shared.cwd.clone(),
+                prerender: shared
+                    .prerender
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    .into(),
             },
         };
         Self {
@@ -184,10 +190,19 @@ impl Engine {
             ids,
             controller,
             cwd,
+            prerender: false.into(),
         };
         Self {
             inner: Arc::new(inner),
         }
+    }
+
+    /// From now on each plan is rendered as soon as it is submitted, off the run's path, so
+    /// that showing it finds it ready (for the app; a CLI process would only wait for it).
+    pub fn prerender_plans(&self) {
+        self.inner
+            .prerender
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The review core over the same store: inbox, history, revisions, comparisons.

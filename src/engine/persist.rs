@@ -139,7 +139,7 @@ fn open_items(state: &RunState) -> Vec<OpenItem> {
         .collect()
 }
 
-fn plan_text(payload: &Value) -> PlanText {
+pub(super) fn plan_text(payload: &Value) -> PlanText {
     let field = |key: &str| {
         payload
             .get(key)

@@ -9,6 +9,7 @@ mod comments;
 mod edit;
 mod external;
 mod key;
+mod renders;
 mod types;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_
 pub use edit::{EditSummary, Edited};
 pub use external::{ExternalPlan, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
+pub use renders::RenderedPlan;
 pub use types::*;
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +89,7 @@ pub struct Review {
     clock: Arc<dyn Clock>,
     /// This process and its person, for the audit trail.
     actor: Actor,
+    renders: Arc<renders::Renders>,
 }
 
 /// Words of a history search beyond this many are ignored.
@@ -101,7 +104,17 @@ impl Review {
             store,
             clock,
             actor,
+            renders: Arc::default(),
         }
+    }
+
+    /// Renders a just-submitted plan in the background, so that showing it finds it ready.
+    /// For a process that will show it (the app); `sha` and `markdown` as in [`Revision`].
+    pub fn prerender(&self, sha: String, markdown: String) {
+        let renders = self.renders.clone();
+        tokio::task::spawn_blocking(move || {
+            renders.get(&sha, &markdown);
+        });
     }
 
     /// Who acts now: the reviewer named in Settings, else this process's person.
@@ -253,7 +266,15 @@ impl Review {
     pub async fn view(&self, id: i64) -> Result<RevisionView, ReviewError> {
         let revision = self.revision_by_id(id).await?;
         let thread = self.thread(&revision).await?;
-        Ok(view_of(revision, thread.len() as i64))
+        let (renders, sha, markdown) = (
+            self.renders.clone(),
+            revision.sha256.clone(),
+            revision.markdown(),
+        );
+        let rendered = tokio::task::spawn_blocking(move || renders.get(&sha, &markdown))
+            .await
+            .unwrap_or_else(|_| Arc::new(RenderedPlan::of(&revision.markdown())));
+        Ok(view_from(revision, thread.len() as i64, &rendered))
     }
 
     /// Two revisions of one plan side by side, older on the left, with the decisions between.
@@ -320,15 +341,22 @@ impl Review {
 /// The rule for showing a revision: the whole plan (title heading and body) rendered, beside
 /// the exact text the agent acts on.
 pub fn view_of(revision: Revision, revisions_in_thread: i64) -> RevisionView {
-    let markdown = revision.markdown();
-    let rendered = plan::render(&markdown);
+    let rendered = RenderedPlan::of(&revision.markdown());
+    view_from(revision, revisions_in_thread, &rendered)
+}
+
+fn view_from(
+    revision: Revision,
+    revisions_in_thread: i64,
+    rendered: &RenderedPlan,
+) -> RevisionView {
     RevisionView {
-        html: rendered.html,
-        source_html: plan::render::render_source(&markdown),
-        fallback: rendered.fallback,
-        hidden: rendered.hidden,
-        hidden_omitted: rendered.hidden_omitted,
-        markdown,
+        html: rendered.rendered.html.clone(),
+        source_html: rendered.source_html.clone(),
+        fallback: rendered.rendered.fallback.clone(),
+        hidden: rendered.rendered.hidden.clone(),
+        hidden_omitted: rendered.rendered.hidden_omitted,
+        markdown: revision.markdown(),
         revision,
         revisions_in_thread,
     }

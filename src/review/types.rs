@@ -95,6 +95,15 @@ impl From<DecisionRow> for Decision {
     }
 }
 
+/// A plan as its file reads: the title as a heading (if it has one), then the body.
+pub fn plan_markdown(title: &str, body: &str) -> String {
+    if title.is_empty() {
+        body.to_owned()
+    } else {
+        format!("# {title}\n\n{body}")
+    }
+}
+
 /// One submitted plan, never overwritten, with where it stands.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -119,11 +128,7 @@ impl Revision {
     /// The plan as its file read: the title as a heading, then the body. What a person reads,
     /// what diffs compare and what the hash covers.
     pub fn markdown(&self) -> String {
-        if self.title.is_empty() {
-            self.body.clone()
-        } else {
-            format!("# {}\n\n{}", self.title, self.body)
-        }
+        plan_markdown(&self.title, &self.body)
     }
 
     /// Whether two revisions are of one plan (same run, same file): only those compare.

@@ -62,8 +62,8 @@ test("a Claude Code plan shows in the app with its source, a notification naming
     await until('the notification', () => monitor.text().includes('from Claude Code requires approval'));
     assert.ok(monitor.text().includes('Add rate limiting'), 'it names the plan too');
     await app.click('#inbox li');
-    await app.find('#plan-source');
-    assert.match(await app.text('#plan-source'), /^From Claude Code · /);
+    await app.find('#plan-from');
+    assert.match(await app.text('#plan-from'), /^From Claude Code · /);
     assert.equal(await app.text('#plan-title'), 'Add rate limiting');
     await app.screenshot(join(ARTIFACTS, 'agent-plan.png'));
     await app.click('#approve');

@@ -60,9 +60,17 @@ export class Session {
   }
 
   async find(css, timeout) {
-    await this.waitFor(`document.querySelector(${JSON.stringify(css)})`, { timeout, what: css });
-    const found = await this.cmd('POST', '/element', { using: 'css selector', value: css });
-    return found[ELEMENT];
+    // The view may be drawn again between the check and the lookup: look again, a few times.
+    for (let attempt = 0; ; attempt += 1) {
+      await this.waitFor(`document.querySelector(${JSON.stringify(css)})`, { timeout, what: css });
+      try {
+        const found = await this.cmd('POST', '/element', { using: 'css selector', value: css });
+        return found[ELEMENT];
+      } catch (e) {
+        if (attempt >= 5 || !/no such element/.test(e.message)) throw e;
+        await sleep(50);
+      }
+    }
   }
 
   async click(css) {

@@ -532,3 +532,22 @@ fn raw_html_blocks_shown_as_text_are_not_findings() {
         .html
         .contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
 }
+
+#[test]
+fn blocks_name_their_lines_and_nothing_else_carries_a_position() {
+    let html = render_html("# T\n\nSome *text* and a [link](https://x.example).\n\n- one\n- two\n");
+    for tag in start_tags(&html) {
+        if tag.contains("data-sourcepos") {
+            let name = tag.split_whitespace().next().unwrap();
+            assert!(BLOCKS.contains(&name), "only blocks carry lines: <{tag}>");
+        }
+    }
+    assert!(html.contains("<p data-sourcepos=\"3:1-3:44\">"), "{html}");
+    assert!(html.contains("<li data-sourcepos=\"6:1-6:5\">"), "{html}");
+    for good in ["1:1-1:3", "12:4-130:1"] {
+        assert!(is_sourcepos(good), "{good}");
+    }
+    for bad in ["", "1:1", "1:1-", "a:1-1:1", "1:1-1:1 onclick=x", "1:1-1:1-2:2", "-1:1-1:1"] {
+        assert!(!is_sourcepos(bad), "{bad}");
+    }
+}

@@ -547,7 +547,15 @@ fn blocks_name_their_lines_and_nothing_else_carries_a_position() {
     for good in ["1:1-1:3", "12:4-130:1"] {
         assert!(is_sourcepos(good), "{good}");
     }
-    for bad in ["", "1:1", "1:1-", "a:1-1:1", "1:1-1:1 onclick=x", "1:1-1:1-2:2", "-1:1-1:1"] {
+    for bad in [
+        "",
+        "1:1",
+        "1:1-",
+        "a:1-1:1",
+        "1:1-1:1 onclick=x",
+        "1:1-1:1-2:2",
+        "-1:1-1:1",
+    ] {
         assert!(!is_sourcepos(bad), "{bad}");
     }
 }

@@ -89,11 +89,15 @@ pub struct AuditView {
 
 #[tauri::command]
 pub async fn audit(state: State<'_, AppState>, run_id: Option<String>) -> Result<AuditView> {
+    // The chain is checked over the whole trail; one run's entries are a part of it.
     let review = state.engine.review();
-    Ok(AuditView {
-        entries: review.audit(run_id.as_deref()).await?,
-        check: review.verify_audit().await?,
-    })
+    let all = review.audit(None).await?;
+    let check = plandesk::review::check_chain(&all);
+    let entries = match run_id {
+        Some(run) => all.into_iter().filter(|e| e.run_id == run).collect(),
+        None => all,
+    };
+    Ok(AuditView { entries, check })
 }
 
 /// Saves the audit trail as JSON lines where the person chooses; `None` if they cancelled.

@@ -563,13 +563,7 @@ pub fn next(text: &str) {
 /// Comments, each with its lines quoted and where it stands.
 pub fn comments(comments: &[Comment]) {
     for c in comments {
-        let lines = |l: plandesk::review::Lines| {
-            if l.start == l.end {
-                format!("line {}", l.start)
-            } else {
-                format!("lines {}-{}", l.start, l.end)
-            }
-        };
+        let lines = |l: plandesk::review::Lines| l.label().to_lowercase();
         let state = match c.state {
             CommentState::Open => "open",
             CommentState::Resolved => "resolved",

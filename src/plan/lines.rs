@@ -18,49 +18,68 @@ pub struct LineFate {
     pub now: Option<(usize, usize)>,
 }
 
-/// Where lines `start..=end` (1-based) of `old` went in `new`.
-pub fn follow_lines(old: &str, new: &str, start: usize, end: usize) -> LineFate {
-    let old_lines: Vec<&str> = old.lines().collect();
-    let new_lines: Vec<&str> = new.lines().collect();
-    let (first, last) = (start.max(1) - 1, end.min(old_lines.len()));
-    if first >= last {
-        return LineFate {
-            unchanged: false,
-            now: None,
-        };
-    }
-    let diff = TextDiff::configure()
-        .deadline(Instant::now() + DIFF_DEADLINE)
-        .diff_slices(&old_lines, &new_lines);
-    let mut unchanged = true;
-    let mut now: Option<(usize, usize)> = None;
-    let mut cover = |from: usize, to: usize| {
-        now = Some(match now {
-            Some((a, b)) => (a.min(from), b.max(to)),
-            None => (from, to),
-        });
-    };
-    for op in diff.ops() {
-        let (old_range, new_range) = (op.old_range(), op.new_range());
-        let overlap = old_range.start.max(first)..old_range.end.min(last);
-        if overlap.is_empty() {
-            continue;
+/// How the lines of an old revision map onto a new one: one line diff, under the comparisons'
+/// deadline, that every comment on the old revision is followed through.
+#[derive(Debug, Clone)]
+pub struct LineMap {
+    ops: Vec<DiffOp>,
+    old_len: usize,
+}
+
+impl LineMap {
+    pub fn between(old: &str, new: &str) -> Self {
+        let old_lines: Vec<&str> = old.lines().collect();
+        let new_lines: Vec<&str> = new.lines().collect();
+        let ops = TextDiff::configure()
+            .deadline(Instant::now() + DIFF_DEADLINE)
+            .diff_slices(&old_lines, &new_lines)
+            .ops()
+            .to_vec();
+        Self {
+            ops,
+            old_len: old_lines.len(),
         }
-        match *op {
-            DiffOp::Equal { .. } => {
-                let shift = |i: usize| i - old_range.start + new_range.start + 1;
-                cover(shift(overlap.start), shift(overlap.end - 1));
+    }
+
+    /// Where lines `start..=end` (1-based) of the old revision went in the new one.
+    pub fn follow(&self, start: usize, end: usize) -> LineFate {
+        let (first, last) = (start.max(1) - 1, end.min(self.old_len));
+        if first >= last {
+            return LineFate {
+                unchanged: false,
+                now: None,
+            };
+        }
+        let mut unchanged = true;
+        let mut now: Option<(usize, usize)> = None;
+        let mut cover = |from: usize, to: usize| {
+            now = Some(match now {
+                Some((a, b)) => (a.min(from), b.max(to)),
+                None => (from, to),
+            });
+        };
+        for op in &self.ops {
+            let (old_range, new_range) = (op.old_range(), op.new_range());
+            let overlap = old_range.start.max(first)..old_range.end.min(last);
+            if overlap.is_empty() {
+                continue;
             }
-            DiffOp::Delete { .. } => unchanged = false,
-            DiffOp::Replace { .. } | DiffOp::Insert { .. } => {
-                unchanged = false;
-                if !new_range.is_empty() {
-                    cover(new_range.start + 1, new_range.end);
+            match *op {
+                DiffOp::Equal { .. } => {
+                    let shift = |i: usize| i - old_range.start + new_range.start + 1;
+                    cover(shift(overlap.start), shift(overlap.end - 1));
+                }
+                DiffOp::Delete { .. } => unchanged = false,
+                DiffOp::Replace { .. } | DiffOp::Insert { .. } => {
+                    unchanged = false;
+                    if !new_range.is_empty() {
+                        cover(new_range.start + 1, new_range.end);
+                    }
                 }
             }
         }
+        LineFate { unchanged, now }
     }
-    LineFate { unchanged, now }
 }
 
 /// A unified diff (3 lines of context) from `old` to `new`, headed with their names.
@@ -77,6 +96,10 @@ pub fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn follow_lines(old: &str, new: &str, start: usize, end: usize) -> LineFate {
+        LineMap::between(old, new).follow(start, end)
+    }
 
     const OLD: &str = "# Plan\n\n1. Measure\n2. Cache with LRU\n3. Ship\n";
 

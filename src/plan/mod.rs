@@ -8,7 +8,7 @@ pub mod render;
 pub use diff::{
     side_by_side, side_by_side_within, DiffLine, DiffRow, RowKind, Segment, SideBySide,
 };
-pub use lines::{follow_lines, unified, LineFate};
+pub use lines::{unified, LineFate, LineMap};
 pub use render::{
     render, render_html, render_source, Fallback, HiddenContent, HiddenKind, Rendered,
 };

@@ -3,13 +3,14 @@
 //! comment is shown where its lines went, addressed (they changed or went) or not (unchanged),
 //! until the reviewer resolves it.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
 use super::{Review, ReviewError, Revision};
 use crate::clock::Millis;
-use crate::plan::follow_lines;
+use crate::plan::LineMap;
 use crate::store::{CommentRow, NewComment};
 
 /// Longest comment kept (characters).
@@ -42,7 +43,16 @@ impl Lines {
         Ok(Lines { start, end })
     }
 
-    fn label(self) -> String {
+    /// The lines a stored comment was made on.
+    fn of(row: &CommentRow) -> Lines {
+        Lines {
+            start: row.line_start,
+            end: row.line_end,
+        }
+    }
+
+    /// `Line 3` or `Lines 3-5`.
+    pub fn label(self) -> String {
         if self.start == self.end {
             format!("Line {}", self.start)
         } else {
@@ -93,15 +103,13 @@ fn comment(
     state: CommentState,
     now: Option<Lines>,
 ) -> Comment {
+    let lines = Lines::of(&row);
     Comment {
         id: row.id,
         run_id: row.run_id,
         revision_id: row.revision_id,
         revision_no: made_on.revision_no,
-        lines: Lines {
-            start: row.line_start,
-            end: row.line_end,
-        },
+        lines,
         quote: row.quote,
         text: row.body,
         author: row.author,
@@ -180,10 +188,7 @@ impl Review {
             .set_comment_resolved(id, resolved, &by, self.clock.now())
             .await?;
         let revision = self.revision_by_id(row.revision_id).await?;
-        let lines = Lines {
-            start: row.line_start,
-            end: row.line_end,
-        };
+        let lines = Lines::of(&row);
         let state = if row.resolved_at.is_some() {
             CommentState::Resolved
         } else {
@@ -193,11 +198,13 @@ impl Review {
     }
 
     /// The comments to show with a revision: its own, and those on the earlier revisions of its
-    /// plan, each where its lines are now and whether it was addressed. Oldest first.
+    /// plan, each where its lines are now and whether it was addressed. Oldest first. Each
+    /// earlier revision is diffed against this one once, however many comments it has.
     pub async fn comments(&self, revision: &Revision) -> Result<Vec<Comment>, ReviewError> {
         let thread = self.thread(revision).await?;
         let rows = self.store.comments(&revision.run_id).await?;
         let shown = revision.markdown();
+        let mut maps: HashMap<i64, LineMap> = HashMap::new();
         let mut out = Vec::new();
         for row in rows {
             let Some(made_on) = thread.iter().find(|r| r.id == row.revision_id) else {
@@ -208,19 +215,14 @@ impl Review {
             {
                 continue;
             }
-            let lines = Lines {
-                start: row.line_start,
-                end: row.line_end,
-            };
+            let lines = Lines::of(&row);
             let (state, now) = if made_on.id == revision.id {
                 (CommentState::Open, Some(lines))
             } else {
-                let fate = follow_lines(
-                    &made_on.markdown(),
-                    &shown,
-                    lines.start as usize,
-                    lines.end as usize,
-                );
+                let fate = maps
+                    .entry(made_on.id)
+                    .or_insert_with(|| LineMap::between(&made_on.markdown(), &shown))
+                    .follow(lines.start as usize, lines.end as usize);
                 let now = fate.now.map(|(start, end)| Lines {
                     start: start as i64,
                     end: end as i64,
@@ -243,28 +245,31 @@ impl Review {
 
     /// The feedback a rejection of `revision` sends: its open comments, each quoting its lines
     /// with their numbers, then `note` (the overall feedback). `None` when there is neither.
+    /// Only this revision's own comments count, so nothing is diffed.
     pub async fn compiled_feedback(
         &self,
         revision: &Revision,
         note: Option<&str>,
     ) -> Result<Option<String>, ReviewError> {
         let note = note.map(str::trim).filter(|n| !n.is_empty());
-        let open: Vec<Comment> = self
-            .comments(revision)
+        let open: Vec<CommentRow> = self
+            .store
+            .comments(&revision.run_id)
             .await?
             .into_iter()
-            .filter(|c| c.state == CommentState::Open)
+            .filter(|c| c.revision_id == revision.id && c.resolved_at.is_none())
             .collect();
         if open.is_empty() {
             return Ok(note.map(str::to_owned));
         }
         let mut text = format!("Comments on lines of {}:\n", revision.path);
         for c in &open {
-            let _ = write!(text, "\n{}:\n", c.lines.label());
-            for (number, line) in (c.lines.start..).zip(c.quote.lines()) {
+            let lines = Lines::of(c);
+            let _ = write!(text, "\n{}:\n", lines.label());
+            for (number, line) in (lines.start..).zip(c.quote.lines()) {
                 let _ = writeln!(text, "> {number} | {line}");
             }
-            let _ = writeln!(text, "{}", c.text);
+            let _ = writeln!(text, "{}", c.body);
         }
         if let Some(note) = note {
             let _ = write!(text, "\nOverall: {note}\n");

@@ -266,15 +266,21 @@ impl Review {
     pub async fn view(&self, id: i64) -> Result<RevisionView, ReviewError> {
         let revision = self.revision_by_id(id).await?;
         let thread = self.thread(&revision).await?;
-        let (renders, sha, markdown) = (
+        let markdown = revision.markdown();
+        let (renders, sha, source) = (
             self.renders.clone(),
             revision.sha256.clone(),
-            revision.markdown(),
+            markdown.clone(),
         );
-        let rendered = tokio::task::spawn_blocking(move || renders.get(&sha, &markdown))
+        let rendered = tokio::task::spawn_blocking(move || renders.get(&sha, &source))
             .await
-            .unwrap_or_else(|_| Arc::new(RenderedPlan::of(&revision.markdown())));
-        Ok(view_from(revision, thread.len() as i64, &rendered))
+            .unwrap_or_else(|_| Arc::new(RenderedPlan::of(&markdown)));
+        Ok(view_from(
+            revision,
+            markdown,
+            thread.len() as i64,
+            &rendered,
+        ))
     }
 
     /// Two revisions of one plan side by side, older on the left, with the decisions between.
@@ -341,12 +347,14 @@ impl Review {
 /// The rule for showing a revision: the whole plan (title heading and body) rendered, beside
 /// the exact text the agent acts on.
 pub fn view_of(revision: Revision, revisions_in_thread: i64) -> RevisionView {
-    let rendered = RenderedPlan::of(&revision.markdown());
-    view_from(revision, revisions_in_thread, &rendered)
+    let markdown = revision.markdown();
+    let rendered = RenderedPlan::of(&markdown);
+    view_from(revision, markdown, revisions_in_thread, &rendered)
 }
 
 fn view_from(
     revision: Revision,
+    markdown: String,
     revisions_in_thread: i64,
     rendered: &RenderedPlan,
 ) -> RevisionView {
@@ -356,7 +364,7 @@ fn view_from(
         fallback: rendered.rendered.fallback.clone(),
         hidden: rendered.rendered.hidden.clone(),
         hidden_omitted: rendered.rendered.hidden_omitted,
-        markdown: revision.markdown(),
+        markdown,
         revision,
         revisions_in_thread,
     }

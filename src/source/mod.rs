@@ -19,7 +19,7 @@ use crate::engine::Engine;
 use crate::review::{Decision, ExternalPlan, ReviewError, WaitEvent};
 use crate::store::{Action, SourceKind};
 use crate::tool::submit_plan::{
-    edited_text, notes_text, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
+    approval_addendum, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
 };
 use crate::workspace::MAX_FILE_BYTES;
 
@@ -68,14 +68,10 @@ pub struct EditedPlan {
 impl Approval {
     /// What follows the plan or the approval text for the agent: the edit, then the notes.
     pub fn addendum(&self) -> String {
-        let mut text = String::new();
-        if let Some(edit) = &self.edit {
-            text.push_str(&edited_text(&edit.by, &edit.diff));
-        }
-        if let Some(notes) = &self.notes {
-            text.push_str(&notes_text(notes));
-        }
-        text
+        approval_addendum(
+            self.edit.as_ref().map(|e| (e.by.as_str(), e.diff.as_str())),
+            self.notes.as_deref(),
+        )
     }
 }
 

@@ -197,7 +197,6 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn add_comment(&self, comment: &NewComment<'_>) -> Result<CommentRow, StoreError>;
     /// A run's comments, oldest first.
     async fn comments(&self, run_id: &str) -> Result<Vec<CommentRow>, StoreError>;
-    async fn comment(&self, id: i64) -> Result<CommentRow, StoreError>;
     /// Resolves a comment, or reopens it (`resolved` false).
     async fn set_comment_resolved(
         &self,

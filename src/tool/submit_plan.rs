@@ -25,12 +25,12 @@ pub fn rejected_with_feedback_text(feedback: &str) -> String {
 }
 
 /// What approval notes add to the text an agent reads (ours).
-pub fn notes_text(notes: &str) -> String {
+fn notes_text(notes: &str) -> String {
     format!("\n\nReviewer notes: {}", notes.trim())
 }
 
 /// What the approval of a plan a reviewer edited adds (ours): that they changed it, and how.
-pub fn edited_text(by: &str, diff: &str) -> String {
+fn edited_text(by: &str, diff: &str) -> String {
     format!(
         "\n\nThe reviewer{} changed the plan before approving it: the approved plan is their \
          version, which the plan file holds too. Their changes:\n\n```diff\n{}\n```",
@@ -40,6 +40,19 @@ pub fn edited_text(by: &str, diff: &str) -> String {
         },
         diff.trim_end()
     )
+}
+
+/// What follows the contract's approval text (ours): the reviewer's edit (who, and the diff),
+/// then their notes. Empty without either, so a plain approval stays exactly the contract's.
+pub fn approval_addendum(edit: Option<(&str, &str)>, notes: Option<&str>) -> String {
+    let mut text = String::new();
+    if let Some((by, diff)) = edit {
+        text.push_str(&edited_text(by, diff));
+    }
+    if let Some(notes) = notes.map(str::trim).filter(|n| !n.is_empty()) {
+        text.push_str(&notes_text(notes));
+    }
+    text
 }
 
 /// A plan file split into its title and body, as the host shows it.
@@ -222,19 +235,13 @@ pub fn result_for(data: &Value) -> ToolOutcome {
         // Ours: a reviewer's edit and approval notes follow the contract's text; without them
         // it is exact.
         Some("approved") => {
-            let mut text = APPROVED_TEXT.to_owned();
             let edit = data.get("edit");
-            if let (Some(by), Some(diff)) = (
-                edit.and_then(|e| e.get("by")).and_then(Value::as_str),
-                edit.and_then(|e| e.get("diff")).and_then(Value::as_str),
-            ) {
-                text.push_str(&edited_text(by, diff));
-            }
-            match data.get("notes").and_then(Value::as_str).map(str::trim) {
-                Some(notes) if !notes.is_empty() => text.push_str(&notes_text(notes)),
-                _ => {}
-            }
-            text
+            let edit = edit
+                .and_then(|e| e.get("by"))
+                .and_then(Value::as_str)
+                .zip(edit.and_then(|e| e.get("diff")).and_then(Value::as_str));
+            let notes = data.get("notes").and_then(Value::as_str);
+            format!("{APPROVED_TEXT}{}", approval_addendum(edit, notes))
         }
         Some("rejected") if !feedback.is_empty() => {
             submitted.insert("feedback".to_owned(), json!(feedback));

@@ -317,10 +317,6 @@ impl Store for SqliteStore {
         comments::of_run(&self.conn(), run_id)
     }
 
-    async fn comment(&self, id: i64) -> Result<CommentRow, StoreError> {
-        comments::one(&self.conn(), id)
-    }
-
     async fn set_comment_resolved(
         &self,
         id: i64,

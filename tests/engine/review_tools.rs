@@ -150,6 +150,9 @@ fn comments_name_real_lines_and_say_something() {
     }
     let err = fx.refused(&["comment", &first, "--lines", "3", "   "]);
     assert!(err.contains("the comment is empty"), "{err}");
+    let long = "x".repeat(8_001);
+    let err = fx.refused(&["comment", &first, "--lines", "3", &long]);
+    assert!(err.contains("longer than 8000 characters"), "{err}");
     let err = fx.refused(&["resolve", "999"]);
     assert!(err.contains("no comment 999"), "{err}");
 }
@@ -241,6 +244,9 @@ fn edits_are_refused_when_they_change_nothing_or_come_too_late() {
     let empty = fx.write("empty.md", b"\n\n");
     let err = fx.refused(&["edit", &id, "--file", empty.to_str().unwrap()]);
     assert!(err.contains("empty"), "{err}");
+    let huge = fx.write("huge.md", &vec![b'a'; 1024 * 1024 + 1]);
+    let err = fx.refused(&["edit", &id, "--file", huge.to_str().unwrap()]);
+    assert!(err.contains("larger than a plan may be"), "{err}");
     let binary = fx.write("bin.md", &[0xff, 0xfe, 0x00]);
     let err = fx.refused(&["edit", &id, "--file", binary.to_str().unwrap()]);
     assert!(err.contains("not UTF-8"), "{err}");

@@ -15,8 +15,8 @@ use plandesk::source::mcp::{self, McpOptions};
 use plandesk::source::{
     self, claude, codex, gemini, review_plan, stop_requested, SourceError, WaitSettings,
 };
-use plandesk::store::StoreError;
-use plandesk::Engine;
+use plandesk::store::{StoreError, StoreLocation};
+use plandesk::{Engine, EngineError};
 
 /// Where the deadline can also come from, for hooks installed without one.
 pub const DEADLINE_ENV: &str = "PLANDESK_HOOK_DEADLINE";
@@ -92,8 +92,13 @@ impl Agent {
 /// `plandesk hook AGENT`: reads the agent's payload, waits for a decision, prints the answer.
 /// Always exits 0 with an explicit answer (non-zero exits and silence are read as approval by
 /// some agents).
-pub async fn hook(agent: Agent, data_dir: &Path, deadline: Option<String>) -> ExitCode {
-    let answer = match run_hook(agent, data_dir, deadline).await {
+pub async fn hook(
+    agent: Agent,
+    data_dir: &Path,
+    store: Option<&str>,
+    deadline: Option<String>,
+) -> ExitCode {
+    let answer = match run_hook(agent, data_dir, store, deadline).await {
         Ok(answer) => answer,
         Err(err) => {
             eprintln!("plandesk hook: {err}");
@@ -111,6 +116,7 @@ pub async fn hook(agent: Agent, data_dir: &Path, deadline: Option<String>) -> Ex
 async fn run_hook(
     agent: Agent,
     data_dir: &Path,
+    store: Option<&str>,
     deadline: Option<String>,
 ) -> Result<Option<String>, SourceError> {
     // Who started this hook, taken before anything can go away.
@@ -132,12 +138,13 @@ async fn run_hook(
     }
     .unwrap_or(Duration::from_secs(install::HOOK_TIMEOUT_SECS));
     settings.deadline = Some(hook_deadline(settings.deadline, agent_timeout));
+    let store = StoreLocation::choose(store, data_dir).map_err(EngineError::from)?;
     match agent {
         Agent::ClaudeCode => {
             let Some(call) = claude::parse(&input)? else {
                 return Ok(None);
             };
-            let engine = Engine::open_as(data_dir, "hook:claude-code")?;
+            let engine = Engine::open_at(&store, "hook:claude-code").await?;
             let answer =
                 review_plan(&engine, call.plan.clone(), &settings, stop(&agent_watch)).await?;
             Ok(claude::answer(&call, &answer))
@@ -146,7 +153,7 @@ async fn run_hook(
             let Some(plan) = codex::parse(&input)? else {
                 return Ok(None);
             };
-            let engine = Engine::open_as(data_dir, "hook:codex")?;
+            let engine = Engine::open_at(&store, "hook:codex").await?;
             match review_plan(&engine, plan, &settings, stop(&agent_watch)).await {
                 Ok(answer) => Ok(codex::answer(&answer)),
                 // This plan was already decided (the Stop that follows a decision): let it stop.
@@ -162,7 +169,7 @@ async fn run_hook(
                 gemini::Call::NotOurs => Ok(None),
                 gemini::Call::Unwritten(reason) => Ok(Some(gemini::deny(&reason))),
                 gemini::Call::Review(plan) => {
-                    let engine = Engine::open_as(data_dir, "hook:gemini")?;
+                    let engine = Engine::open_at(&store, "hook:gemini").await?;
                     let answer = review_plan(&engine, plan, &settings, stop(&agent_watch)).await?;
                     Ok(Some(gemini::answer(&answer)))
                 }
@@ -276,6 +283,7 @@ fn is_shell_wrapper(pid: u32) -> bool {
 /// `plandesk mcp`: serves until the client closes stdin.
 pub async fn mcp(
     data_dir: &Path,
+    store: &StoreLocation,
     workspace: Option<PathBuf>,
     plans_dir: Option<String>,
     deadline: Option<String>,
@@ -284,7 +292,7 @@ pub async fn mcp(
         Some(dir) => dir,
         None => std::env::current_dir()?,
     };
-    let engine = Engine::open_as(data_dir, "mcp")?;
+    let engine = Engine::open_at(store, "mcp").await?;
     let options = McpOptions {
         workspace,
         plans_dir,

@@ -16,7 +16,7 @@ use plandesk::model::select::{self, DefaultModel, MODEL_SETTING};
 use plandesk::review;
 use plandesk::run::RunError;
 use plandesk::secret::{self, ApiKey, KeyError, KeyProvider, KeySource};
-use plandesk::store::default_data_dir;
+use plandesk::store::{default_data_dir, StoreLocation};
 use plandesk::{Engine, EngineError, RunStatus, StartOptions, Verdict};
 
 #[derive(Debug, Parser)]
@@ -29,6 +29,10 @@ struct Cli {
     /// Where the store lives [default: $PLANDESK_DATA_DIR, else the user's data folder]
     #[arg(long, global = true, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// A team's shared store, `postgres://USER@HOST/DATABASE` [default: $PLANDESK_STORE, else
+    /// the SQLite file in the data folder]
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
     /// Machine-readable output: one chunk per line for streams, one JSON document for listings
     #[arg(long, global = true)]
     json: bool,
@@ -271,14 +275,20 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         } => return agents::install(&agent, uninstall, print, cli.data_dir.clone()),
         Command::Hook { agent, deadline } => {
             let agent = agents::Agent::parse(&agent).ok_or_else(|| anyhow!("unknown agent"))?;
-            return Ok(agents::hook(agent, &data_dir, deadline).await);
+            return Ok(agents::hook(agent, &data_dir, cli.store.as_deref(), deadline).await);
         }
         Command::Mcp {
             workspace,
             plans_dir,
             deadline,
-        } => return agents::mcp(&data_dir, workspace, plans_dir, deadline).await,
-        _ => Engine::open(&data_dir)?,
+        } => {
+            let store = StoreLocation::choose(cli.store.as_deref(), &data_dir)?;
+            return agents::mcp(&data_dir, &store, workspace, plans_dir, deadline).await;
+        }
+        _ => {
+            let store = StoreLocation::choose(cli.store.as_deref(), &data_dir)?;
+            Engine::open_at(&store, "cli").await?
+        }
     };
     let mut printer = print::StreamPrinter::new(json);
     let report = match cli.command {

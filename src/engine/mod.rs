@@ -27,7 +27,7 @@ use crate::mode::{self, AgentController};
 use crate::model;
 use crate::review::{Review, ReviewItem};
 use crate::run::{Phase, RunState, RunStatus, Stored, SCHEMA_VERSION};
-use crate::store::{Actor, NewRun, Source, SqliteStore, Store};
+use crate::store::{Actor, NewRun, Source, SqliteStore, Store, StoreLocation};
 use crate::workspace::Workspace;
 
 pub use error::{store_code, EngineError};
@@ -140,6 +140,18 @@ impl Engine {
     pub fn open_as(data_dir: &Path, process: &str) -> Result<Self, EngineError> {
         Ok(Self::new(
             Arc::new(SqliteStore::open(data_dir)?),
+            Arc::new(SystemClock),
+            Arc::new(RandomIds),
+            mode::builtin(),
+        )
+        .with_actor(Actor::local(process)))
+    }
+
+    /// [`Engine::open_as`] on any store: the SQLite file of a data folder, or a team's
+    /// PostgreSQL database.
+    pub async fn open_at(location: &StoreLocation, process: &str) -> Result<Self, EngineError> {
+        Ok(Self::new(
+            location.open().await?,
             Arc::new(SystemClock),
             Arc::new(RandomIds),
             mode::builtin(),

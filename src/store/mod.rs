@@ -4,21 +4,75 @@
 //! append-only event log. It knows no run, mode or tool rules: what is pending is decided above
 //! it and handed in with each commit.
 
+pub mod postgres;
 mod rows;
 pub mod sqlite;
+pub mod words;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
 use crate::clock::Millis;
 
+pub use postgres::PostgresStore;
 pub use rows::*;
 pub use sqlite::SqliteStore;
 
 pub const DB_FILE: &str = "plandesk.db";
 pub const DATA_DIR_ENV: &str = "PLANDESK_DATA_DIR";
+/// A shared store for a team: a `postgres://` URL (else the SQLite file in the data folder).
+pub const STORE_ENV: &str = "PLANDESK_STORE";
+
+/// Which store a process uses.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// The embedded SQLite file in this data folder (one person, one machine).
+    Sqlite(PathBuf),
+    /// A PostgreSQL database shared by a team (the URL may hold a password: never shown).
+    Postgres(String),
+}
+
+impl std::fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sqlite(dir) => f.debug_tuple("Sqlite").field(dir).finish(),
+            Self::Postgres(_) => f.write_str("Postgres(..)"),
+        }
+    }
+}
+
+impl StoreLocation {
+    /// The store `--store` (else `PLANDESK_STORE`) names; without either, the SQLite file in
+    /// `data_dir`. Anything but a `postgres://` URL is refused with what was given.
+    pub fn choose(store: Option<&str>, data_dir: &Path) -> Result<Self, StoreError> {
+        let env = std::env::var(STORE_ENV).ok();
+        match store
+            .or(env.as_deref())
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            None => Ok(Self::Sqlite(data_dir.to_owned())),
+            Some(url) if postgres::is_postgres_url(url) => Ok(Self::Postgres(url.to_owned())),
+            Some(other) => Err(StoreError::Open {
+                path: PathBuf::from(other.chars().take(40).collect::<String>()),
+                message: "a shared store is a PostgreSQL URL (postgres://user@host/database); \
+                          leave it out to use the SQLite file in the data folder"
+                    .into(),
+            }),
+        }
+    }
+
+    /// Opens the store, creating or upgrading it.
+    pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
+        Ok(match self {
+            Self::Sqlite(dir) => Arc::new(SqliteStore::open(dir)?),
+            Self::Postgres(url) => Arc::new(PostgresStore::open(url).await?),
+        })
+    }
+}
 
 /// Where the store lives: `--data-dir`, else `PLANDESK_DATA_DIR`, else the user's data folder.
 pub fn default_data_dir() -> PathBuf {

@@ -2,6 +2,7 @@
 //! Engine behaviour through the real `plandesk` binary (a new process per call, a real SQLite
 //! file) and through the library API. One binary, a module per area.
 
+mod pg;
 mod support;
 
 mod agents;
@@ -10,6 +11,7 @@ mod audit;
 mod call_ids;
 mod claims;
 mod cli_output;
+mod conformance;
 mod crash;
 mod determinism;
 mod hostile;

@@ -1,0 +1,361 @@
+//! `pending` (the open review items, one per call that waits for a person: a commit replaces a
+//! run's set, a decision closes one) and `decisions` (at most one per item, bound to the plan
+//! revision it was made on).
+
+use deadpool_postgres::GenericClient;
+use serde_json::json;
+use tokio_postgres::Row;
+
+use super::{col, execute, json, log, revisions, row, rows, runs, word, Tx};
+use crate::clock::Millis;
+use crate::store::*;
+
+pub(super) const DECISION_COLUMNS: &str =
+    "d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, d.resume_data, d.decided_at";
+
+/// A decision from the row's columns `at..at + 8`, or `None` when they are NULL (an outer join).
+pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
+    let Some(id) = col::<Option<i64>>(r, at)? else {
+        return Ok(None);
+    };
+    Ok(Some(DecisionRow {
+        id,
+        run_id: col(r, at + 1)?,
+        tool_call_id: col(r, at + 2)?,
+        revision_id: col(r, at + 3)?,
+        action: word(Action::parse, r, at + 4)?,
+        feedback: col(r, at + 5)?,
+        resume_data: json(r, at + 6)?,
+        decided_at: col(r, at + 7)?,
+    }))
+}
+
+pub(super) async fn decision(
+    c: &impl GenericClient,
+    run_id: &str,
+    tool_call_id: &str,
+) -> Result<Option<DecisionRow>, StoreError> {
+    let found = row(
+        c,
+        "find decision",
+        &format!("SELECT {DECISION_COLUMNS} FROM decisions d WHERE d.run_id = $1 AND d.tool_call_id = $2"),
+        &[&run_id, &tool_call_id],
+    )
+    .await?;
+    match found {
+        Some(r) => decision_at(&r, 0),
+        None => Ok(None),
+    }
+}
+
+/// Makes the run's open items exactly `open` (less those already decided), recording each
+/// plan's revision the first time its item opens.
+pub(super) async fn sync(
+    tx: &Tx<'_>,
+    run_id: &str,
+    open: &[OpenItem],
+    at: Millis,
+    by: &Actor,
+) -> Result<(), StoreError> {
+    let mut keep: Vec<&str> = Vec::with_capacity(open.len());
+    for item in open {
+        let id = item.tool_call_id.as_str();
+        if decision(tx, run_id, id).await?.is_some() {
+            continue;
+        }
+        let revision_id = match &item.plan {
+            Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, at, by).await?),
+            None => None,
+        };
+        insert(tx, run_id, item, revision_id, at, None).await?;
+        keep.push(id);
+    }
+    execute(
+        tx,
+        "close items",
+        "DELETE FROM pending WHERE run_id = $1 AND NOT (tool_call_id = ANY($2::text[]))",
+        &[&run_id, &keep],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Adds an open item (with its waiter, for an outside session's); `false` if it was open already.
+async fn insert(
+    tx: &Tx<'_>,
+    run_id: &str,
+    item: &OpenItem,
+    revision_id: Option<i64>,
+    since: Millis,
+    waiter: Option<&Lease<'_>>,
+) -> Result<bool, StoreError> {
+    let inserted = execute(
+        tx,
+        "open item",
+        "INSERT INTO pending (run_id, tool_call_id, kind, tool_name, args, revision_id, since, waiter, waiter_until)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+        &[
+            &run_id,
+            &item.tool_call_id,
+            &item.kind.as_str(),
+            &item.tool_name,
+            &item.args.to_string(),
+            &revision_id,
+            &since,
+            &waiter.map(|w| w.holder),
+            &waiter.map(|w| w.until),
+        ],
+    )
+    .await?;
+    Ok(inserted == 1)
+}
+
+fn already_decided(run_id: &str, tool_call_id: &str, existing: DecisionRow) -> StoreError {
+    StoreError::AlreadyDecided {
+        run_id: run_id.to_owned(),
+        tool_call_id: tool_call_id.to_owned(),
+        action: existing.action,
+        decided_at: existing.decided_at,
+    }
+}
+
+/// Opens one item of a session's run, leaving its other items alone.
+pub(super) async fn open_one(
+    tx: &Tx<'_>,
+    run_id: &str,
+    item: &OpenItem,
+    waiter: &Lease<'_>,
+    by: &Actor,
+) -> Result<ItemRow, StoreError> {
+    let id = item.tool_call_id.as_str();
+    if let Some(existing) = decision(tx, run_id, id).await? {
+        return Err(already_decided(run_id, id, existing));
+    }
+    let revision_id = match &item.plan {
+        Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, waiter.now, by).await?),
+        None => None,
+    };
+    if !insert(tx, run_id, item, revision_id, waiter.now, Some(waiter)).await? {
+        return Err(StoreError::Invalid {
+            run_id: run_id.to_owned(),
+            message: format!("item {id} is open already"),
+        });
+    }
+    execute(
+        tx,
+        "open item",
+        "UPDATE runs SET status = 'suspended', updated_at = $2 WHERE id = $1",
+        &[&run_id, &waiter.now],
+    )
+    .await?;
+    open(tx, Some(run_id))
+        .await?
+        .into_iter()
+        .find(|i| i.tool_call_id == id)
+        .ok_or_else(|| StoreError::Invalid {
+            run_id: run_id.to_owned(),
+            message: format!("item {id} vanished inside its own transaction"),
+        })
+}
+
+pub(super) async fn renew_waiter(
+    tx: &Tx<'_>,
+    run_id: &str,
+    tool_call_id: &str,
+    waiter: &Lease<'_>,
+) -> Result<bool, StoreError> {
+    let changed = execute(
+        tx,
+        "renew waiter",
+        "UPDATE pending SET waiter_until = $4 WHERE run_id = $1 AND tool_call_id = $2 AND waiter = $3",
+        &[&run_id, &tool_call_id, &waiter.holder, &waiter.until],
+    )
+    .await?;
+    Ok(changed == 1)
+}
+
+pub(super) async fn waited(c: &impl GenericClient) -> Result<Vec<WaitedItem>, StoreError> {
+    rows(
+        c,
+        "list waited items",
+        "SELECT p.run_id, p.tool_call_id, p.waiter, p.waiter_until
+         FROM pending p JOIN runs r ON r.id = p.run_id WHERE r.source != 'engine'",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        let waiter: Option<String> = col(r, 2)?;
+        let until: Option<Millis> = col(r, 3)?;
+        Ok(WaitedItem {
+            run_id: col(r, 0)?,
+            tool_call_id: col(r, 1)?,
+            waiter: waiter.zip(until),
+        })
+    })
+    .collect()
+}
+
+/// Open items with their run's context and plan revision: one query.
+pub(super) async fn open(
+    c: &impl GenericClient,
+    run_id: Option<&str>,
+) -> Result<Vec<ItemRow>, StoreError> {
+    rows(
+        c,
+        "list open items",
+        "SELECT p.run_id, p.tool_call_id, p.kind, p.tool_name, p.args, p.since,
+                r.prompt, r.workspace, r.source, r.session,
+                v.id, v.tool_call_id, v.path, v.title, v.body, v.sha256, v.revision_no,
+                v.submitted_at, v.author
+         FROM pending p JOIN runs r ON r.id = p.run_id
+         LEFT JOIN plan_revisions v ON v.id = p.revision_id
+         WHERE $1::text IS NULL OR p.run_id = $1
+         ORDER BY CASE WHEN $1::text IS NULL THEN -p.since ELSE p.seq END, p.seq DESC",
+        &[&run_id],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        let run_id: String = col(r, 0)?;
+        let revision = match col::<Option<i64>>(r, 10)? {
+            Some(id) => Some(RevisionRow {
+                id,
+                run_id: run_id.clone(),
+                tool_call_id: col(r, 11)?,
+                path: col(r, 12)?,
+                title: col(r, 13)?,
+                body: col(r, 14)?,
+                sha256: col(r, 15)?,
+                revision_no: col(r, 16)?,
+                submitted_at: col(r, 17)?,
+                prompt: col(r, 6)?,
+                open: true,
+                decision: None,
+                author: col(r, 18)?,
+            }),
+            None => None,
+        };
+        Ok(ItemRow {
+            run_id,
+            tool_call_id: col(r, 1)?,
+            kind: word(ItemKind::parse, r, 2)?,
+            tool_name: col(r, 3)?,
+            args: json(r, 4)?,
+            since: col(r, 5)?,
+            prompt: col(r, 6)?,
+            workspace: col(r, 7)?,
+            source: Source {
+                kind: word(SourceKind::parse, r, 8)?,
+                session: col(r, 9)?,
+            },
+            revision,
+        })
+    })
+    .collect()
+}
+
+/// The revision an open item waits on (`None` for an item without a plan), after checking that
+/// the item is open and, with `expect_sha`, that its plan is the one the person saw.
+pub(super) async fn open_revision(
+    tx: &Tx<'_>,
+    run_id: &str,
+    tool_call_id: &str,
+    expect_sha: Option<&str>,
+) -> Result<Option<i64>, StoreError> {
+    let open = row(
+        tx,
+        "find open item",
+        "SELECT revision_id FROM pending WHERE run_id = $1 AND tool_call_id = $2",
+        &[&run_id, &tool_call_id],
+    )
+    .await?;
+    let Some(open) = open else {
+        if let Some(existing) = decision(tx, run_id, tool_call_id).await? {
+            return Err(already_decided(run_id, tool_call_id, existing));
+        }
+        return Err(StoreError::NotPending {
+            run_id: run_id.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+        });
+    };
+    let revision_id: Option<i64> = col(&open, 0)?;
+    if let (Some(expect), Some(revision_id)) = (expect_sha, revision_id) {
+        let revision = revisions::one(tx, revision_id).await?;
+        let expect = expect.to_ascii_lowercase();
+        if expect.is_empty() || !revision.sha256.starts_with(&expect) {
+            return Err(StoreError::StaleRevision {
+                given: expect,
+                pending_no: revision.revision_no,
+                pending_sha: revision.sha256.chars().take(12).collect(),
+                path: revision.path,
+            });
+        }
+    }
+    Ok(revision_id)
+}
+
+/// Checks the item is open (and, with `expect_sha`, that its plan is the one the person saw),
+/// records the decision, closes the item and logs it: all or nothing.
+pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
+    let revision_id = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha).await?;
+    execute(
+        tx,
+        "insert decision",
+        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        &[
+            &d.run_id,
+            &d.tool_call_id,
+            &revision_id,
+            &d.action.as_str(),
+            &d.feedback,
+            &d.resume_data.to_string(),
+            &d.at,
+        ],
+    )
+    .await?;
+    execute(
+        tx,
+        "close item",
+        "DELETE FROM pending WHERE run_id = $1 AND tool_call_id = $2",
+        &[&d.run_id, &d.tool_call_id],
+    )
+    .await?;
+    let data = json!({
+        "toolCallId": d.tool_call_id,
+        "action": d.action,
+        "feedback": d.feedback,
+        "revisionId": revision_id,
+    });
+    log::event(tx, d.run_id, d.at, EventKind::Decided, &data).await?;
+    let sha = match revision_id {
+        Some(id) => Some(revisions::one(tx, id).await?.sha256),
+        None => None,
+    };
+    log::append(
+        tx,
+        log::Entry {
+            at: d.at,
+            actor: &d.by.name,
+            process: &d.by.process,
+            run_id: d.run_id,
+            kind: AuditKind::Decided,
+            revision_sha: sha.as_deref(),
+            data: json!({
+                "toolCallId": d.tool_call_id,
+                "action": d.action,
+                "feedback": d.feedback,
+                "answer": d.answer,
+            }),
+        },
+    )
+    .await?;
+    runs::settle_session(tx, d.run_id, d.at).await?;
+    decision(tx, d.run_id, d.tool_call_id)
+        .await?
+        .ok_or_else(|| StoreError::Invalid {
+            run_id: d.run_id.to_owned(),
+            message: "the decision vanished inside its own transaction".into(),
+        })
+}

@@ -1,0 +1,451 @@
+//! `plan_revisions` (every submitted plan, never overwritten; listings read each revision with
+//! its decision and whether its item is still open in one query) and `comments` (reviewers'
+//! comments on lines of a revision: never deleted, resolving one is recorded).
+
+use std::collections::BTreeSet;
+
+use deadpool_postgres::GenericClient;
+use serde_json::json;
+use tokio_postgres::Row;
+
+use super::items::{decision_at, open_revision, DECISION_COLUMNS};
+use super::{col, execute, log, row, rows, Tx};
+use crate::clock::Millis;
+use crate::store::words::{has_phrase, phrase, words};
+use crate::store::*;
+
+/// How much of a plan's distinct words the search index keeps (a tsvector is limited to 1 MiB);
+/// a plan with more is checked word by word on every search instead, so it is found all the
+/// same and never refused for its size.
+const MAX_INDEX_BYTES: usize = 256 * 1024;
+/// Longest word the index keeps (a plan with a longer one is checked word by word, as above).
+const MAX_WORD_BYTES: usize = 200;
+
+/// A word as a quoted tsvector or tsquery lexeme (ours are letters and digits only; quoted and
+/// escaped all the same, so no text is ever read as syntax).
+fn lexeme(word: &str) -> String {
+    format!("'{}'", word.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+fn select() -> String {
+    // A call can have several revisions (a reviewer's edits): its open item and its decision
+    // belong to the one they name.
+    format!(
+        "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, v.body, v.sha256,
+            v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author, {DECISION_COLUMNS}
+        FROM plan_revisions v
+        JOIN runs r ON r.id = v.run_id
+        LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id
+            AND p.revision_id = v.id
+        LEFT JOIN decisions d ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id
+            AND (d.revision_id IS NULL OR d.revision_id = v.id)"
+    )
+}
+
+fn revision(r: &Row) -> Result<RevisionRow, StoreError> {
+    Ok(RevisionRow {
+        id: col(r, 0)?,
+        run_id: col(r, 1)?,
+        tool_call_id: col(r, 2)?,
+        path: col(r, 3)?,
+        title: col(r, 4)?,
+        body: col(r, 5)?,
+        sha256: col(r, 6)?,
+        revision_no: col(r, 7)?,
+        submitted_at: col(r, 8)?,
+        prompt: col(r, 9)?,
+        open: col(r, 10)?,
+        author: col(r, 11)?,
+        decision: decision_at(r, 12)?,
+    })
+}
+
+/// The search index's entry for a plan: its distinct words as a tsvector literal (written
+/// without PostgreSQL's parser, so words are exactly [`words`]'s), and whether that is all of
+/// them.
+fn index_entry(plan: &PlanText) -> (String, bool) {
+    let all: BTreeSet<String> = words(&plan.title)
+        .into_iter()
+        .chain(words(&plan.body))
+        .collect();
+    let mut literal = String::new();
+    let mut complete = true;
+    for word in &all {
+        if word.len() > MAX_WORD_BYTES || literal.len() + word.len() + 3 > MAX_INDEX_BYTES {
+            complete = false;
+            continue;
+        }
+        if !literal.is_empty() {
+            literal.push(' ');
+        }
+        literal.push_str(&lexeme(word));
+    }
+    (literal, complete)
+}
+
+/// Inserts a revision (numbered among the revisions of the same plan file in the same run).
+async fn insert(
+    tx: &Tx<'_>,
+    run_id: &str,
+    tool_call_id: &str,
+    path: &str,
+    plan: &PlanText,
+    at: Millis,
+    author: Option<&str>,
+) -> Result<i64, StoreError> {
+    let (words, complete) = index_entry(plan);
+    let inserted = row(
+        tx,
+        "insert revision",
+        "INSERT INTO plan_revisions (run_id, tool_call_id, path, title, body, sha256, revision_no,
+                                     submitted_at, author, words, words_complete)
+         VALUES ($1, $2, $3, $4, $5, $6,
+                 (SELECT COUNT(*) + 1 FROM plan_revisions WHERE run_id = $1 AND path = $3),
+                 $7, $8, $9::text::tsvector, $10)
+         RETURNING id",
+        &[
+            &run_id,
+            &tool_call_id,
+            &path,
+            &plan.title,
+            &plan.body,
+            &plan.sha256,
+            &at,
+            &author,
+            &words,
+            &complete,
+        ],
+    )
+    .await?;
+    match inserted {
+        Some(r) => col(&r, 0),
+        None => Err(StoreError::Invalid {
+            run_id: run_id.to_owned(),
+            message: "the new revision has no id".into(),
+        }),
+    }
+}
+
+/// The revision of an item, recorded the first time the item is open (afterwards: its newest,
+/// a reviewer's edit if there is one).
+pub(super) async fn insert_once(
+    tx: &Tx<'_>,
+    run_id: &str,
+    tool_call_id: &str,
+    plan: &PlanText,
+    at: Millis,
+    by: &Actor,
+) -> Result<i64, StoreError> {
+    let existing = row(
+        tx,
+        "find revision",
+        "SELECT id FROM plan_revisions WHERE run_id = $1 AND tool_call_id = $2
+         ORDER BY id DESC LIMIT 1",
+        &[&run_id, &tool_call_id],
+    )
+    .await?;
+    if let Some(existing) = existing {
+        return col(&existing, 0);
+    }
+    let id = insert(tx, run_id, tool_call_id, &plan.path, plan, at, None).await?;
+    let data = json!({"revisionId": id, "toolCallId": tool_call_id, "path": plan.path});
+    log::event(tx, run_id, at, EventKind::PlanSubmitted, &data).await?;
+    log::append(
+        tx,
+        log::Entry {
+            at,
+            actor: "agent",
+            process: &by.process,
+            run_id,
+            kind: AuditKind::Submitted,
+            revision_sha: Some(&plan.sha256),
+            data: json!({"revisionId": id, "toolCallId": tool_call_id, "path": plan.path, "title": plan.title}),
+        },
+    )
+    .await?;
+    Ok(id)
+}
+
+/// A reviewer's edit: a revision of their own, which the open item waits on from now.
+pub(super) async fn edit(tx: &Tx<'_>, e: &NewEdit<'_>) -> Result<RevisionRow, StoreError> {
+    let Some(edited) = open_revision(tx, e.run_id, e.tool_call_id, Some(e.expect_sha)).await?
+    else {
+        return Err(StoreError::Invalid {
+            run_id: e.run_id.to_owned(),
+            message: format!("item {} has no plan to edit", e.tool_call_id),
+        });
+    };
+    let before = one(tx, edited).await?;
+    let plan = e.plan;
+    let id = insert(
+        tx,
+        e.run_id,
+        e.tool_call_id,
+        &before.path,
+        plan,
+        e.at,
+        Some(&e.by.name),
+    )
+    .await?;
+    execute(
+        tx,
+        "point the item at the edit",
+        "UPDATE pending SET revision_id = $3 WHERE run_id = $1 AND tool_call_id = $2",
+        &[&e.run_id, &e.tool_call_id, &id],
+    )
+    .await?;
+    let data = json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": before.path,
+                      "editedRevisionId": edited, "author": e.by.name});
+    log::event(tx, e.run_id, e.at, EventKind::PlanSubmitted, &data).await?;
+    log::append(
+        tx,
+        log::Entry {
+            at: e.at,
+            actor: &e.by.name,
+            process: &e.by.process,
+            run_id: e.run_id,
+            kind: AuditKind::Edited,
+            revision_sha: Some(&plan.sha256),
+            data: json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": before.path,
+                         "editedSha": before.sha256, "title": plan.title}),
+        },
+    )
+    .await?;
+    one(tx, id).await
+}
+
+pub(super) async fn of_run(
+    c: &impl GenericClient,
+    run_id: Option<&str>,
+) -> Result<Vec<RevisionRow>, StoreError> {
+    rows(
+        c,
+        "list revisions",
+        &format!(
+            "{} WHERE $1::text IS NULL OR v.run_id = $1 ORDER BY v.id",
+            select()
+        ),
+        &[&run_id],
+    )
+    .await?
+    .iter()
+    .map(revision)
+    .collect()
+}
+
+/// Revisions (of one run, or all) whose title or body has `typed` in a row (the last word may
+/// be the start of one), oldest first: the index finds the plans that have every word (the last
+/// as a prefix), and each of those is then read for the phrase.
+pub(super) async fn search(
+    c: &impl GenericClient,
+    run_id: Option<&str>,
+    typed: &[String],
+) -> Result<Vec<RevisionRow>, StoreError> {
+    let phrase = phrase(typed);
+    let Some((last, whole)) = phrase.split_last() else {
+        return Ok(Vec::new());
+    };
+    // A word too long for the index is in no indexed plan: only those checked word by word
+    // can have it.
+    let matching = phrase.iter().all(|w| w.len() <= MAX_WORD_BYTES).then(|| {
+        let mut terms: Vec<String> = whole.iter().map(|w| lexeme(w)).collect();
+        terms.push(format!("{}:*", lexeme(last)));
+        terms.join(" & ")
+    });
+    let found = rows(
+        c,
+        "search revisions",
+        &format!(
+            "{} WHERE (v.words @@ $1::text::tsquery OR NOT v.words_complete)
+             AND ($2::text IS NULL OR v.run_id = $2) ORDER BY v.id",
+            select()
+        ),
+        &[&matching, &run_id],
+    )
+    .await?;
+    let mut hits = Vec::new();
+    for r in &found {
+        let candidate = revision(r)?;
+        if has_phrase(&candidate.title, &phrase) || has_phrase(&candidate.body, &phrase) {
+            hits.push(candidate);
+        }
+    }
+    Ok(hits)
+}
+
+pub(super) async fn by_sha(
+    c: &impl GenericClient,
+    prefix: &str,
+) -> Result<Vec<RevisionRow>, StoreError> {
+    // A range scan on the sha index (byte order): every hash that starts with `prefix` sorts
+    // between it and the prefix followed by the highest hex digit.
+    let upper = format!("{prefix}g");
+    rows(
+        c,
+        "find revisions by hash",
+        &format!(
+            "{} WHERE v.sha256 >= $1 AND v.sha256 < $2 ORDER BY v.id",
+            select()
+        ),
+        &[&prefix, &upper],
+    )
+    .await?
+    .iter()
+    .map(revision)
+    .collect()
+}
+
+pub(super) async fn one(c: &impl GenericClient, id: i64) -> Result<RevisionRow, StoreError> {
+    match row(
+        c,
+        "load revision",
+        &format!("{} WHERE v.id = $1", select()),
+        &[&id],
+    )
+    .await?
+    {
+        Some(r) => revision(&r),
+        None => Err(StoreError::UnknownRevision(id)),
+    }
+}
+
+const COMMENT_COLUMNS: &str = "SELECT id, run_id, revision_id, line_start, line_end, quote, body,
+        author, created_at, resolved_by, resolved_at FROM comments";
+
+fn comment(r: &Row) -> Result<CommentRow, StoreError> {
+    Ok(CommentRow {
+        id: col(r, 0)?,
+        run_id: col(r, 1)?,
+        revision_id: col(r, 2)?,
+        line_start: col(r, 3)?,
+        line_end: col(r, 4)?,
+        quote: col(r, 5)?,
+        body: col(r, 6)?,
+        author: col(r, 7)?,
+        created_at: col(r, 8)?,
+        resolved_by: col(r, 9)?,
+        resolved_at: col(r, 10)?,
+    })
+}
+
+pub(super) async fn add_comment(tx: &Tx<'_>, c: &NewComment<'_>) -> Result<CommentRow, StoreError> {
+    let inserted = row(
+        tx,
+        "insert comment",
+        "INSERT INTO comments (run_id, revision_id, line_start, line_end, quote, body, author, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        &[
+            &c.run_id,
+            &c.revision_id,
+            &c.line_start,
+            &c.line_end,
+            &c.quote,
+            &c.body,
+            &c.by.name,
+            &c.at,
+        ],
+    )
+    .await?
+    .ok_or_else(|| StoreError::Invalid {
+        run_id: c.run_id.to_owned(),
+        message: "the new comment has no id".into(),
+    })?;
+    let id: i64 = col(&inserted, 0)?;
+    log::append(
+        tx,
+        log::Entry {
+            at: c.at,
+            actor: &c.by.name,
+            process: &c.by.process,
+            run_id: c.run_id,
+            kind: AuditKind::Commented,
+            revision_sha: Some(c.revision_sha),
+            data: json!({"commentId": id, "revisionId": c.revision_id,
+                         "lines": [c.line_start, c.line_end], "text": c.body}),
+        },
+    )
+    .await?;
+    one_comment(tx, id).await
+}
+
+pub(super) async fn comments(
+    c: &impl GenericClient,
+    run_id: &str,
+) -> Result<Vec<CommentRow>, StoreError> {
+    rows(
+        c,
+        "list comments",
+        &format!("{COMMENT_COLUMNS} WHERE run_id = $1 ORDER BY id"),
+        &[&run_id],
+    )
+    .await?
+    .iter()
+    .map(comment)
+    .collect()
+}
+
+async fn one_comment(c: &impl GenericClient, id: i64) -> Result<CommentRow, StoreError> {
+    match row(
+        c,
+        "load comment",
+        &format!("{COMMENT_COLUMNS} WHERE id = $1"),
+        &[&id],
+    )
+    .await?
+    {
+        Some(r) => comment(&r),
+        None => Err(StoreError::UnknownComment(id)),
+    }
+}
+
+pub(super) async fn set_resolved(
+    tx: &Tx<'_>,
+    id: i64,
+    resolved: bool,
+    by: &Actor,
+    at: Millis,
+) -> Result<CommentRow, StoreError> {
+    let before = one_comment(tx, id).await?;
+    if before.resolved_at.is_some() == resolved {
+        return Ok(before);
+    }
+    let (who, when) = if resolved {
+        (Some(by.name.as_str()), Some(at))
+    } else {
+        (None, None)
+    };
+    execute(
+        tx,
+        "resolve comment",
+        "UPDATE comments SET resolved_by = $2, resolved_at = $3 WHERE id = $1",
+        &[&id, &who, &when],
+    )
+    .await?;
+    let sha = row(
+        tx,
+        "load comment's revision",
+        "SELECT sha256 FROM plan_revisions WHERE id = $1",
+        &[&before.revision_id],
+    )
+    .await?
+    .map(|r| col::<String>(&r, 0))
+    .transpose()?;
+    log::append(
+        tx,
+        log::Entry {
+            at,
+            actor: &by.name,
+            process: &by.process,
+            run_id: &before.run_id,
+            kind: if resolved {
+                AuditKind::CommentResolved
+            } else {
+                AuditKind::CommentReopened
+            },
+            revision_sha: sha.as_deref(),
+            data: json!({"commentId": id}),
+        },
+    )
+    .await?;
+    one_comment(tx, id).await
+}

@@ -1,0 +1,619 @@
+//! The store's contract, checked on both backends: each test below runs once on a SQLite file
+//! and once on a fresh database of a real PostgreSQL server (see `pg.rs`), through the `Store`
+//! trait only, so the two cannot drift apart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use plandesk::store::*;
+use serde_json::json;
+
+static ACTOR: std::sync::LazyLock<Actor> = std::sync::LazyLock::new(|| Actor {
+    name: "ana".into(),
+    process: "test".into(),
+});
+
+/// Each test, once per backend.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let dir = tempfile::tempdir().unwrap();
+                    let location = plandesk::store::StoreLocation::Sqlite(dir.path().to_owned());
+                    super::$name(location).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let location =
+                        plandesk::store::StoreLocation::Postgres(crate::pg::database());
+                    super::$name(location).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(
+    commits_follow_each_other_and_a_stale_one_is_refused,
+    a_claim_is_held_until_released_by_its_holder_or_expired,
+    racing_reviewers_record_exactly_one_decision,
+    a_decision_is_bound_to_the_revision_seen,
+    revisions_list_with_their_decisions_and_are_found_by_hash_and_words,
+    comments_are_resolved_and_reopened_and_the_audit_chain_holds,
+    outside_sessions_open_items_with_waiters,
+    settings_round_trip,
+    another_connections_commit_is_heard,
+    a_store_opened_twice_is_migrated_once,
+);
+
+fn commit<'a>(
+    run_id: &'a str,
+    expect_version: i64,
+    message_count: i64,
+    new_messages: &'a [String],
+    open: &'a [OpenItem],
+) -> Commit<'a> {
+    Commit {
+        run_id,
+        expect_version,
+        schema_version: 1,
+        state: "{}",
+        status: if open.is_empty() {
+            RunStatus::Running
+        } else {
+            RunStatus::Suspended
+        },
+        mode: "plan",
+        message_count,
+        new_messages,
+        open,
+        event: None,
+        at: 1_000 + expect_version,
+        by: &ACTOR,
+    }
+}
+
+fn plan(body: &str) -> PlanText {
+    use sha2::{Digest, Sha256};
+    PlanText {
+        path: "plans/p.md".into(),
+        title: body
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("# ")
+            .into(),
+        body: body.into(),
+        sha256: hex::encode(Sha256::digest(body.as_bytes())),
+    }
+}
+
+fn plan_item(call: &str, body: &str) -> OpenItem {
+    OpenItem {
+        tool_call_id: call.into(),
+        kind: ItemKind::Plan,
+        tool_name: "submit_plan".into(),
+        args: json!({"path": "plans/p.md"}),
+        plan: Some(plan(body)),
+    }
+}
+
+async fn store_with_run(location: &StoreLocation, id: &str) -> Arc<dyn Store> {
+    let store = location.open().await.unwrap();
+    let run = NewRun {
+        id,
+        prompt: "make it faster",
+        model: "demo",
+        workspace: "/ws",
+        source: &Source::engine(),
+    };
+    let first = vec![json!({"role": "user", "content": "make it faster"}).to_string()];
+    store
+        .create_run(&run, &commit(id, 0, 1, &first, &[]))
+        .await
+        .unwrap();
+    store
+}
+
+/// Opens `items` on run `r` (its snapshot version 1 -> 2).
+async fn open_items(store: &dyn Store, items: &[OpenItem]) {
+    store.commit(&commit("r", 1, 1, &[], items)).await.unwrap();
+}
+
+fn decision<'a>(call: &'a str, action: Action, expect_sha: Option<&'a str>) -> NewDecision<'a> {
+    static DATA: std::sync::LazyLock<serde_json::Value> =
+        std::sync::LazyLock::new(|| json!({"approved": true}));
+    NewDecision {
+        run_id: "r",
+        tool_call_id: call,
+        action,
+        feedback: None,
+        resume_data: &DATA,
+        expect_sha,
+        at: 5_000,
+        by: &ACTOR,
+        answer: Some("ok"),
+    }
+}
+
+async fn commits_follow_each_other_and_a_stale_one_is_refused(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let more = vec![json!({"role": "assistant", "content": "ok"}).to_string()];
+    store.commit(&commit("r", 1, 2, &more, &[])).await.unwrap();
+    // A second writer that loaded version 1 too is refused, and nothing of it is kept.
+    let err = store
+        .commit(&commit("r", 1, 2, &[], &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Conflict {
+                expected: 1,
+                found: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Messages must continue where the stored ones end.
+    let err = store
+        .commit(&commit("r", 2, 5, &more, &[]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
+    let loaded = store.load("r").await.unwrap();
+    assert_eq!((loaded.version, loaded.messages.len()), (2, 2));
+    assert_eq!(loaded.messages[1], more[0]);
+    assert_eq!(store.snapshot_count("r").await.unwrap(), 2);
+    assert!(matches!(
+        store.load("nope").await.unwrap_err(),
+        StoreError::UnknownRun(_)
+    ));
+    assert_eq!(store.resolve_run("r").await.unwrap(), "r");
+    assert_eq!(store.runs().await.unwrap().len(), 1);
+}
+
+async fn a_claim_is_held_until_released_by_its_holder_or_expired(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let lease = |holder, until, now| Lease { holder, until, now };
+    assert_eq!(
+        store.claim("r", &lease("a", 100, 0)).await.unwrap(),
+        ClaimOutcome::Claimed
+    );
+    assert_eq!(
+        store.claim("r", &lease("b", 100, 50)).await.unwrap(),
+        ClaimOutcome::Held {
+            holder: "a".into(),
+            until: 100
+        }
+    );
+    store.release("r", "b").await.unwrap();
+    assert!(
+        store.run("r").await.unwrap().holder.is_some(),
+        "only the holder can release"
+    );
+    assert!(!store
+        .take_over("r", "b", &lease("c", 200, 60))
+        .await
+        .unwrap());
+    assert!(store
+        .take_over("r", "a", &lease("c", 200, 60))
+        .await
+        .unwrap());
+    assert!(!store.renew("r", &lease("a", 300, 70)).await.unwrap());
+    assert_eq!(
+        store.claim("r", &lease("d", 400, 201)).await.unwrap(),
+        ClaimOutcome::Claimed,
+        "an expired lease is claimed"
+    );
+    store.release("r", "d").await.unwrap();
+    assert_eq!(store.run("r").await.unwrap().holder, None);
+}
+
+async fn racing_reviewers_record_exactly_one_decision(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let items: Vec<OpenItem> = (0..5)
+        .map(|i| plan_item(&format!("call-{i}"), &format!("# Plan {i}\n\nStep {i}.\n")))
+        .collect();
+    open_items(&*store, &items).await;
+    // Each plan, decided by four reviewers at once, each on a connection of their own.
+    let mut racers = Vec::new();
+    for call in 0..5 {
+        for reviewer in 0..4 {
+            let store = location.open().await.unwrap();
+            racers.push(tokio::spawn(async move {
+                let call = format!("call-{call}");
+                let action = if reviewer % 2 == 0 {
+                    Action::Approved
+                } else {
+                    Action::Rejected
+                };
+                store.record_decision(&decision(&call, action, None)).await
+            }));
+        }
+    }
+    let mut won = 0;
+    for racer in racers {
+        match racer.await.unwrap() {
+            Ok(_) => won += 1,
+            Err(StoreError::AlreadyDecided { .. }) => {}
+            Err(other) => panic!("a racer failed otherwise: {other}"),
+        }
+    }
+    assert_eq!(won, 5, "one winner per plan");
+    assert!(store.open_items(None).await.unwrap().is_empty());
+    let decided = store
+        .audit(Some("r"))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "decided")
+        .count();
+    assert_eq!(decided, 5, "one audit entry per decision");
+    for call in 0..5 {
+        assert!(store
+            .decision("r", &format!("call-{call}"))
+            .await
+            .unwrap()
+            .is_some());
+    }
+}
+
+async fn a_decision_is_bound_to_the_revision_seen(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let item = plan_item("c1", "# Cache\n\nAdd a cache.\n");
+    let seen = item.plan.clone().unwrap().sha256;
+    open_items(&*store, std::slice::from_ref(&item)).await;
+    // A reviewer edits the plan: a decision on the agent's revision is now stale.
+    let edited = plan("# Cache\n\nAdd an LRU cache.\n");
+    let edit = NewEdit {
+        run_id: "r",
+        tool_call_id: "c1",
+        expect_sha: &seen[..12],
+        plan: &edited,
+        by: &ACTOR,
+        at: 2_000,
+    };
+    let revision = store.edit_plan(&edit).await.unwrap();
+    assert_eq!(revision.author.as_deref(), Some("ana"));
+    assert!(revision.open);
+    assert_eq!(revision.revision_no, 2);
+    let err = store.edit_plan(&edit).await.unwrap_err();
+    assert!(matches!(err, StoreError::StaleRevision { .. }), "{err}");
+    let err = store
+        .record_decision(&decision("c1", Action::Approved, Some(&seen)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::StaleRevision { pending_no: 2, .. }),
+        "{err}"
+    );
+    let made = store
+        .record_decision(&decision("c1", Action::Approved, Some(&edited.sha256[..8])))
+        .await
+        .unwrap();
+    assert_eq!(made.revision_id, Some(revision.id));
+    let err = store
+        .record_decision(&decision("c1", Action::Rejected, None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::AlreadyDecided {
+                action: Action::Approved,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = store
+        .record_decision(&decision("c9", Action::Rejected, None))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NotPending { .. }), "{err}");
+    // A decided item is never reopened by a later commit that still lists it.
+    store
+        .commit(&commit("r", 2, 1, &[], &[item]))
+        .await
+        .unwrap();
+    assert!(store.open_items(Some("r")).await.unwrap().is_empty());
+}
+
+async fn revisions_list_with_their_decisions_and_are_found_by_hash_and_words(
+    location: StoreLocation,
+) {
+    let store = store_with_run(&location, "r").await;
+    let bodies = [
+        "# Crème brûlée service\n\nAdd a retry loop to the HTTP client.\n",
+        "# Cache\n\nThe client retries; add a loop.\n",
+        "# Élan\n\nNothing to see.\n",
+    ];
+    let items: Vec<OpenItem> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| plan_item(&format!("c{i}"), body))
+        .collect();
+    open_items(&*store, &items).await;
+    store
+        .record_decision(&decision("c0", Action::Rejected, None))
+        .await
+        .unwrap();
+    let all = store.revisions(Some("r")).await.unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(
+        all.iter().map(|r| r.revision_no).collect::<Vec<_>>(),
+        [1, 2, 3],
+        "numbered per plan file"
+    );
+    assert_eq!(
+        all[0].decision.as_ref().map(|d| d.action),
+        Some(Action::Rejected)
+    );
+    assert!(!all[0].open && all[1].open && all[2].open);
+    assert_eq!(all[1].prompt, "make it faster");
+    assert_eq!(store.revision(all[2].id).await.unwrap(), all[2]);
+    assert!(matches!(
+        store.revision(999_999).await.unwrap_err(),
+        StoreError::UnknownRevision(999_999)
+    ));
+    let by_sha = store.revisions_by_sha(&all[1].sha256[..6]).await.unwrap();
+    assert_eq!(by_sha, vec![all[1].clone()]);
+    assert!(store.revisions_by_sha("zzzz").await.unwrap().is_empty());
+
+    let search = |words: &[&str]| {
+        let store = store.clone();
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        async move {
+            store
+                .search_revisions(None, &words)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.tool_call_id.clone())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        search(&["retry", "lo"]).await,
+        ["c0"],
+        "words in a row, last a prefix"
+    );
+    assert_eq!(search(&["retr"]).await, ["c0", "c1"]);
+    assert_eq!(
+        search(&["creme", "BRULEE"]).await,
+        ["c0"],
+        "accents and case ignored"
+    );
+    assert_eq!(search(&["élan"]).await, ["c2"], "the title counts");
+    assert!(search(&["loop", "retry"]).await.is_empty(), "order matters");
+    assert!(
+        search(&["etry"]).await.is_empty(),
+        "a word's start, not its middle"
+    );
+    assert!(search(&["\"'*:&|!()"]).await.is_empty(), "no search syntax");
+    assert_eq!(
+        store
+            .search_revisions(Some("other"), &["retry".to_string()])
+            .await
+            .unwrap(),
+        vec![]
+    );
+}
+
+async fn comments_are_resolved_and_reopened_and_the_audit_chain_holds(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    open_items(&*store, &[plan_item("c1", "# A\n\nline two\nline three\n")]).await;
+    let revision = store.revisions(Some("r")).await.unwrap().remove(0);
+    let comment = store
+        .add_comment(&NewComment {
+            run_id: "r",
+            revision_id: revision.id,
+            revision_sha: &revision.sha256,
+            line_start: 3,
+            line_end: 4,
+            quote: "line two\nline three",
+            body: "Say which lines",
+            by: &ACTOR,
+            at: 3_000,
+        })
+        .await
+        .unwrap();
+    assert_eq!((comment.line_start, comment.line_end), (3, 4));
+    let resolved = store
+        .set_comment_resolved(comment.id, true, &ACTOR, 3_100)
+        .await
+        .unwrap();
+    assert_eq!(resolved.resolved_by.as_deref(), Some("ana"));
+    // Resolving again changes nothing (and writes no audit entry).
+    store
+        .set_comment_resolved(comment.id, true, &ACTOR, 3_200)
+        .await
+        .unwrap();
+    let reopened = store
+        .set_comment_resolved(comment.id, false, &ACTOR, 3_300)
+        .await
+        .unwrap();
+    assert_eq!(reopened.resolved_at, None);
+    assert_eq!(store.comments("r").await.unwrap(), vec![reopened]);
+    assert!(matches!(
+        store
+            .set_comment_resolved(999, true, &ACTOR, 1)
+            .await
+            .unwrap_err(),
+        StoreError::UnknownComment(999)
+    ));
+    store
+        .append_audit(&NewAudit {
+            run_id: "r",
+            kind: AuditKind::Answered,
+            revision_sha: None,
+            data: json!({"text": "ünïcode \"quoted\""}),
+            by: &ACTOR,
+            at: 4_000,
+        })
+        .await
+        .unwrap();
+    let trail = store.audit(None).await.unwrap();
+    assert_eq!(
+        trail.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        [
+            "submitted",
+            "commented",
+            "comment-resolved",
+            "comment-reopened",
+            "answered"
+        ]
+    );
+    let mut prev = String::new();
+    for entry in &trail {
+        assert_eq!(
+            entry.prev_hash, prev,
+            "entry {} links to the one before",
+            entry.id
+        );
+        assert_eq!(
+            entry.expected_hash(),
+            entry.hash,
+            "entry {} hashes its fields",
+            entry.id
+        );
+        prev = entry.hash.clone();
+    }
+}
+
+async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
+    let store = location.open().await.unwrap();
+    let source = Source {
+        kind: SourceKind::ClaudeCode,
+        session: Some("s-1".into()),
+    };
+    let new = |id| NewRun {
+        id,
+        prompt: "refactor",
+        model: "claude",
+        workspace: "/ws",
+        source: &source,
+    };
+    let run = store.session_run(&new("run-a"), 10).await.unwrap();
+    assert_eq!(run, "run-a");
+    assert_eq!(
+        store.session_run(&new("run-b"), 11).await.unwrap(),
+        "run-a",
+        "one run per session"
+    );
+    let waiter = Lease {
+        holder: "host/1/abc",
+        until: 100,
+        now: 20,
+    };
+    let item = store
+        .open_item(
+            "run-a",
+            &plan_item("t1", "# Refactor\n\nSplit it.\n"),
+            &waiter,
+            &ACTOR,
+        )
+        .await
+        .unwrap();
+    assert_eq!(item.revision.as_ref().map(|r| r.revision_no), Some(1));
+    assert_eq!(
+        store.run("run-a").await.unwrap().status,
+        RunStatus::Suspended
+    );
+    let err = store
+        .open_item(
+            "run-a",
+            &plan_item("t1", "# Refactor\n\nSplit it.\n"),
+            &waiter,
+            &ACTOR,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
+    let renewed = Lease {
+        until: 200,
+        ..waiter
+    };
+    assert!(store.renew_waiter("run-a", "t1", &renewed).await.unwrap());
+    let other = Lease {
+        holder: "host/2/def",
+        ..renewed
+    };
+    assert!(!store.renew_waiter("run-a", "t1", &other).await.unwrap());
+    assert_eq!(
+        store.waited_items().await.unwrap(),
+        vec![WaitedItem {
+            run_id: "run-a".into(),
+            tool_call_id: "t1".into(),
+            waiter: Some(("host/1/abc".into(), 200)),
+        }]
+    );
+    let abandoned = NewDecision {
+        run_id: "run-a",
+        ..decision("t1", Action::Abandoned, None)
+    };
+    store.record_decision(&abandoned).await.unwrap();
+    assert_eq!(store.run("run-a").await.unwrap().status, RunStatus::Running);
+    let err = store
+        .open_item("run-a", &plan_item("t1", "# Again\n"), &waiter, &ACTOR)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::AlreadyDecided { .. }), "{err}");
+}
+
+async fn settings_round_trip(location: StoreLocation) {
+    let store = location.open().await.unwrap();
+    assert_eq!(store.setting("model").await.unwrap(), None);
+    store.set_setting("model", Some("demo"), 1).await.unwrap();
+    store
+        .set_setting("model", Some("ollama:llama3"), 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.setting("model").await.unwrap().as_deref(),
+        Some("ollama:llama3")
+    );
+    store.set_setting("model", None, 3).await.unwrap();
+    assert_eq!(store.setting("model").await.unwrap(), None);
+}
+
+async fn another_connections_commit_is_heard(location: StoreLocation) {
+    let watcher = location.open().await.unwrap();
+    let mut changes = watcher.changes();
+    // The first yield is "look now"; then only commits wake the stream.
+    tokio::time::timeout(Duration::from_secs(5), changes.next())
+        .await
+        .expect("a stream yields at once")
+        .unwrap();
+    // Let the watcher settle (SQLite polls; PostgreSQL subscribes).
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    while tokio::time::timeout(Duration::from_millis(50), changes.next())
+        .await
+        .is_ok()
+    {}
+    let writer = location.open().await.unwrap();
+    writer.set_setting("k", Some("v"), 1).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), changes.next())
+        .await
+        .expect("another connection's commit is heard within seconds")
+        .unwrap();
+}
+
+async fn a_store_opened_twice_is_migrated_once(location: StoreLocation) {
+    let (a, b) = tokio::join!(location.open(), location.open());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    a.set_setting("k", Some("a"), 1).await.unwrap();
+    assert_eq!(b.setting("k").await.unwrap().as_deref(), Some("a"));
+    drop((a, b));
+    let again = location.open().await.unwrap();
+    assert_eq!(again.setting("k").await.unwrap().as_deref(), Some("a"));
+}

@@ -5,7 +5,6 @@ use std::process::Stdio;
 
 use serde_json::json;
 
-use plandesk::Store;
 
 use crate::support::*;
 
@@ -130,12 +129,12 @@ fn snapshots_and_events_are_append_only() {
     let fx = fixture();
     let (run, _) = fx.start(&[]);
     fx.stream(&["approve", &run]);
-    let store = plandesk::SqliteStore::open(&fx.data).unwrap();
+    let store = block_on(fx.store.open()).unwrap();
     assert!(
         block_on(store.snapshot_count(&run)).unwrap() >= 4,
         "every state change is a new snapshot version"
     );
-    let kinds: Vec<String> = events(&fx.data, &run).into_iter().map(|e| e.kind).collect();
+    let kinds: Vec<String> = events(&fx.store, &run).into_iter().map(|e| e.kind).collect();
     assert_eq!(
         kinds,
         [

@@ -272,17 +272,14 @@ fn a_key_echoed_mid_answer_is_scrubbed() {
                 "{provider}: output"
             );
         }
-        for entry in std::fs::read_dir(&fx.data).unwrap() {
-            let path = entry.unwrap().path();
-            let bytes = std::fs::read(&path).unwrap();
+        for (place, bytes) in fx.stored() {
             assert!(
                 !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-                "{provider}: the key reached {} on disk",
-                path.display()
+                "{provider}: the key reached {place}"
             );
         }
         let failed: Vec<Value> =
-            crate::support::events(&fx.data, chunks(&out.stdout)[0]["runId"].as_str().unwrap())
+            crate::support::events(&fx.store, chunks(&out.stdout)[0]["runId"].as_str().unwrap())
                 .into_iter()
                 .filter(|e| e.kind == "failed")
                 .map(|e| e.data)

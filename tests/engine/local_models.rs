@@ -161,7 +161,7 @@ fn cancelling_a_run_closes_the_http_stream_and_it_can_continue() {
     let server = ReplayServer::start();
     server.push(Reply::sse_then(&fixture("openai", "text"), 3, Part::Stall));
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let engine = Engine::open(&fx.data).unwrap();
+    let engine = runtime.block_on(Engine::open_at(&fx.store, "cli")).unwrap();
     let spec = format!("openai:test-model@{}/v1", server.url());
     let run_id = runtime.block_on(async {
         let mut stream = engine.stream(

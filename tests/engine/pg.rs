@@ -200,3 +200,17 @@ pub fn database() -> String {
     psql(&format!("CREATE DATABASE {name}"));
     format!("postgres://postgres@127.0.0.1:{}/{name}", server().port)
 }
+
+/// Everything a database holds, as `pg_dump` writes it (to look for what must never be stored).
+pub fn dump(url: &str) -> Vec<u8> {
+    let out = Command::new(server().bin.join("pg_dump"))
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "pg_dump: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}

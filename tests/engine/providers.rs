@@ -293,13 +293,10 @@ fn assert_no_key_anywhere(fx: &Fixture, outputs: &[&Output]) {
             );
         }
     }
-    for entry in std::fs::read_dir(&fx.data).unwrap() {
-        let path = entry.unwrap().path();
-        let bytes = std::fs::read(&path).unwrap();
+    for (place, bytes) in fx.stored() {
         assert!(
             !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-            "the key reached {} on disk",
-            path.display()
+            "the key reached {place}"
         );
     }
 }
@@ -552,7 +549,7 @@ fn error_mid_stream_is_not_retried(wire: &Wire) {
     let run_id = chunks[0]["runId"].as_str().unwrap();
     let listing: Value = serde_json::from_slice(&fx.ok(&["--json", "runs"]).stdout).unwrap();
     assert_eq!(listing[0]["status"], "failed");
-    let failed = crate::support::events(&fx.data, run_id)
+    let failed = crate::support::events(&fx.store, run_id)
         .into_iter()
         .find(|e| e.kind == "failed")
         .expect("a failed event");

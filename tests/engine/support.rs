@@ -20,6 +20,10 @@ pub struct Fixture {
     pub root: PathBuf,
     pub workspace: PathBuf,
     pub data: PathBuf,
+    /// The store every command of this fixture uses: the SQLite file in `data`, or, when
+    /// `PLANDESK_TEST_STORE=postgres`, a fresh database on the test PostgreSQL server (so the
+    /// whole suite can run on either backend).
+    pub store: plandesk::store::StoreLocation,
     pub script: PathBuf,
     pub log: PathBuf,
 }
@@ -40,14 +44,36 @@ impl Fixture {
         let script = root.join("script.json");
         std::fs::write(&script, json!({"turns": turns}).to_string()).unwrap();
         let log = root.join("model.log");
+        let store = if on_postgres() {
+            plandesk::store::StoreLocation::Postgres(crate::pg::database())
+        } else {
+            plandesk::store::StoreLocation::Sqlite(data.clone())
+        };
         Self {
             _dir: dir,
             root,
             workspace,
             data,
+            store,
             script,
             log,
         }
+    }
+
+    /// Every byte this fixture's store keeps on disk: the files of the data folder, and the
+    /// database's dump on PostgreSQL.
+    pub fn stored(&self) -> Vec<(String, Vec<u8>)> {
+        let mut stored = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(&self.data) {
+            for entry in entries {
+                let path = entry.unwrap().path();
+                stored.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+            }
+        }
+        if let plandesk::store::StoreLocation::Postgres(url) = &self.store {
+            stored.push((url.clone(), crate::pg::dump(url)));
+        }
+        stored
     }
 
     pub fn write(&self, rel: &str, content: &[u8]) -> PathBuf {
@@ -64,7 +90,11 @@ impl Fixture {
             .current_dir(&self.workspace)
             .env("PLANDESK_SCRIPTED_LOG", &self.log)
             .env_remove("PLANDESK_CRASH_AT")
-            .env_remove("PLANDESK_DATA_DIR");
+            .env_remove("PLANDESK_DATA_DIR")
+            .env_remove("PLANDESK_STORE");
+        if let plandesk::store::StoreLocation::Postgres(url) = &self.store {
+            cmd.env("PLANDESK_STORE", url);
+        }
         // Tests never see this machine's provider settings or its keyring.
         for var in [
             "OPENAI_API_KEY",
@@ -197,9 +227,21 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
-/// A run's event log, read straight from the store in `data`.
-pub fn events(data: &Path, run_id: &str) -> Vec<plandesk::store::EventRow> {
-    use plandesk::Store;
-    let store = plandesk::SqliteStore::open(data).unwrap();
-    block_on(store.events(run_id)).unwrap()
+/// A run's event log, read straight from a store.
+pub fn events(store: &plandesk::store::StoreLocation, run_id: &str) -> Vec<plandesk::store::EventRow> {
+    block_on(async { store.open().await.unwrap().events(run_id).await.unwrap() })
+}
+
+/// Whether this run of the suite puts every fixture's store on PostgreSQL.
+pub fn on_postgres() -> bool {
+    std::env::var("PLANDESK_TEST_STORE").is_ok_and(|s| s == "postgres")
+}
+
+/// For a test of the SQLite file itself: says so and returns `true` when the suite runs on
+/// PostgreSQL (where that file does not exist).
+pub fn sqlite_only(test: &str) -> bool {
+    if on_postgres() {
+        eprintln!("{test}: about the SQLite file; not run on PostgreSQL");
+    }
+    on_postgres()
 }

@@ -21,7 +21,8 @@ fn live_holders() -> &'static Mutex<HashSet<String>> {
     LIVE.get_or_init(Mutex::default)
 }
 
-fn host_name() -> String {
+/// This machine's name.
+pub(crate) fn host_name() -> String {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
         .iter()
         .find_map(|p| std::fs::read_to_string(p).ok())

@@ -10,8 +10,9 @@ export function openSettings() {
   $('set-titles').checked = s.notificationTitles;
   $('set-login').checked = s.startAtLogin;
   $('set-reviewer').value = s.reviewerName || '';
+  $('set-store').value = s.teamStore || '';
   $('settings-model').textContent = `New runs use ${state.info.defaultModel} (${state.info.defaultModelReason}).`;
-  $('settings-data').textContent = `Store: ${state.info.dataDir}`;
+  $('settings-data').textContent = `Store: ${state.info.store || state.info.dataDir}`;
   $('settings').showModal();
   loadAgents();
 }
@@ -52,15 +53,27 @@ function agentRow(agent) {
 }
 
 async function saveSettings() {
+  const before = state.info.settings.teamStore || '';
+  const save = $('settings-save');
+  save.disabled = true;
   try {
     state.info.settings = await call('save_settings', { settings: {
       notifications: $('set-notifications').checked,
       notificationTitles: $('set-titles').checked,
       startAtLogin: $('set-login').checked,
       reviewerName: $('set-reviewer').value,
+      teamStore: $('set-store').value,
     } });
+    if ((state.info.settings.teamStore || '') !== before) {
+      $('settings-data').textContent = 'Switching stores: Plandesk starts again…';
+      return;
+    }
     $('settings').close();
-  } catch (e) { showError(e); }
+  } catch (e) {
+    showError(e);
+  } finally {
+    save.disabled = false;
+  }
 }
 
 export function openHelp() {

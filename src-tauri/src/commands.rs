@@ -38,6 +38,7 @@ pub async fn load_settings(engine: &Engine) -> Result<Settings> {
             .setting(plandesk::review::REVIEWER_SETTING)
             .await?
             .unwrap_or_default(),
+        team_store: String::new(),
         start_at_login: on(
             engine.setting(START_AT_LOGIN).await?,
             defaults.start_at_login,
@@ -75,9 +76,13 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
     };
     Ok(AppInfo {
         data_dir: state.data_dir.display().to_string(),
+        store: state.store.describe(),
         default_model: chosen.spec,
         default_model_reason: chosen.reason,
-        settings: load_settings(engine).await?,
+        settings: Settings {
+            team_store: plandesk::store::saved_team_store(&state.data_dir).unwrap_or_default(),
+            ..load_settings(engine).await?
+        },
         workspace,
         version: env!("CARGO_PKG_VERSION"),
         open_run,
@@ -319,8 +324,19 @@ pub async fn history(
 }
 
 #[tauri::command]
-pub async fn save_settings(state: State<'_, AppState>, settings: Settings) -> Result<Settings> {
+pub async fn save_settings<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    settings: Settings,
+) -> Result<Settings> {
     let engine = &state.engine;
+    // The team store first: a URL that cannot be used leaves everything as it was.
+    let team = settings.team_store.trim();
+    let saved = plandesk::store::saved_team_store(&state.data_dir).unwrap_or_default();
+    let switching = team != saved;
+    if switching {
+        check_team_store(&state, team).await?;
+    }
     let flag = |on: bool| if on { "on" } else { "off" };
     engine
         .set_setting(NOTIFICATIONS, Some(flag(settings.notifications)))
@@ -358,7 +374,42 @@ pub async fn save_settings(state: State<'_, AppState>, settings: Settings) -> Re
         settings.start_at_login,
         std::sync::atomic::Ordering::Relaxed,
     );
-    load_settings(engine).await
+    if switching {
+        plandesk::store::save_team_store(&state.data_dir, (!team.is_empty()).then_some(team))
+            .map_err(|e| IpcError::new("team-store", e.to_string()))?;
+        // The app opens its store once: it starts again on the new one (after this answer
+        // reaches the window, which says so).
+        tauri::async_runtime::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+            app.restart();
+        });
+    }
+    Ok(Settings {
+        team_store: team.to_owned(),
+        ..load_settings(engine).await?
+    })
+}
+
+/// Refuses a team store that cannot be used: chosen at launch already, not a PostgreSQL URL
+/// without a password, or not reachable now.
+async fn check_team_store(state: &AppState, url: &str) -> Result<()> {
+    let refused = |message: String| IpcError::new("team-store", message);
+    if state.store_given {
+        return Err(refused(
+            "This window was started on a store named with --store or PLANDESK_STORE, which wins \
+             over Settings; start it without them to choose here."
+                .into(),
+        ));
+    }
+    if url.is_empty() {
+        return Ok(());
+    }
+    plandesk::store::check_team_store(url).map_err(|e| refused(e.to_string()))?;
+    plandesk::store::StoreLocation::postgres(url)
+        .open()
+        .await
+        .map_err(|e| refused(e.to_string()))?;
+    Ok(())
 }
 
 /// Which run the person is looking at: no notification is shown for its plans while the

@@ -41,6 +41,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Launch, ArgsError
         let mut value = || args.next().ok_or_else(|| ArgsError::Missing(arg.clone()));
         match arg.as_str() {
             "--data-dir" => options.data_dir = Some(PathBuf::from(value()?)),
+            "--store" => options.store = Some(value()?),
             "--workspace" => options.workspace = Some(PathBuf::from(value()?)),
             "--open" => options.open = Some(value()?),
             "--hidden" => options.hidden = true,

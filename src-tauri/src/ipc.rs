@@ -132,6 +132,10 @@ pub struct Settings {
     /// the OS user).
     #[serde(default)]
     pub reviewer_name: String,
+    /// The team's PostgreSQL store saved for this data folder (empty: this computer's SQLite
+    /// file). Not in the store itself: it says which store to open.
+    #[serde(default)]
+    pub team_store: String,
 }
 
 impl Default for Settings {
@@ -142,6 +146,7 @@ impl Default for Settings {
             // Settled at the first start (on for the user's own store): see `autostart`.
             start_at_login: false,
             reviewer_name: String::new(),
+            team_store: String::new(),
         }
     }
 }
@@ -331,6 +336,8 @@ pub struct RunDetail {
 #[serde(rename_all = "camelCase")]
 pub struct AppInfo {
     pub data_dir: String,
+    /// The store in use, for people: the SQLite file, or the team's URL without its password.
+    pub store: String,
     pub default_model: String,
     pub default_model_reason: String,
     pub settings: Settings,

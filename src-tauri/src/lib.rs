@@ -4,7 +4,7 @@
 pub mod agents;
 pub mod autostart;
 pub mod commands;
-mod inbox;
+pub mod inbox;
 pub mod instance;
 pub mod ipc;
 pub mod reviewing;
@@ -27,6 +27,9 @@ pub const WINDOW: &str = "main";
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
     pub data_dir: Option<PathBuf>,
+    /// A team's PostgreSQL store (`--store`; else `PLANDESK_STORE`, else the one saved in
+    /// Settings for the data folder, else the data folder's SQLite file).
+    pub store: Option<String>,
     pub workspace: Option<PathBuf>,
     /// A plan to open first: a run id or revision key (`--open`, a `plandesk://plan/` link, a
     /// clicked notification).
@@ -46,6 +49,10 @@ struct Driven {
 pub struct AppState {
     pub engine: Engine,
     pub data_dir: PathBuf,
+    /// The store the engine uses.
+    pub store: plandesk::store::StoreLocation,
+    /// Whether it was named at launch (`--store`, `PLANDESK_STORE`): then it wins over Settings.
+    pub store_given: bool,
     pub workspace: Option<PathBuf>,
     /// The run on screen (no notification for it while the window has focus).
     pub viewing: Mutex<Option<String>>,
@@ -94,14 +101,19 @@ impl AppState {
             .data_dir
             .clone()
             .unwrap_or_else(plandesk::store::default_data_dir);
-        let engine = Engine::open_as(&data_dir, "app")?;
+        let store = plandesk::store::StoreLocation::choose(options.store.as_deref(), &data_dir)?;
+        let engine = tauri::async_runtime::block_on(Engine::open_at(&store, "app"))?;
         engine.prerender_plans();
         let autostart = autostart::Autostart::for_this_app(&data_dir)
             .map_err(|err| eprintln!("plandesk-app: no start at login: {err}"))
             .ok();
+        let store_given = options.store.is_some()
+            || std::env::var_os(plandesk::store::STORE_ENV).is_some_and(|v| !v.is_empty());
         Ok(Self {
             engine,
             data_dir,
+            store,
+            store_given,
             workspace: options.workspace.clone(),
             viewing: Mutex::default(),
             open_first: Mutex::new(options.open.clone()),

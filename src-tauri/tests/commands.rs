@@ -231,11 +231,36 @@ fn settings_round_trip_and_app_info() {
     let info = fx.ok("app_info", json!({}));
     assert_eq!(
         info["settings"],
-        json!({"notifications": true, "notificationTitles": true, "startAtLogin": false, "reviewerName": ""}),
+        json!({"notifications": true, "notificationTitles": true, "startAtLogin": false,
+               "reviewerName": "", "teamStore": ""}),
         "start at login is off on a store other than the user's own"
     );
     assert_eq!(info["workspace"], fx.workspace.display().to_string());
     assert_eq!(info["dataDir"], fx.data.display().to_string());
+    assert_eq!(
+        info["store"],
+        fx.data.join("plandesk.db").display().to_string()
+    );
+    // A team store that cannot be used is refused, and nothing is saved (nor restarted).
+    for (url, says) in [
+        ("postgres://ana:hunter2@127.0.0.1:9/team", "~/.pgpass"),
+        ("mysql://ana@db/team", "PostgreSQL URL"),
+        (
+            "postgres://ana@127.0.0.1:9/team",
+            "cannot open the store postgres://ana@127.0.0.1:9/team",
+        ),
+    ] {
+        let refused = fx.refused(
+            "save_settings",
+            json!({"settings": {"notifications": true, "notificationTitles": false,
+                                "startAtLogin": false, "teamStore": url}}),
+        );
+        assert_eq!(refused["code"], "team-store", "{refused}");
+        let message = refused["message"].as_str().unwrap();
+        assert!(message.contains(says), "{url}: {message}");
+        assert!(!message.contains("hunter2"), "{message}");
+        assert!(!fx.data.join(plandesk::store::STORE_FILE).exists());
+    }
     let saved = fx.ok(
         "save_settings",
         json!({"settings": {"notifications": true, "notificationTitles": false, "startAtLogin": false}}),

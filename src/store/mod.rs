@@ -25,6 +25,9 @@ pub const DB_FILE: &str = "plandesk.db";
 pub const DATA_DIR_ENV: &str = "PLANDESK_DATA_DIR";
 /// A shared store for a team: a `postgres://` URL (else the SQLite file in the data folder).
 pub const STORE_ENV: &str = "PLANDESK_STORE";
+/// The file in a data folder that names the team store its processes use (the app's Settings
+/// writes it), so the app, the CLI and every hook on that folder agree.
+pub const STORE_FILE: &str = "team-store";
 
 /// Which store a process uses.
 #[derive(Clone, PartialEq, Eq)]
@@ -32,19 +35,37 @@ pub enum StoreLocation {
     /// The embedded SQLite file in this data folder (one person, one machine).
     Sqlite(PathBuf),
     /// A PostgreSQL database shared by a team (the URL may hold a password: never shown).
-    Postgres(String),
+    /// Settings there are a person's own: `personal` names whose (their user, machine and data
+    /// folder), so one reviewer's name or preferences never become another's.
+    Postgres { url: String, personal: String },
 }
 
 impl std::fmt::Debug for StoreLocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Sqlite(dir) => f.debug_tuple("Sqlite").field(dir).finish(),
-            Self::Postgres(_) => f.write_str("Postgres(..)"),
+            Self::Postgres { personal, .. } => f
+                .debug_struct("Postgres")
+                .field("personal", personal)
+                .finish_non_exhaustive(),
         }
     }
 }
 
+/// Whose settings these are on a shared store: this person on this machine.
+fn personal_scope() -> String {
+    format!("{}@{}", Actor::local("").name, crate::lease::host_name())
+}
+
 impl StoreLocation {
+    /// A team's PostgreSQL store, with this person's settings (on this machine).
+    pub fn postgres(url: impl Into<String>) -> Self {
+        Self::Postgres {
+            url: url.into(),
+            personal: personal_scope(),
+        }
+    }
+
     /// The store `--store` (else `PLANDESK_STORE`) names; without either, the SQLite file in
     /// `data_dir`. Anything but a `postgres://` URL is refused with what was given.
     pub fn choose(store: Option<&str>, data_dir: &Path) -> Result<Self, StoreError> {
@@ -55,7 +76,10 @@ impl StoreLocation {
             .filter(|s| !s.is_empty())
         {
             None => Ok(Self::Sqlite(data_dir.to_owned())),
-            Some(url) if postgres::is_postgres_url(url) => Ok(Self::Postgres(url.to_owned())),
+            Some(url) if postgres::is_postgres_url(url) => Ok(Self::Postgres {
+                url: url.to_owned(),
+                personal: format!("{}:{}", personal_scope(), data_dir.display()),
+            }),
             Some(other) => Err(StoreError::Open {
                 path: PathBuf::from(other.chars().take(40).collect::<String>()),
                 message: "a shared store is a PostgreSQL URL (postgres://user@host/database); \
@@ -65,11 +89,19 @@ impl StoreLocation {
         }
     }
 
+    /// Where the store is, for people: the SQLite file, or the URL without its password.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Sqlite(dir) => dir.join(DB_FILE).display().to_string(),
+            Self::Postgres { url, .. } => postgres::redacted_url(url),
+        }
+    }
+
     /// Opens the store, creating or upgrading it.
     pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
         Ok(match self {
             Self::Sqlite(dir) => Arc::new(SqliteStore::open(dir)?),
-            Self::Postgres(url) => Arc::new(PostgresStore::open(url).await?),
+            Self::Postgres { url, personal } => Arc::new(PostgresStore::open(url, personal).await?),
         })
     }
 }
@@ -160,6 +192,38 @@ pub enum StoreError {
     },
     #[error("the store cannot keep run {run_id}: {message}")]
     Invalid { run_id: String, message: String },
+}
+
+/// The team store saved for a data folder, if any.
+pub fn saved_team_store(data_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(data_dir.join(STORE_FILE)).ok()?;
+    let url = text.trim();
+    (!url.is_empty()).then(|| url.to_owned())
+}
+
+/// Checks a team store URL before it is saved: a PostgreSQL URL that parses, with no password.
+pub fn check_team_store(url: &str) -> Result<(), StoreError> {
+    postgres::check_saved_url(url)
+}
+
+/// Saves (or, with `None`, forgets) the team store of a data folder. Only a PostgreSQL URL
+/// without a password is kept: passwords belong in PostgreSQL's own password file
+/// (`~/.pgpass`) or `PGPASSWORD`, never in a file of ours.
+pub fn save_team_store(data_dir: &Path, url: Option<&str>) -> Result<(), StoreError> {
+    let path = data_dir.join(STORE_FILE);
+    let failed = |e: std::io::Error| StoreError::Open {
+        path: path.clone(),
+        message: e.to_string(),
+    };
+    let Some(url) = url.map(str::trim).filter(|u| !u.is_empty()) else {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(failed(e)),
+            _ => Ok(()),
+        };
+    };
+    check_team_store(url)?;
+    std::fs::create_dir_all(data_dir).map_err(failed)?;
+    std::fs::write(&path, format!("{url}\n")).map_err(failed)
 }
 
 /// The rows and operations every backend provides. Each write is one transaction, committed

@@ -111,7 +111,10 @@ fn a_holder_elsewhere_keeps_the_run_until_its_lease_runs_out() {
         !stderr.contains("is being run by"),
         "an expired lease is taken over: {stderr}"
     );
-    let kinds: Vec<String> = events(&fx.store, &run).into_iter().map(|e| e.kind).collect();
+    let kinds: Vec<String> = events(&fx.store, &run)
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
     assert!(kinds.contains(&"retry".to_owned()), "{kinds:?}");
     let holder: Option<String> = db
         .query_row("SELECT holder FROM runs WHERE id = ?1", [&run], |r| {

@@ -32,7 +32,7 @@ macro_rules! on_both_stores {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let location =
-                        plandesk::store::StoreLocation::Postgres(crate::pg::database());
+                        plandesk::store::StoreLocation::postgres(crate::pg::database());
                     super::$name(location).await;
                 }
             )*
@@ -616,4 +616,111 @@ async fn a_store_opened_twice_is_migrated_once(location: StoreLocation) {
     drop((a, b));
     let again = location.open().await.unwrap();
     assert_eq!(again.setting("k").await.unwrap().as_deref(), Some("a"));
+}
+
+/// What only the PostgreSQL store has: a server that may be away, a URL that may hold a
+/// password, a schema other processes may have moved on.
+mod postgres_only {
+    use super::*;
+
+    /// Runs SQL on the test database `url` names.
+    fn sql_on(url: &str, sql: &str) -> std::process::Output {
+        let db = url.rsplit('/').next().unwrap();
+        let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
+        std::process::Command::new("psql")
+            .args([
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+            ])
+            .args(["-p", port, "-d", db, "-c", sql])
+            .output()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_database_written_by_a_newer_plandesk_is_refused() {
+        let url = crate::pg::database();
+        let location = StoreLocation::postgres(url.clone());
+        drop(location.open().await.unwrap());
+        assert!(
+            sql_on(&url, "UPDATE plandesk_schema SET version = version + 1")
+                .status
+                .success()
+        );
+        let err = location.open().await.unwrap_err();
+        assert!(matches!(err, StoreError::Newer { .. }), "{err}");
+        assert!(err.to_string().contains("newer Plandesk"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_audit_trail_cannot_be_changed_even_with_sql() {
+        let url = crate::pg::database();
+        let store = store_with_run(&StoreLocation::postgres(url.clone()), "r").await;
+        open_items(&*store, &[plan_item("c1", "# A\n")]).await;
+        for sql in [
+            "UPDATE audit SET actor = 'mallory'",
+            "DELETE FROM audit",
+            "TRUNCATE audit",
+        ] {
+            let out = sql_on(&url, sql);
+            assert!(!out.status.success(), "{sql} was allowed");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("append-only"),
+                "{sql}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert_eq!(store.audit(None).await.unwrap()[0].actor, "agent");
+    }
+
+    #[tokio::test]
+    async fn settings_are_each_persons_own() {
+        let url = crate::pg::database();
+        let ana = StoreLocation::choose(Some(&url), std::path::Path::new("/home/ana/.plandesk"))
+            .unwrap()
+            .open()
+            .await
+            .unwrap();
+        let ben = StoreLocation::choose(Some(&url), std::path::Path::new("/home/ben/.plandesk"))
+            .unwrap()
+            .open()
+            .await
+            .unwrap();
+        ana.set_setting("reviewer_name", Some("Ana"), 1)
+            .await
+            .unwrap();
+        assert_eq!(ben.setting("reviewer_name").await.unwrap(), None);
+        ben.set_setting("reviewer_name", Some("Ben"), 2)
+            .await
+            .unwrap();
+        assert_eq!(
+            ana.setting("reviewer_name").await.unwrap().as_deref(),
+            Some("Ana")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_server_is_one_clear_error_without_the_password() {
+        // Port 9 (discard): nothing listens on loopback.
+        let location = StoreLocation::postgres("postgres://ana:s3cret-pass@127.0.0.1:9/team");
+        let err = location.open().await.unwrap_err().to_string();
+        assert!(err.contains("postgres://ana@127.0.0.1:9/team"), "{err}");
+        assert!(!err.contains("s3cret-pass"), "the password leaked: {err}");
+        assert!(format!("{location:?}").find("s3cret").is_none());
+        let err = StoreLocation::postgres("postgres://ana:s3cret-pass@[::1")
+            .open()
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("s3cret-pass"), "the password leaked: {err}");
+        let err = StoreLocation::choose(Some("mysql://x"), std::path::Path::new("/d"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("PostgreSQL URL"), "{err}");
+    }
 }

@@ -5,7 +5,6 @@ use std::process::Stdio;
 
 use serde_json::json;
 
-
 use crate::support::*;
 
 fn fixture() -> Fixture {
@@ -134,7 +133,10 @@ fn snapshots_and_events_are_append_only() {
         block_on(store.snapshot_count(&run)).unwrap() >= 4,
         "every state change is a new snapshot version"
     );
-    let kinds: Vec<String> = events(&fx.store, &run).into_iter().map(|e| e.kind).collect();
+    let kinds: Vec<String> = events(&fx.store, &run)
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
     assert_eq!(
         kinds,
         [

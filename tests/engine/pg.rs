@@ -196,7 +196,12 @@ pub fn psql(sql: &str) {
 
 /// A new, empty database on the test server: its URL.
 pub fn database() -> String {
-    let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    // One server per test process: a counter names its databases apart.
+    let name = format!(
+        "t_{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     psql(&format!("CREATE DATABASE {name}"));
     format!("postgres://postgres@127.0.0.1:{}/{name}", server().port)
 }

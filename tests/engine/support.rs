@@ -45,7 +45,7 @@ impl Fixture {
         std::fs::write(&script, json!({"turns": turns}).to_string()).unwrap();
         let log = root.join("model.log");
         let store = if on_postgres() {
-            plandesk::store::StoreLocation::Postgres(crate::pg::database())
+            plandesk::store::StoreLocation::postgres(crate::pg::database())
         } else {
             plandesk::store::StoreLocation::Sqlite(data.clone())
         };
@@ -70,7 +70,7 @@ impl Fixture {
                 stored.push((path.display().to_string(), std::fs::read(&path).unwrap()));
             }
         }
-        if let plandesk::store::StoreLocation::Postgres(url) = &self.store {
+        if let plandesk::store::StoreLocation::Postgres { url, .. } = &self.store {
             stored.push((url.clone(), crate::pg::dump(url)));
         }
         stored
@@ -92,7 +92,7 @@ impl Fixture {
             .env_remove("PLANDESK_CRASH_AT")
             .env_remove("PLANDESK_DATA_DIR")
             .env_remove("PLANDESK_STORE");
-        if let plandesk::store::StoreLocation::Postgres(url) = &self.store {
+        if let plandesk::store::StoreLocation::Postgres { url, .. } = &self.store {
             cmd.env("PLANDESK_STORE", url);
         }
         // Tests never see this machine's provider settings or its keyring.
@@ -228,7 +228,10 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 /// A run's event log, read straight from a store.
-pub fn events(store: &plandesk::store::StoreLocation, run_id: &str) -> Vec<plandesk::store::EventRow> {
+pub fn events(
+    store: &plandesk::store::StoreLocation,
+    run_id: &str,
+) -> Vec<plandesk::store::EventRow> {
     block_on(async { store.open().await.unwrap().events(run_id).await.unwrap() })
 }
 

@@ -41,6 +41,103 @@ pub fn is_postgres_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
+/// `url` as a person may see it (no password); a URL that does not parse is not repeated.
+pub fn redacted_url(url: &str) -> String {
+    match tokio_postgres::Config::from_str(url) {
+        Ok(config) => redacted(&config),
+        Err(_) => "an unreadable PostgreSQL URL".into(),
+    }
+}
+
+/// Checks a URL that is about to be saved: a PostgreSQL URL that parses and holds no password.
+pub(super) fn check_saved_url(url: &str) -> Result<(), StoreError> {
+    let refused = |message: &str| StoreError::Open {
+        path: redacted_url(url).into(),
+        message: message.into(),
+    };
+    if !is_postgres_url(url) {
+        return Err(refused(
+            "a team store is a PostgreSQL URL: postgres://USER@HOST/DATABASE",
+        ));
+    }
+    let config = tokio_postgres::Config::from_str(url).map_err(|e| refused(&describe(&e)))?;
+    if config.get_password().is_some() {
+        return Err(refused(
+            "the URL holds a password, and Plandesk keeps no passwords in its files: leave it out \
+             and put it in PostgreSQL's password file (~/.pgpass) or PGPASSWORD",
+        ));
+    }
+    Ok(())
+}
+
+/// The password for `config` when its URL has none: `PGPASSWORD`, else the first matching line
+/// of PostgreSQL's password file (`PGPASSFILE`, else `~/.pgpass`), which, like libpq, is only
+/// read when nobody else may read it.
+fn find_password(config: &tokio_postgres::Config) -> Option<String> {
+    if let Some(password) = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()) {
+        return Some(password);
+    }
+    let file = std::env::var_os("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|h| h.join(".pgpass")))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).ok()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            eprintln!(
+                "plandesk: {} is ignored: others may read it (chmod 600 it)",
+                file.display()
+            );
+            return None;
+        }
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(name)) => name.clone(),
+        #[cfg(unix)]
+        Some(tokio_postgres::config::Host::Unix(_)) | None => "localhost".into(),
+        #[cfg(not(unix))]
+        None => "localhost".into(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let user = config.get_user().unwrap_or_default();
+    let db = config.get_dbname().unwrap_or(user);
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .find_map(|line| {
+            let fields = pgpass_fields(line);
+            let [h, p, d, u, password] = fields.as_slice() else {
+                return None;
+            };
+            let matches = |field: &str, value: &str| field == "*" || field == value;
+            (matches(h, &host) && matches(p, &port) && matches(d, db) && matches(u, user))
+                .then(|| password.clone())
+        })
+}
+
+/// A password file line's five fields (`:` separates them; `\:` and `\\` escape).
+fn pgpass_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields
+                .last_mut()
+                .into_iter()
+                .for_each(|f| f.extend(chars.next())),
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut().into_iter().for_each(|f| f.push(c)),
+        }
+    }
+    fields
+}
+
 /// A database error with what the server said (the driver's own text is only its kind).
 pub(super) fn describe(err: &tokio_postgres::Error) -> String {
     match err.as_db_error() {
@@ -127,6 +224,8 @@ pub struct PostgresStore {
     config: tokio_postgres::Config,
     /// The URL without its password, for messages.
     location: String,
+    /// Prefixes this person's settings (see `StoreLocation::Postgres`).
+    personal: String,
     /// Commits announced by the server, to every [`Store::changes`] stream of this store.
     changed: Arc<broadcast::Sender<()>>,
     listening: OnceLock<()>,
@@ -143,13 +242,18 @@ impl std::fmt::Debug for PostgresStore {
 impl PostgresStore {
     /// Connects to the database `url` names, creating or upgrading its tables; refuses a
     /// database written by a newer Plandesk, and says plainly when it cannot be reached.
-    pub async fn open(url: &str) -> Result<Self, StoreError> {
+    pub async fn open(url: &str, personal: &str) -> Result<Self, StoreError> {
         let mut config = tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Open {
             // The URL may hold a password: never repeat it.
             path: "the PostgreSQL URL".into(),
             message: describe(&e),
         })?;
         let location = redacted(&config);
+        if config.get_password().is_none() {
+            if let Some(password) = find_password(&config) {
+                config.password(password);
+            }
+        }
         // A transaction left open by a vanished client must not hold the write lock forever,
         // and no statement waits for the lock without end.
         let mut options = config.get_options().unwrap_or_default().to_owned();
@@ -190,9 +294,15 @@ impl PostgresStore {
             pool,
             config,
             location,
+            personal: personal.to_owned(),
             changed: Arc::new(changed),
             listening: OnceLock::new(),
         })
+    }
+
+    /// A setting's key in the shared table: this person's own.
+    fn personal_key(&self, key: &str) -> String {
+        format!("{}/{key}", self.personal)
     }
 
     /// A connection from the pool.
@@ -548,7 +658,8 @@ impl Store for PostgresStore {
     }
 
     async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
-        log::setting(&self.client("read a setting").await?, key).await
+        let key = self.personal_key(key);
+        log::setting(&self.client("read a setting").await?, &key).await
     }
 
     async fn set_setting(
@@ -557,8 +668,9 @@ impl Store for PostgresStore {
         value: Option<&str>,
         at: Millis,
     ) -> Result<(), StoreError> {
+        let key = self.personal_key(key);
         self.write("save a setting", async |tx| {
-            log::set_setting(tx, key, value, at).await
+            log::set_setting(tx, &key, value, at).await
         })
         .await
     }
@@ -575,5 +687,32 @@ impl Store for PostgresStore {
             }
         });
         Box::pin(futures::stream::once(async {}).chain(commits))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_file_lines_split_on_unescaped_colons() {
+        assert_eq!(
+            pgpass_fields(r"db.example.com:5432:*:ana:pa\:ss\\word:x"),
+            ["db.example.com", "5432", "*", "ana", r"pa:ss\word:x"]
+        );
+        assert_eq!(pgpass_fields("a:b"), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_saved_url_is_a_postgres_url_without_a_password() {
+        assert!(check_saved_url("postgres://ana@db.example.com/plandesk").is_ok());
+        let err = check_saved_url("postgres://ana:hunter2@db/plandesk").unwrap_err();
+        assert!(err.to_string().contains("~/.pgpass"), "{err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(check_saved_url("mysql://ana@db/x").is_err());
+        assert_eq!(
+            redacted_url("postgresql://ana:hunter2@db.example.com:6543/team"),
+            "postgres://ana@db.example.com:6543/team"
+        );
     }
 }

@@ -679,6 +679,20 @@ mod postgres_only {
     }
 
     #[tokio::test]
+    async fn a_server_without_tls_is_refused_when_the_url_requires_it() {
+        // The test server speaks no TLS: `prefer` (the default) connects in the clear, `require`
+        // never does.
+        let url = crate::pg::database();
+        let err = StoreLocation::postgres(format!("{url}?sslmode=require"))
+            .open()
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cannot open the store"), "{err}");
+        assert!(err.to_lowercase().contains("tls"), "{err}");
+    }
+
+    #[tokio::test]
     async fn settings_are_each_persons_own() {
         let url = crate::pg::database();
         let ana = StoreLocation::choose(Some(&url), std::path::Path::new("/home/ana/.plandesk"))

@@ -20,7 +20,8 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use tokio::sync::broadcast;
 use tokio_postgres::types::{FromSql, ToSql};
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::Row;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::*;
 
@@ -35,6 +36,23 @@ const POOL_SIZE: usize = 16;
 const WAIT: Duration = Duration::from_secs(30);
 /// How long the change listener waits before connecting again after losing its connection.
 const RECONNECT: Duration = Duration::from_secs(1);
+
+/// TLS for connections the URL's `sslmode` asks for (`prefer` unless it says otherwise; use
+/// `sslmode=require` for a server across a network): server certificates are checked against
+/// the Mozilla roots.
+fn tls() -> Result<MakeRustlsConnect, String> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("cannot set up TLS: {e}"))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
 
 /// The URL schemes that name a PostgreSQL store.
 pub fn is_postgres_url(location: &str) -> bool {
@@ -268,17 +286,17 @@ impl PostgresStore {
         if config.get_application_name().is_none() {
             config.application_name("plandesk");
         }
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
         let open_error = |message: String| StoreError::Open {
             path: location.clone().into(),
             message,
         };
+        let manager = Manager::from_config(
+            config.clone(),
+            tls().map_err(open_error)?,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(Runtime::Tokio1)
@@ -399,7 +417,11 @@ async fn listen(
 ) {
     let mut reported = false;
     loop {
-        match config.connect(NoTls).await {
+        let connected = match tls() {
+            Ok(tls) => config.connect(tls).await.map_err(|e| describe(&e)),
+            Err(err) => Err(err),
+        };
+        match connected {
             Ok((client, mut connection)) => {
                 reported = false;
                 let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -431,9 +453,8 @@ async fn listen(
             Err(err) => {
                 if !reported {
                     eprintln!(
-                        "plandesk: lost the connection to {location} that shows changes ({}); \
-                         trying again",
-                        describe(&err)
+                        "plandesk: lost the connection to {location} that shows changes ({err}); \
+                         trying again"
                     );
                     reported = true;
                 }

@@ -4,6 +4,7 @@ mod agents;
 mod open;
 mod print;
 mod reviewing;
+mod tokens;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -202,6 +203,11 @@ enum Command {
         #[arg(value_name = "REVISION|RUN")]
         key: String,
     },
+    /// Bearer tokens for `plandesk serve`: one per machine or agent; only hashes are stored
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
     /// API keys in the OS keyring (the environment's OPENAI_API_KEY / ANTHROPIC_API_KEY win)
     Key {
         #[command(subcommand)]
@@ -215,6 +221,16 @@ enum ModelAction {
     Set { spec: String },
     /// Forget the saved model: the default is chosen from what is configured
     Clear,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenAction {
+    /// Create a token and print its secret (shown this once)
+    Create { name: String },
+    /// Every token, active and revoked (never a secret)
+    List,
+    /// Revoke a token: requests carrying it are refused from then on
+    Revoke { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -467,6 +483,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Open { key } => return open::open(&engine, &data_dir, &key, json).await,
+        Command::Token { action } => {
+            return match action {
+                TokenAction::Create { name } => tokens::create(&engine, &name, json).await,
+                TokenAction::List => tokens::list(&engine, json).await,
+                TokenAction::Revoke { name } => tokens::revoke(&engine, &name, json).await,
+            }
+        }
     };
     let report = report.map_err(explain)?;
     printer.finish(&report);

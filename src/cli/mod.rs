@@ -186,6 +186,22 @@ enum Command {
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
     },
+    /// Take plans from agents on other machines over HTTP: MCP at /mcp, Claude Code's
+    /// `type: "http"` hooks at /hooks/claude; every request needs a bearer token (`plandesk
+    /// token`). Put TLS in front with a reverse proxy
+    Serve {
+        /// The address to listen on
+        #[arg(long, value_name = "ADDR", default_value = plandesk::source::serve::DEFAULT_LISTEN)]
+        listen: String,
+        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h)
+        /// [default: $PLANDESK_HOOK_DEADLINE, else no deadline for MCP calls]
+        #[arg(long, value_name = "DURATION")]
+        deadline: Option<String>,
+        /// The `timeout` of the Claude Code http hook pointed here: its plans are answered
+        /// before it runs out
+        #[arg(long, value_name = "DURATION", default_value = "86400s")]
+        hook_timeout: String,
+    },
     /// Add Plandesk's hook (or MCP server) to an agent's settings, or remove it
     Install {
         #[arg(value_parser = ["claude-code", "codex", "gemini", "mcp"])]
@@ -294,6 +310,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             plans_dir,
             deadline,
         } => return agents::mcp(&data_dir, workspace, plans_dir, deadline).await,
+        Command::Serve {
+            listen,
+            deadline,
+            hook_timeout,
+        } => return agents::serve(&data_dir, &listen, deadline, &hook_timeout).await,
         _ => Engine::open(&data_dir)?,
     };
     let mut printer = print::StreamPrinter::new(json);
@@ -301,7 +322,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Key { .. }
         | Command::Install { .. }
         | Command::Hook { .. }
-        | Command::Mcp { .. } => return Ok(ExitCode::SUCCESS),
+        | Command::Mcp { .. }
+        | Command::Serve { .. } => return Ok(ExitCode::SUCCESS),
         Command::Run {
             workspace,
             model,

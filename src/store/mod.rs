@@ -151,7 +151,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// with `run.id`. Returns the run's id.
     async fn session_run(&self, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError>;
     /// Opens one more item on a session's run (its other items stay as they are), recording
-    /// its plan's revision, with `waiter` holding it.
+    /// its plan's revision, with `waiter` holding it; `by` submitted it (the audit trail's
+    /// actor for the submission).
     async fn open_item(
         &self,
         run_id: &str,

@@ -82,6 +82,7 @@ fn main() {
                     path: format!("/home/u/.claude/plans/plan-{session}.md"),
                     text: plan(session, revision),
                     item_id: None,
+                    submitter: None,
                 })
                 .await
                 .unwrap()

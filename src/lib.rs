@@ -16,6 +16,7 @@ pub mod secret;
 pub mod source;
 pub mod store;
 pub mod text;
+pub mod token;
 pub mod tool;
 pub mod workspace;
 

@@ -12,6 +12,7 @@ use anyhow::{anyhow, bail, Result};
 use plandesk::review::ReviewError;
 use plandesk::source::install::{self, Places, Target};
 use plandesk::source::mcp::{self, McpOptions};
+use plandesk::source::serve::ServeOptions;
 use plandesk::source::{
     self, claude, codex, gemini, review_plan, stop_requested, SourceError, WaitSettings,
 };
@@ -299,6 +300,43 @@ pub async fn mcp(
         wait: wait_settings(data_dir, deadline)?,
     };
     mcp::serve(engine, options).await.map_err(|e| anyhow!(e))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plandesk serve`: serves until SIGINT or SIGTERM, then closes waiting plans as abandoned.
+pub async fn serve(
+    data_dir: &Path,
+    store: &StoreLocation,
+    listen: &str,
+    deadline: Option<String>,
+    hook_timeout: &str,
+) -> Result<ExitCode> {
+    let mcp_wait = wait_settings(data_dir, deadline)?;
+    let mut hook_wait = mcp_wait.clone();
+    hook_wait.deadline = Some(hook_deadline(
+        hook_wait.deadline,
+        parse_duration(hook_timeout)?,
+    ));
+    let engine = Engine::open_at(store, "serve").await?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?;
+    let address = listener.local_addr()?;
+    eprintln!(
+        "plandesk: serving on http://{address}: MCP at /mcp, Claude Code hooks at /hooks/claude"
+    );
+    if !address.ip().is_loopback() {
+        eprintln!(
+            "plandesk: warning: {address} is reachable from other machines and this server \
+             speaks plain HTTP: put TLS in front of it with a reverse proxy (see the README)"
+        );
+    }
+    let options = ServeOptions {
+        mcp_wait,
+        hook_wait,
+    };
+    source::serve::serve(engine, listener, options, stop_requested()).await;
+    eprintln!("plandesk: stopped serving");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,6 +4,7 @@ mod agents;
 mod open;
 mod print;
 mod reviewing;
+mod tokens;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -189,6 +190,22 @@ enum Command {
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
     },
+    /// Take plans from agents on other machines over HTTP: MCP at /mcp, Claude Code's
+    /// `type: "http"` hooks at /hooks/claude; every request needs a bearer token (`plandesk
+    /// token`). Put TLS in front with a reverse proxy
+    Serve {
+        /// The address to listen on
+        #[arg(long, value_name = "ADDR", default_value = plandesk::source::serve::DEFAULT_LISTEN)]
+        listen: String,
+        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h)
+        /// [default: $PLANDESK_HOOK_DEADLINE, else no deadline for MCP calls]
+        #[arg(long, value_name = "DURATION")]
+        deadline: Option<String>,
+        /// The `timeout` of the Claude Code http hook pointed here: its plans are answered
+        /// before it runs out
+        #[arg(long, value_name = "DURATION", default_value = "86400s")]
+        hook_timeout: String,
+    },
     /// Add Plandesk's hook (or MCP server) to an agent's settings, or remove it
     Install {
         #[arg(value_parser = ["claude-code", "codex", "gemini", "mcp"])]
@@ -206,6 +223,11 @@ enum Command {
         #[arg(value_name = "REVISION|RUN")]
         key: String,
     },
+    /// Bearer tokens for `plandesk serve`: one per machine or agent; only hashes are stored
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
     /// API keys in the OS keyring (the environment's OPENAI_API_KEY / ANTHROPIC_API_KEY win)
     Key {
         #[command(subcommand)]
@@ -219,6 +241,16 @@ enum ModelAction {
     Set { spec: String },
     /// Forget the saved model: the default is chosen from what is configured
     Clear,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenAction {
+    /// Create a token and print its secret (shown this once)
+    Create { name: String },
+    /// Every token, active and revoked (never a secret)
+    List,
+    /// Revoke a token: requests carrying it are refused from then on
+    Revoke { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -285,6 +317,14 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             let store = StoreLocation::choose(cli.store.as_deref(), &data_dir)?;
             return agents::mcp(&data_dir, &store, workspace, plans_dir, deadline).await;
         }
+        Command::Serve {
+            listen,
+            deadline,
+            hook_timeout,
+        } => {
+            let store = StoreLocation::choose(cli.store.as_deref(), &data_dir)?;
+            return agents::serve(&data_dir, &store, &listen, deadline, &hook_timeout).await;
+        }
         _ => {
             let store = StoreLocation::choose(cli.store.as_deref(), &data_dir)?;
             Engine::open_at(&store, "cli").await?
@@ -295,7 +335,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Key { .. }
         | Command::Install { .. }
         | Command::Hook { .. }
-        | Command::Mcp { .. } => return Ok(ExitCode::SUCCESS),
+        | Command::Mcp { .. }
+        | Command::Serve { .. } => return Ok(ExitCode::SUCCESS),
         Command::Run {
             workspace,
             model,
@@ -477,6 +518,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Open { key } => return open::open(&engine, &data_dir, &key, json).await,
+        Command::Token { action } => {
+            return match action {
+                TokenAction::Create { name } => tokens::create(&engine, &name, json).await,
+                TokenAction::List => tokens::list(&engine, json).await,
+                TokenAction::Revoke { name } => tokens::revoke(&engine, &name, json).await,
+            }
+        }
     };
     let report = report.map_err(explain)?;
     printer.finish(&report);

@@ -603,3 +603,25 @@ pub fn comments(comments: &[Comment]) {
         }
     }
 }
+
+/// `plandesk token list`: names and dates, never secrets.
+pub fn tokens(tokens: &[plandesk::store::TokenRow]) {
+    if tokens.is_empty() {
+        say!("No tokens yet. Create one with: plandesk token create NAME");
+        return;
+    }
+    say!("{:<24} {:<16} {:<12} {}", "NAME", "STATUS", "CREATED", "BY");
+    for token in tokens {
+        let status = match token.revoked_at {
+            Some(at) => format!("revoked {}", age(at)),
+            None => "active".to_owned(),
+        };
+        say!(
+            "{:<24} {:<16} {:<12} {}",
+            safe(&token.name),
+            status,
+            age(token.created_at),
+            short(&token.created_by, 30)
+        );
+    }
+}

@@ -91,6 +91,8 @@ pub fn store_code(err: &StoreError) -> &'static str {
         StoreError::Conflict { .. } => "busy",
         StoreError::Newer { .. } => "store-newer",
         StoreError::Damaged { .. } | StoreError::ReadOnly { .. } => "store-file",
+        StoreError::TokenExists(_) => "token-exists",
+        StoreError::UnknownToken(_) => "unknown-token",
         _ => "store",
     }
 }

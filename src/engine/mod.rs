@@ -226,6 +226,15 @@ impl Engine {
         self.inner.clock.now()
     }
 
+    /// The bearer tokens of `plandesk serve`, managed as this engine's actor.
+    pub fn tokens(&self) -> crate::token::Tokens {
+        crate::token::Tokens::new(
+            self.inner.store.clone(),
+            self.inner.clock.clone(),
+            self.inner.actor.clone(),
+        )
+    }
+
     /// The engine's clock, in milliseconds since the epoch.
     pub fn now_millis(&self) -> i64 {
         self.now()

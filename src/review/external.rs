@@ -37,6 +37,9 @@ pub struct ExternalPlan {
     /// The agent's own id for this plan, when it has one: a plan already submitted under it is
     /// refused (`AlreadyDecided`), so a repeated hook call is not a new revision.
     pub item_id: Option<String>,
+    /// Who sent it, when the sender is known (the name of the token `plandesk serve` let it
+    /// in with); the audit trail says `agent` otherwise.
+    pub submitter: Option<String>,
 }
 
 /// A submitted plan whose agent waits for the decision.
@@ -106,9 +109,13 @@ impl Review {
             until: now + LEASE,
             now,
         };
+        let submitter = Actor {
+            name: plan.submitter.clone().unwrap_or_else(|| "agent".into()),
+            process: self.actor.process.clone(),
+        };
         match self
             .store
-            .open_item(&run_id, &item, &held, &self.actor)
+            .open_item(&run_id, &item, &held, &submitter)
             .await
         {
             Ok(row) => Ok(Waiting {

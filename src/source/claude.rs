@@ -14,6 +14,7 @@ use super::Approval;
 use super::{read_plan_file, Answer, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
+use crate::workspace::MAX_FILE_BYTES;
 
 const AGENT: &str = "Claude Code";
 const TOOL: &str = "ExitPlanMode";
@@ -42,7 +43,69 @@ pub struct Call {
 
 /// Parses the hook's stdin. `Ok(None)`: not a plan (another tool); Claude Code asks as usual.
 pub fn parse(stdin: &str) -> Result<Option<Call>, SourceError> {
-    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+    let Some(input) = read_input(stdin)? else {
+        return Ok(None);
+    };
+    let (path, text) = find_plan(&input)?;
+    let prompt = input
+        .transcript_path
+        .as_deref()
+        .and_then(|t| first_user_request(Path::new(t)))
+        .unwrap_or_else(|| format!("{AGENT} session in {}", input.cwd));
+    let session = input.session_id.clone();
+    Ok(Some(call(input, path, text, prompt, session, None)))
+}
+
+/// Parses what Claude Code's `type: "http"` hook POSTs to `plandesk serve`, sent with the
+/// token named `caller`. That machine's files are not ours to read, and the paths in the
+/// payload are whatever the sender wrote: the plan must be in `tool_input.plan`, and no path
+/// in the payload (`transcript_path`, `planFilePath`) is ever opened.
+pub fn parse_remote(body: &str, caller: &str) -> Result<Option<Call>, SourceError> {
+    let Some(input) = read_input(body)? else {
+        return Ok(None);
+    };
+    let text = input
+        .tool_input
+        .get("plan")
+        .and_then(Value::as_str)
+        .filter(|plan| !plan.trim().is_empty())
+        .ok_or_else(|| {
+            SourceError::NoPlan(
+                "over HTTP the plan must be in tool_input.plan; Plandesk opens no file a request \
+                 names (transcript_path, planFilePath)"
+                    .into(),
+            )
+        })?
+        .to_owned();
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(SourceError::NoPlan(format!(
+            "the plan is {} bytes; plans may be at most {MAX_FILE_BYTES}",
+            text.len()
+        )));
+    }
+    // Only a name for the thread: the file is on the agent's machine.
+    let path = input
+        .tool_input
+        .get("planFilePath")
+        .and_then(Value::as_str)
+        .map(|p| crate::text::short(p, MAX_REMOTE_PATH))
+        .unwrap_or_else(|| "plan.md".into());
+    let prompt = format!(
+        "{AGENT} session in {} (token {caller})",
+        crate::text::short(&input.cwd, 200)
+    );
+    // One token's sessions never mix with another's (or with this machine's own hooks).
+    let session = format!("{caller}/{}", crate::text::short(&input.session_id, 200));
+    let submitter = Some(caller.to_owned());
+    Ok(Some(call(input, path, text, prompt, session, submitter)))
+}
+
+/// The longest plan path kept from a remote payload (it only names the plan).
+const MAX_REMOTE_PATH: usize = 512;
+
+/// The hook's input, if it is a plan (`None`: another tool).
+fn read_input(json: &str) -> Result<Option<Input>, SourceError> {
+    let input: Input = serde_json::from_str(json).map_err(|e| SourceError::Input {
         agent: AGENT,
         message: e.to_string(),
     })?;
@@ -57,23 +120,28 @@ pub fn parse(stdin: &str) -> Result<Option<Call>, SourceError> {
             });
         }
     }
-    let (path, text) = find_plan(&input)?;
+    Ok(Some(input))
+}
+
+fn call(
+    input: Input,
+    path: String,
+    text: String,
+    prompt: String,
+    session: String,
+    submitter: Option<String>,
+) -> Call {
     let mut tool_input = match input.tool_input {
         Value::Object(map) => Value::Object(map),
         _ => json!({}),
     };
     tool_input["plan"] = json!(text);
     tool_input["planFilePath"] = json!(path);
-    let prompt = input
-        .transcript_path
-        .as_deref()
-        .and_then(|t| first_user_request(Path::new(t)))
-        .unwrap_or_else(|| format!("{AGENT} session in {}", input.cwd));
-    Ok(Some(Call {
+    Call {
         plan: ExternalPlan {
             source: Source {
                 kind: SourceKind::ClaudeCode,
-                session: Some(input.session_id),
+                session: Some(session),
             },
             cwd: input.cwd,
             prompt,
@@ -81,9 +149,10 @@ pub fn parse(stdin: &str) -> Result<Option<Call>, SourceError> {
             path,
             text,
             item_id: None,
+            submitter,
         },
         tool_input,
-    }))
+    }
 }
 
 /// The plan and its file: from the input, else the file the transcript names, else the last
@@ -273,6 +342,43 @@ mod tests {
         assert!(parse(&other.to_string()).unwrap().is_none());
         assert!(parse("{").is_err());
         assert!(parse(&input(json!({}), None)).is_err(), "no plan anywhere");
+    }
+
+    #[test]
+    fn a_remote_payload_names_no_file_that_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("secret.md");
+        std::fs::write(&plan, "# Local secret\n").unwrap();
+        let transcript = dir.path().join("t.jsonl");
+        let line = json!({"type": "attachment", "attachment": {"planFilePath": plan}});
+        std::fs::write(&transcript, format!("{line}\n")).unwrap();
+        for tool_input in [
+            json!({}),
+            json!({"planFilePath": plan}),
+            json!({"plan": "  "}),
+        ] {
+            let err = parse_remote(&input(tool_input, Some(&transcript)), "laptop").unwrap_err();
+            assert!(err.to_string().contains("tool_input.plan"), "{err}");
+        }
+        let call = parse_remote(
+            &input(
+                json!({"plan": "# P\n\nDo it", "planFilePath": plan}),
+                Some(&transcript),
+            ),
+            "laptop",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            call.plan.text, "# P\n\nDo it",
+            "the plan in the payload, not the file"
+        );
+        assert_eq!(call.plan.source.session.as_deref(), Some("laptop/s1"));
+        assert!(
+            call.plan.prompt.contains("token laptop"),
+            "{}",
+            call.plan.prompt
+        );
     }
 
     #[test]

@@ -74,6 +74,7 @@ pub fn parse(stdin: &str) -> Result<Option<ExternalPlan>, SourceError> {
         text,
         // The n-th plan of a turn is reviewed once, however many Stops mention it.
         item_id: Some(format!("{}-plan-{index}", input.turn_id)),
+        submitter: None,
     }))
 }
 

@@ -101,6 +101,7 @@ pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError>
         path: path.display().to_string(),
         text,
         item_id: None,
+        submitter: None,
     }))
 }
 

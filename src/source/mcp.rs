@@ -1,10 +1,14 @@
-//! `plandesk mcp`: an MCP server over stdio (rmcp) whose one tool, `submit_plan`, is our
-//! engine's contract exactly: input `{path}` relative to the workspace, the same file checks,
-//! and, once a person decides, the same result object and texts. The call blocks until then;
-//! a client that goes away (cancels the call, closes stdin, or kills the server) leaves the
-//! plan closed as abandoned, never pending forever.
+//! `submit_plan` over MCP, for two transports sharing one handler. `plandesk mcp` (stdio,
+//! rmcp): the tool is our engine's contract exactly: input `{path}` relative to the workspace,
+//! the same file checks, and, once a person decides, the same result object and texts.
+//! `plandesk serve` (streamable HTTP): the agent is on another machine whose files Plandesk
+//! cannot read, so the input is `{path, plan}`: the plan's markdown itself, and a relative path
+//! that names it (plans with one path are revisions of one thread); the results are the same.
+//! Either way the call blocks until a person decides; a client that goes away (cancels the
+//! call, closes stdin or its connection, or kills the server) leaves the plan closed as
+//! abandoned, never pending forever.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -19,13 +23,14 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::watch;
 
+use super::serve::Caller;
 use super::{review_plan, stop_requested, Answer, SourceError, WaitSettings, EXPIRED_TEXT};
 use crate::engine::Engine;
 use crate::review::ExternalPlan;
-use crate::store::{Source, SourceKind};
-use crate::tool::submit_plan::{split_plan, SubmitPlan, TOOL_ID};
+use crate::store::{Actor, Source, SourceKind};
+use crate::tool::submit_plan::{result_for, split_plan, SubmitPlan, TOOL_ID};
 use crate::tool::{schema, Tool as _, ToolContext, ToolOutcome};
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, MAX_FILE_BYTES};
 
 /// How the server was started.
 #[derive(Debug, Clone)]
@@ -35,14 +40,26 @@ pub struct McpOptions {
     pub wait: WaitSettings,
 }
 
+/// Where `submit_plan` finds the plan.
+#[derive(Debug, Clone)]
+enum PlanInput {
+    /// `plandesk mcp`: a file in the workspace's plans folder, by path.
+    Workspace(McpOptions),
+    /// `plandesk serve`: the markdown in the call; the caller is the token its request carried.
+    Inline(WaitSettings),
+}
+
+/// The MCP server behind both transports. Cheap to clone (rmcp's HTTP service makes one per
+/// request).
 #[derive(Clone)]
-struct PlanServer {
+pub(crate) struct PlanServer {
     engine: Engine,
-    options: Arc<McpOptions>,
-    /// This server's session: its plans are revisions of one thread per file.
+    input: Arc<PlanInput>,
+    /// This server's session (stdio): its plans are revisions of one thread per file.
     session: String,
-    /// Flips to `true` the moment stdin reaches its end (the client went away).
-    disconnected: watch::Receiver<bool>,
+    /// Flips to `true` when every waiting call must stop: stdin reached its end (the client
+    /// went away), or the server is shutting down.
+    stopped: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for PlanServer {
@@ -53,16 +70,38 @@ impl std::fmt::Debug for PlanServer {
     }
 }
 
+impl PlanServer {
+    /// The server `plandesk serve` puts behind `/mcp`.
+    pub(crate) fn inline(
+        engine: Engine,
+        wait: WaitSettings,
+        stopped: watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            engine,
+            input: Arc::new(PlanInput::Inline(wait)),
+            session: String::new(),
+            stopped,
+        }
+    }
+}
+
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn serve(engine: Engine, options: McpOptions) -> Result<(), String> {
     // Checked before the handshake, so a wrong folder is one clear line, not a broken session.
     Workspace::open(&options.workspace, options.plans_dir.as_deref()).map_err(|e| e.to_string())?;
     let (tx, rx) = watch::channel(false);
+    let tx = Arc::new(tx);
+    let signalled = tx.clone();
+    tokio::spawn(async move {
+        stop_requested().await;
+        let _ = signalled.send(true);
+    });
     let server = PlanServer {
         engine,
-        options: Arc::new(options),
+        input: Arc::new(PlanInput::Workspace(options)),
         session: uuid::Uuid::new_v4().simple().to_string(),
-        disconnected: rx,
+        stopped: rx,
     };
     let (stdin, stdout) = rmcp::transport::stdio();
     let stdin = EofWatch {
@@ -84,7 +123,7 @@ pub async fn serve(engine: Engine, options: McpOptions) -> Result<(), String> {
 /// few seconds later, after clients have usually killed the server).
 struct EofWatch<R> {
     inner: R,
-    eof: watch::Sender<bool>,
+    eof: Arc<watch::Sender<bool>>,
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for EofWatch<R> {
@@ -102,12 +141,37 @@ impl<R: AsyncRead + Unpin> AsyncRead for EofWatch<R> {
     }
 }
 
-fn tool() -> Tool {
-    let tool = SubmitPlan;
-    let Value::Object(schema) = tool.input_schema() else {
-        return Tool::new(TOOL_ID, tool.description(), Arc::new(JsonObject::new()));
+/// The remote tool's description: the plan travels in the call.
+const INLINE_DESCRIPTION: &str = "Submit your implementation plan to the user for review. Pass \
+     the complete plan as Markdown in `plan` (start it with a `# Title` line) and a short \
+     relative file name for it in `path` (such as `plans/add-cache.md`). The call waits until \
+     the user approves or rejects the plan. If they ask for changes, revise the plan and submit \
+     it again with the same `path`.";
+
+/// The longest `path` the remote tool takes.
+const MAX_INLINE_PATH: usize = 256;
+
+fn tool(input: &PlanInput) -> Tool {
+    let (description, schema) = match input {
+        PlanInput::Workspace(_) => (SubmitPlan.description(), SubmitPlan.input_schema()),
+        PlanInput::Inline(_) => (INLINE_DESCRIPTION.to_owned(), inline_schema()),
     };
-    Tool::new(TOOL_ID, tool.description(), Arc::new(schema))
+    let Value::Object(schema) = schema else {
+        return Tool::new(TOOL_ID, description, Arc::new(JsonObject::new()));
+    };
+    Tool::new(TOOL_ID, description, Arc::new(schema))
+}
+
+fn inline_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "A relative name for the plan (e.g. `plans/add-cache.md`); keep it across revisions"},
+            "plan": {"type": "string", "description": "The whole plan, as Markdown"}
+        },
+        "required": ["path", "plan"],
+        "additionalProperties": false
+    })
 }
 
 /// A result object as the model sees it: one text block holding the JSON.
@@ -120,20 +184,83 @@ fn result_of(value: &Value) -> CallToolResult {
     }
 }
 
+/// A plan ready to be put in front of a person, and who sent it.
+struct Submitted {
+    engine: Engine,
+    wait: WaitSettings,
+    plan: ExternalPlan,
+    title: String,
+    body: String,
+}
+
+/// A `submit_plan` result with `isError: true` telling the model what to fix.
+fn refused(content: String) -> Value {
+    json!({"toolId": TOOL_ID, "content": content, "isError": true})
+}
+
+/// Checks the remote tool's `path`: a relative name of normal parts, ending in `.md`.
+fn check_inline_path(path: &str) -> Result<(), String> {
+    let fix = "Give a short relative name ending in `.md`, such as `plans/add-cache.md`, and \
+               submit again.";
+    if path.trim().is_empty() {
+        return Err(format!("No plan path was given. {fix}"));
+    }
+    let shown = crate::text::short(path, 80);
+    if path.len() > MAX_INLINE_PATH {
+        return Err(format!(
+            "Plan path `{shown}` is longer than {MAX_INLINE_PATH} bytes. {fix}"
+        ));
+    }
+    if path.chars().any(|c| c.is_control() || c == '\\') {
+        return Err(format!(
+            "Plan path `{shown}` has a control character or a backslash. {fix}"
+        ));
+    }
+    let normal = Path::new(path)
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)));
+    if !normal {
+        return Err(format!(
+            "Plan path `{shown}` is not a plain relative path (no `/` at the start, no `.` or `..`). {fix}"
+        ));
+    }
+    if !Path::new(path)
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("md"))
+    {
+        return Err(format!("Plan path `{shown}` does not end in `.md`. {fix}"));
+    }
+    Ok(())
+}
+
 impl PlanServer {
-    /// The tool's whole behaviour: check the file as the engine does, hand the plan to a person,
-    /// and answer with the contract's result object.
-    async fn submit_plan(&self, args: Value, context: &RequestContext<RoleServer>) -> Value {
-        let workspace =
-            match Workspace::open(&self.options.workspace, self.options.plans_dir.as_deref()) {
-                Ok(workspace) => workspace,
-                Err(err) => return failed(&err.to_string()),
-            };
-        let tool = SubmitPlan;
-        let violations = schema::validate(&tool.input_schema(), &args);
+    /// The plan a call hands in, checked (the file's or the call's), and who sent it; or the
+    /// result to answer at once.
+    async fn submitted(
+        &self,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Submitted, Value> {
+        let tool_schema = tool(&self.input).input_schema;
+        let violations = schema::validate(&Value::Object((*tool_schema).clone()), args);
         if !violations.is_empty() {
-            return schema::validation_error(TOOL_ID, "input", &args, &violations);
+            return Err(schema::validation_error(
+                TOOL_ID,
+                "input",
+                args,
+                &violations,
+            ));
         }
+        match &*self.input {
+            PlanInput::Workspace(options) => self.from_file(options, args).await,
+            PlanInput::Inline(wait) => self.from_call(wait, args, context),
+        }
+    }
+
+    /// `plandesk mcp`: the file, checked as the engine checks it.
+    async fn from_file(&self, options: &McpOptions, args: &Value) -> Result<Submitted, Value> {
+        let workspace = Workspace::open(&options.workspace, options.plans_dir.as_deref())
+            .map_err(|err| failed(&err.to_string()))?;
         let checked = {
             let (workspace, args) = (workspace.clone(), args.clone());
             tokio::task::spawn_blocking(move || SubmitPlan.execute(&standalone(&workspace), &args))
@@ -141,38 +268,111 @@ impl PlanServer {
         };
         let payload = match checked {
             Ok(ToolOutcome::Suspend { payload }) => payload,
-            Ok(ToolOutcome::Value(result)) => return result,
-            Ok(ToolOutcome::Failed(message)) => return failed(&message),
-            Err(join) => return failed(&join.to_string()),
+            Ok(ToolOutcome::Value(result)) => return Err(result),
+            Ok(ToolOutcome::Failed(message)) => return Err(failed(&message)),
+            Err(join) => return Err(failed(&join.to_string())),
         };
         let field = |key: &str| payload[key].as_str().unwrap_or_default().to_owned();
         let (path, title, body) = (field("path"), field("title"), field("plan"));
-        let text = if title.is_empty() {
-            body.clone()
-        } else {
-            format!("# {title}\n\n{body}")
-        };
-        let plan = ExternalPlan {
-            source: Source {
-                kind: SourceKind::Mcp,
-                session: Some(self.session.clone()),
+        let root = workspace.root().display().to_string();
+        Ok(with_text(Submitted {
+            engine: self.engine.clone(),
+            wait: options.wait.clone(),
+            plan: ExternalPlan {
+                source: Source {
+                    kind: SourceKind::Mcp,
+                    session: Some(self.session.clone()),
+                },
+                prompt: format!("MCP client in {root}"),
+                cwd: root,
+                tool_name: TOOL_ID.into(),
+                path,
+                text: String::new(),
+                item_id: None,
+                submitter: None,
             },
-            cwd: workspace.root().display().to_string(),
-            prompt: format!("MCP client in {}", workspace.root().display()),
-            tool_name: TOOL_ID.into(),
-            path: path.clone(),
-            text,
-            item_id: None,
+            title,
+            body,
+        }))
+    }
+
+    /// `plandesk serve`: the plan in the call, sent with the token the request was let in with.
+    /// Plans sent with one token are one session: give each agent its own token.
+    fn from_call(
+        &self,
+        wait: &WaitSettings,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Submitted, Value> {
+        let caller = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .ok_or_else(|| failed("the request carries no authenticated token"))?;
+        let path = args["path"].as_str().unwrap_or_default();
+        let text = args["plan"].as_str().unwrap_or_default();
+        check_inline_path(path).map_err(refused)?;
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(refused(format!(
+                "The plan is {} bytes; plans may be at most {MAX_FILE_BYTES} bytes (1 MiB). \
+                 Shorten the plan and submit again.",
+                text.len()
+            )));
+        }
+        if text.trim().is_empty() {
+            return Err(refused(
+                "The plan is empty. Pass the whole plan as Markdown in `plan` and submit again."
+                    .into(),
+            ));
+        }
+        let split = split_plan(text);
+        let engine = self.engine.clone().with_actor(Actor {
+            name: caller.name.clone(),
+            process: "serve:mcp".into(),
+        });
+        Ok(with_text(Submitted {
+            engine,
+            wait: wait.clone(),
+            plan: ExternalPlan {
+                source: Source {
+                    kind: SourceKind::Mcp,
+                    session: Some(format!("serve:{}", caller.name)),
+                },
+                cwd: format!("(remote: {})", caller.name),
+                prompt: format!("MCP client `{}` over HTTP", caller.name),
+                tool_name: TOOL_ID.into(),
+                path: path.to_owned(),
+                text: String::new(),
+                item_id: None,
+                submitter: Some(caller.name.clone()),
+            },
+            title: split.title,
+            body: split.plan,
+        }))
+    }
+
+    /// The tool's whole behaviour: check the plan, hand it to a person, and answer with the
+    /// contract's result object.
+    async fn submit_plan(&self, args: Value, context: &RequestContext<RoleServer>) -> Value {
+        let Submitted {
+            engine,
+            wait,
+            plan,
+            title,
+            body,
+        } = match self.submitted(&args, context).await {
+            Ok(submitted) => submitted,
+            Err(result) => return result,
         };
-        let mut disconnected = self.disconnected.clone();
+        let path = plan.path.clone();
+        let mut stopped = self.stopped.clone();
         let stop = async move {
             tokio::select! {
                 () = context.ct.cancelled() => {}
-                _ = disconnected.wait_for(|gone| *gone) => {}
-                () = stop_requested() => {}
+                _ = stopped.wait_for(|stop| *stop) => {}
             }
         };
-        let answer = match review_plan(&self.engine, plan, &self.options.wait, stop).await {
+        let answer = match review_plan(&engine, plan, &wait, stop).await {
             Ok(answer) => answer,
             Err(err) => return failed(&err.to_string()),
         };
@@ -201,12 +401,22 @@ impl PlanServer {
             }
             Answer::Abandoned => return failed(&SourceError::Stopped.to_string()),
         }
-        match tool.resume(&standalone(&workspace), &args, &data) {
+        match result_for(&data) {
             ToolOutcome::Value(result) => result,
             ToolOutcome::Failed(message) => failed(&message),
             ToolOutcome::Suspend { .. } => failed("the plan was suspended twice"),
         }
     }
+}
+
+/// The plan's text as the review core takes it: the title heading, then the body.
+fn with_text(mut submitted: Submitted) -> Submitted {
+    submitted.plan.text = if submitted.title.is_empty() {
+        submitted.body.clone()
+    } else {
+        format!("# {}\n\n{}", submitted.title, submitted.body)
+    };
+    submitted
 }
 
 /// What `submit_plan` sees of its call here: the workspace, and a person to wait for.
@@ -236,11 +446,11 @@ impl ServerHandler for PlanServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![tool()]))
+        Ok(ListToolsResult::with_all_items(vec![tool(&self.input)]))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == TOOL_ID).then(tool)
+        (name == TOOL_ID).then(|| tool(&self.input))
     }
 
     async fn call_tool(

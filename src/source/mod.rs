@@ -11,6 +11,7 @@ pub mod install;
 pub mod mcp;
 mod notify;
 pub mod presence;
+pub mod serve;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -138,6 +139,8 @@ pub enum SourceError {
     Engine(#[from] crate::engine::EngineError),
     #[error("told to stop while waiting for a decision")]
     Stopped,
+    #[error("internal failure: {0}")]
+    Internal(String),
 }
 
 impl SourceError {

@@ -192,6 +192,10 @@ pub enum StoreError {
     },
     #[error("the store cannot keep run {run_id}: {message}")]
     Invalid { run_id: String, message: String },
+    #[error("a token named `{0}` is already active; revoke it first or choose another name")]
+    TokenExists(String),
+    #[error("no active token is named `{0}` (`plandesk token list` shows them)")]
+    UnknownToken(String),
 }
 
 /// The team store saved for a data folder, if any.
@@ -265,7 +269,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// with `run.id`. Returns the run's id.
     async fn session_run(&self, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError>;
     /// Opens one more item on a session's run (its other items stay as they are), recording
-    /// its plan's revision, with `waiter` holding it.
+    /// its plan's revision, with `waiter` holding it; `by` submitted it (the audit trail's
+    /// actor for the submission).
     async fn open_item(
         &self,
         run_id: &str,
@@ -344,4 +349,19 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Yields whenever anything in the store may have changed, from this process or any other.
     fn changes(&self) -> BoxStream<'static, ()>;
+
+    /// Records a bearer token for `plandesk serve` (with its audit entry): refused with
+    /// `TokenExists` while an active token has that name.
+    async fn create_token(&self, token: &NewToken<'_>) -> Result<TokenRow, StoreError>;
+    /// Every token, active and revoked, oldest first.
+    async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError>;
+    /// Revokes the active token named `name` (with its audit entry); `UnknownToken` if none is.
+    async fn revoke_token(
+        &self,
+        name: &str,
+        by: &Actor,
+        at: Millis,
+    ) -> Result<TokenRow, StoreError>;
+    /// The active token whose secret hashes to `sha256` (exact match), if any.
+    async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError>;
 }

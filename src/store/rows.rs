@@ -127,6 +127,10 @@ vocabulary! {
         ModeSwitched = "mode-switched",
         /// An outside agent's hook gave the decision to its agent: the exact text it received.
         Answered = "answered",
+        /// A bearer token for `plandesk serve` was created (its name; never the secret).
+        TokenCreated = "token-created",
+        /// A bearer token was revoked: requests carrying it are refused from then on.
+        TokenRevoked = "token-revoked",
     }
 }
 
@@ -500,6 +504,28 @@ pub struct NewEdit<'a> {
     /// The revision the reviewer edited (sha256 or a prefix): refused if another is open now.
     pub expect_sha: &'a str,
     pub plan: &'a PlanText,
+    pub by: &'a Actor,
+    pub at: Millis,
+}
+
+/// A bearer token of `plandesk serve`, as listed: its name and dates, never its secret or hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRow {
+    pub name: String,
+    pub created_at: Millis,
+    /// Who created it (`Actor::name`).
+    pub created_by: String,
+    /// When it was revoked; `None` while it is active.
+    pub revoked_at: Option<Millis>,
+}
+
+/// A token to record: its name and the SHA-256 (hex) of its secret; the secret itself is
+/// never stored.
+#[derive(Debug, Clone)]
+pub struct NewToken<'a> {
+    pub name: &'a str,
+    pub sha256: &'a str,
     pub by: &'a Actor,
     pub at: Millis,
 }

@@ -51,6 +51,7 @@ on_both_stores!(
     settings_round_trip,
     another_connections_commit_is_heard,
     a_store_opened_twice_is_migrated_once,
+    tokens_are_created_found_by_hash_and_revoked,
 );
 
 fn commit<'a>(
@@ -616,6 +617,46 @@ async fn a_store_opened_twice_is_migrated_once(location: StoreLocation) {
     drop((a, b));
     let again = location.open().await.unwrap();
     assert_eq!(again.setting("k").await.unwrap().as_deref(), Some("a"));
+}
+
+async fn tokens_are_created_found_by_hash_and_revoked(location: StoreLocation) {
+    let store = location.open().await.unwrap();
+    let new = |name, sha256, at| NewToken {
+        name,
+        sha256,
+        by: &ACTOR,
+        at,
+    };
+    let made = store.create_token(&new("ci", "aa11", 1)).await.unwrap();
+    assert_eq!((made.name.as_str(), made.revoked_at), ("ci", None));
+    let err = store.create_token(&new("ci", "bb22", 2)).await.unwrap_err();
+    assert!(matches!(err, StoreError::TokenExists(_)), "{err}");
+    assert_eq!(store.active_token("aa11").await.unwrap(), Some(made));
+    assert_eq!(
+        store.active_token("aa1").await.unwrap(),
+        None,
+        "exact hashes only"
+    );
+    let revoked = store.revoke_token("ci", &ACTOR, 3).await.unwrap();
+    assert_eq!(revoked.revoked_at, Some(3));
+    assert_eq!(store.active_token("aa11").await.unwrap(), None);
+    let err = store.revoke_token("ci", &ACTOR, 4).await.unwrap_err();
+    assert!(matches!(err, StoreError::UnknownToken(_)), "{err}");
+    // The name is free again; the revoked one stays listed.
+    store.create_token(&new("ci", "cc33", 5)).await.unwrap();
+    let listed = store.tokens().await.unwrap();
+    assert_eq!(
+        listed.iter().map(|t| t.revoked_at).collect::<Vec<_>>(),
+        [Some(3), None]
+    );
+    let kinds: Vec<String> = store
+        .audit(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, ["token-created", "token-revoked", "token-created"]);
 }
 
 /// What only the PostgreSQL store has: a server that may be away, a URL that may hold a

@@ -9,6 +9,7 @@ mod log;
 mod revisions;
 mod runs;
 mod schema;
+mod tokens;
 
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock, Weak};
@@ -694,6 +695,31 @@ impl Store for PostgresStore {
             log::set_setting(tx, &key, value, at).await
         })
         .await
+    }
+
+    async fn create_token(&self, token: &NewToken<'_>) -> Result<TokenRow, StoreError> {
+        self.write("create a token", async |tx| tokens::create(tx, token).await)
+            .await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        tokens::all(&self.client("list tokens").await?).await
+    }
+
+    async fn revoke_token(
+        &self,
+        name: &str,
+        by: &Actor,
+        at: Millis,
+    ) -> Result<TokenRow, StoreError> {
+        self.write("revoke a token", async |tx| {
+            tokens::revoke(tx, name, by, at).await
+        })
+        .await
+    }
+
+    async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError> {
+        tokens::active(&self.client("look up a token").await?, sha256).await
     }
 
     fn changes(&self) -> BoxStream<'static, ()> {

@@ -19,7 +19,8 @@ struct Migration {
 /// has shipped: add another.
 const MIGRATIONS: &[Migration] = &[Migration {
     version: 1,
-    name: "runs, snapshots, messages, revisions, decisions, open items, comments, audit, events, settings",
+    name: "runs, snapshots, messages, revisions, decisions, open items, comments, audit, events, \
+           settings, tokens",
     sql: r#"
 CREATE TABLE runs (
     id TEXT PRIMARY KEY,
@@ -147,6 +148,18 @@ CREATE TRIGGER audit_is_append_only BEFORE UPDATE OR DELETE ON audit
     FOR EACH ROW EXECUTE FUNCTION plandesk_audit_is_append_only();
 CREATE TRIGGER audit_is_never_emptied BEFORE TRUNCATE ON audit
     FOR EACH STATEMENT EXECUTE FUNCTION plandesk_audit_is_append_only();
+-- Bearer tokens of `plandesk serve`: only the SHA-256 of a secret is kept; a name is unique
+-- among active tokens, revoked ones stay, listed as revoked.
+CREATE TABLE tokens (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name TEXT NOT NULL,
+    sha256 TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL,
+    created_by TEXT NOT NULL,
+    revoked_at BIGINT,
+    revoked_by TEXT
+);
+CREATE UNIQUE INDEX tokens_active_by_name ON tokens(name) WHERE revoked_at IS NULL;
 "#,
 }];
 

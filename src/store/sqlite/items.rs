@@ -24,7 +24,10 @@ pub(super) fn sync(
             continue;
         }
         let revision_id = match &item.plan {
-            Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, at, by)?),
+            // An engine run's plan is its model's.
+            Some(plan) => Some(revisions::insert_once(
+                tx, run_id, id, plan, at, "agent", by,
+            )?),
             None => None,
         };
         insert(tx, run_id, item, revision_id, at, None)?;
@@ -93,7 +96,7 @@ pub(super) fn open_one(
     }
     let revision_id = match &item.plan {
         Some(plan) => Some(revisions::insert_once(
-            tx, run_id, id, plan, waiter.now, by,
+            tx, run_id, id, plan, waiter.now, &by.name, by,
         )?),
         None => None,
     };

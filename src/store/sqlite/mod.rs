@@ -11,6 +11,7 @@ mod revisions;
 mod runs;
 mod settings;
 mod snapshots;
+mod tokens;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -390,6 +391,27 @@ impl Store for SqliteStore {
             eprintln!("plandesk: cannot watch the store for changes: {err}");
         }
         Box::pin(rx)
+    }
+
+    async fn create_token(&self, token: &NewToken<'_>) -> Result<TokenRow, StoreError> {
+        self.write("create a token", |tx| tokens::create(tx, token))
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        tokens::all(&self.conn())
+    }
+
+    async fn revoke_token(
+        &self,
+        name: &str,
+        by: &Actor,
+        at: Millis,
+    ) -> Result<TokenRow, StoreError> {
+        self.write("revoke a token", |tx| tokens::revoke(tx, name, by, at))
+    }
+
+    async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError> {
+        tokens::active(&self.conn(), sha256)
     }
 }
 

@@ -40,13 +40,15 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
 
 /// The revision of an item, recorded the first time the item is open (afterwards: its newest,
 /// a reviewer's edit if there is one); its number counts the revisions of the same plan file in
-/// the same run.
+/// the same run. The audit trail names `submitter` as its author and `by` as the process.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn insert_once(
     tx: &Connection,
     run_id: &str,
     tool_call_id: &str,
     plan: &PlanText,
     at: Millis,
+    submitter: &str,
     by: &Actor,
 ) -> Result<i64, StoreError> {
     let existing: Option<i64> = tx
@@ -75,7 +77,7 @@ pub(super) fn insert_once(
         tx,
         audit::Entry {
             at,
-            actor: "agent",
+            actor: submitter,
             process: &by.process,
             run_id,
             kind: AuditKind::Submitted,

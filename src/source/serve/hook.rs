@@ -1,0 +1,99 @@
+//! `/hooks/claude`: Claude Code's `type: "http"` hook. Claude Code POSTs the JSON a command
+//! hook reads on stdin and reads the same JSON output from a 2xx response's body (an empty
+//! body: no opinion, it asks as usual). A non-2xx answer or a timeout is a non-blocking error
+//! there, so every failure of ours is answered 200 with a deny (fail closed).
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use super::{json_response, Body, Caller, State};
+use crate::source::{claude, review_plan, SourceError, MAX_HOOK_INPUT};
+use crate::store::Actor;
+
+pub(super) async fn claude(
+    state: &State,
+    caller: Caller,
+    request: Request<Incoming>,
+) -> Response<Body> {
+    let declared = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_HOOK_INPUT as u64) {
+        return too_large();
+    }
+    let body = match Limited::new(request.into_body(), MAX_HOOK_INPUT)
+        .collect()
+        .await
+    {
+        Ok(body) => body.to_bytes(),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
+        Err(err) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": "body", "message": format!("cannot read the request body: {err}")}),
+            )
+        }
+    };
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return answer(Some(claude::failure(&SourceError::Input {
+            agent: "Claude Code",
+            message: "the request body is not UTF-8".into(),
+        })));
+    };
+    let call = match claude::parse_remote(text, &caller.name) {
+        Ok(Some(call)) => call,
+        Ok(None) => return answer(None),
+        Err(err) => return answer(Some(claude::failure(&err))),
+    };
+    let engine = state.engine.clone().with_actor(Actor {
+        name: caller.name,
+        process: "serve:claude-code".into(),
+    });
+    // The review runs on a task of its own; this request's future holds `_armed`, so when the
+    // client goes away (hyper drops the future) the task hears of it and closes the plan as
+    // abandoned, as a killed command hook's plan is.
+    let (_armed, gone) = oneshot::channel::<()>();
+    let mut stopped = state.stopped.clone();
+    let wait = state.hook_wait.clone();
+    let plan = call.plan.clone();
+    let review = tokio::spawn(async move {
+        let stop = async move {
+            tokio::select! {
+                _ = gone => {}
+                _ = stopped.wait_for(|stop| *stop) => {}
+            }
+        };
+        review_plan(&engine, plan, &wait, stop).await
+    });
+    let reply = match review.await {
+        Ok(Ok(decided)) => claude::answer(&call, &decided),
+        Ok(Err(err)) => Some(claude::failure(&err)),
+        Err(join) => Some(claude::failure(&SourceError::Internal(format!(
+            "the review task ended: {join}"
+        )))),
+    };
+    answer(reply)
+}
+
+/// A 200 carrying the hook's output (`None`: an empty body, Claude Code asks as usual).
+fn answer(output: Option<String>) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(output.unwrap_or_default())).boxed());
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn too_large() -> Response<Body> {
+    json_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &json!({"error": "too-large", "message": format!("a hook payload may be at most {MAX_HOOK_INPUT} bytes")}),
+    )
+}

@@ -1,0 +1,220 @@
+//! `plandesk serve`: plans from agents on other machines, over HTTP/1.1. `/mcp` is the MCP
+//! server over streamable HTTP (its `submit_plan` takes the plan's markdown in the call), and
+//! `/hooks/claude` takes Claude Code's `type: "http"` hooks. Every request must carry
+//! `Authorization: Bearer <token>` for an active token; any other is answered 401 before its
+//! body is read, and nothing of it is recorded. Plans are submitted as the token's name. TLS
+//! is left to a reverse proxy in front.
+
+mod hook;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use super::mcp::PlanServer;
+use super::{WaitSettings, MAX_HOOK_INPUT};
+use crate::engine::Engine;
+use crate::token::Tokens;
+
+/// Where `plandesk serve` listens unless told otherwise: this machine only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
+/// Connections served at once; more wait to be accepted.
+const MAX_CONNECTIONS: usize = 1024;
+/// A client must send its request headers within this long (slow clients hold no slot).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a waiting MCP call's event stream carries a keep-alive (proxies close idle ones,
+/// and a client that went away is noticed when one cannot be written).
+const SSE_KEEP_ALIVE: Duration = Duration::from_secs(10);
+/// How long in-flight requests get to answer once the server is told to stop.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// Who a request was let in as: the name of the token it carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+}
+
+/// How `plandesk serve` waits for decisions.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// For MCP calls.
+    pub mcp_wait: WaitSettings,
+    /// For Claude Code's hooks: its deadline must fall before Claude Code stops waiting.
+    pub hook_wait: WaitSettings,
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+struct State {
+    engine: Engine,
+    tokens: Tokens,
+    mcp: StreamableHttpService<PlanServer, NeverSessionManager>,
+    hook_wait: WaitSettings,
+    /// Flips to `true` when the server stops: every waiting call closes its plan as abandoned.
+    stopped: watch::Receiver<bool>,
+}
+
+/// Serves on `listener` until `shutdown` resolves; then every plan still waiting is closed as
+/// abandoned (each agent is answered "not approved"), and in-flight requests get a few seconds
+/// to answer.
+pub async fn serve(
+    engine: Engine,
+    listener: TcpListener,
+    options: ServeOptions,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let (stop, stopped) = watch::channel(false);
+    let server = PlanServer::inline(engine.clone(), options.mcp_wait, stopped.clone());
+    // Stateless: each call is one POST whose event stream is its answer, so a client that
+    // goes away cancels its call. Host checks guard against DNS rebinding of unauthenticated
+    // local servers; here every request needs a token, and a reverse proxy sends its own host.
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
+        .with_max_request_body_bytes(MAX_HOOK_INPUT)
+        .disable_allowed_hosts();
+    let mcp = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let state = Arc::new(State {
+        tokens: engine.tokens(),
+        engine,
+        mcp,
+        hook_wait: options.hook_wait,
+        stopped,
+    });
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            break;
+        };
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of file descriptors and the like: wait, and go on serving.
+                    eprintln!("plandesk serve: cannot accept a connection: {err}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let state = state.clone();
+        let service = hyper::service::service_fn(move |request| {
+            let state = state.clone();
+            async move { Ok::<_, Infallible>(handle(&state, request).await) }
+        });
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A client that breaks its connection has nothing to be told.
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    let _ = stop.send(true);
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        eprintln!("plandesk serve: some connections were still open after {DRAIN:?}; closing them");
+    }
+}
+
+/// One request: authenticated first (from its headers alone), then routed.
+async fn handle(state: &State, mut request: Request<Incoming>) -> Response<Body> {
+    let caller = match authenticate(&state.tokens, request.headers()).await {
+        Ok(Some(caller)) => caller,
+        Ok(None) => return unauthorized(),
+        Err(err) => {
+            eprintln!("plandesk serve: cannot check a token: {err}");
+            return json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"error": "store", "message": format!("cannot check the token: {err}")}),
+            );
+        }
+    };
+    match (request.method(), request.uri().path()) {
+        (_, "/mcp") => {
+            request.extensions_mut().insert(caller);
+            state.mcp.handle(request).await
+        }
+        (&Method::POST, "/hooks/claude") => hook::claude(state, caller, request).await,
+        (_, "/hooks/claude") => json_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &json!({"error": "method", "message": "POST the hook's JSON to /hooks/claude"}),
+        ),
+        (_, path) => json_response(
+            StatusCode::NOT_FOUND,
+            &json!({"error": "not-found", "message": format!(
+                "no endpoint {}; this server has /mcp and /hooks/claude",
+                crate::text::short(path, 100)
+            )}),
+        ),
+    }
+}
+
+/// The token a request carries, if it is one active token's: exactly one `Authorization`
+/// header, `Bearer <secret>`.
+async fn authenticate(
+    tokens: &Tokens,
+    headers: &HeaderMap,
+) -> Result<Option<Caller>, crate::token::TokenError> {
+    let mut values = headers.get_all(AUTHORIZATION).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return Ok(None);
+    };
+    let Ok(value) = value.to_str() else {
+        return Ok(None);
+    };
+    Ok(tokens
+        .authenticate(value)
+        .await?
+        .map(|row| Caller { name: row.name }))
+}
+
+fn unauthorized() -> Response<Body> {
+    let mut response = json_response(
+        StatusCode::UNAUTHORIZED,
+        &json!({"error": "unauthorized", "message":
+            "send `Authorization: Bearer <token>` with an active token (`plandesk token create NAME` makes one)"}),
+    );
+    response.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer realm=\"plandesk\""),
+    );
+    response
+}
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}

@@ -8,6 +8,28 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
+/// An instant for people, in UTC: `2026-12-03 06:49:10 UTC`.
+pub fn utc(at: Millis) -> String {
+    let secs = at.div_euclid(1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
 pub trait Clock: Send + Sync + fmt::Debug {
     fn now(&self) -> Millis;
 }
@@ -69,5 +91,18 @@ pub struct SequentialIds(AtomicU64);
 impl IdSource for SequentialIds {
     fn next_id(&self, kind: &str) -> String {
         format!("{kind}-{}", self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_read_as_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_796_280_550_999), "2026-12-03 06:49:10 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(-1_000), "1969-12-31 23:59:59 UTC");
     }
 }

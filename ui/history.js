@@ -21,7 +21,8 @@ async function showHistory(filter = { status: 'all', query: '' }) {
         rows.append(h('button', { class: 'row-item', type: 'button', onclick: () => showRevision(r.id) },
           h('span', { class: 'title' }, h('strong', {}, r.title || 'Untitled plan'), ` · revision ${r.revisionNo}`),
           badge(r.status),
-          h('span', { class: 'meta-line' }, h('span', {}, r.path), h('span', {}, when(r.submittedAt)), h('span', {}, shorten(r.prompt, 60))),
+          h('span', { class: 'meta-line' }, h('span', {}, r.path), h('span', {}, when(r.submittedAt)),
+            r.decidedBy ? h('span', {}, `decided by ${r.decidedBy}`) : '', h('span', {}, shorten(r.prompt, 60))),
           r.feedback ? h('span', { class: 'feedback-quote' }, `“${r.feedback}”`) : ''));
       }
     } catch (e) { showError(e); }
@@ -45,7 +46,8 @@ async function showRevision(id) {
     h('div', { class: 'page-head' }, h('div', {},
       h('h1', {}, revision.title || 'Untitled plan'),
       h('div', { class: 'meta-line' }, badge(revision.status), h('span', {}, revision.path),
-        h('span', {}, `Revision ${revision.revisionNo} of ${revision.revisionsInThread}`), h('span', {}, when(revision.submittedAt)))),
+        h('span', {}, `Revision ${revision.revisionNo} of ${revision.revisionsInThread}`), h('span', {}, when(revision.submittedAt)),
+        revision.decidedBy ? h('span', {}, `decided by ${revision.decidedBy}`) : '')),
     h('div', { class: 'actions' },
       revision.revisionsInThread > 1 ? h('button', { type: 'button', onclick: () => go('compare', revision.id, null) }, 'Compare revisions') : '',
       h('button', { type: 'button', onclick: () => go('run', revision.runId) }, 'Open the run'))),

@@ -210,6 +210,8 @@ pub struct RevisionSummary {
     pub status: plandesk::review::RevisionStatus,
     pub feedback: Option<String>,
     pub decided_at: Option<i64>,
+    /// Who decided, when known (a team's reviewers share one history).
+    pub decided_by: Option<String>,
     pub prompt: String,
     /// The reviewer who wrote it by editing the agent's plan; `None`: the agent.
     pub author: Option<String>,
@@ -230,6 +232,7 @@ impl From<&Revision> for RevisionSummary {
             status: revision.status,
             feedback: decision.and_then(|d| d.feedback.clone()),
             decided_at: decision.map(|d| d.decided_at),
+            decided_by: decision.and_then(|d| d.decided_by.clone()),
             prompt: revision.prompt.clone(),
             author: revision.author.clone(),
         }

@@ -146,6 +146,7 @@ impl Engine {
                         tool_call_id,
                         action: d.action,
                         decided_at: d.decided_at,
+                        decided_by: d.decided_by,
                     }
                     .into(),
                     None => StoreError::NotPending {

@@ -78,6 +78,8 @@ pub struct Decision {
     /// What the agent was answered with (for engine runs: the tool's resume data).
     pub resume_data: Value,
     pub decided_at: Millis,
+    /// Who decided, when known.
+    pub decided_by: Option<String>,
 }
 
 impl From<DecisionRow> for Decision {
@@ -91,6 +93,7 @@ impl From<DecisionRow> for Decision {
             feedback: row.feedback,
             resume_data: row.resume_data,
             decided_at: row.decided_at,
+            decided_by: row.decided_by,
         }
     }
 }

@@ -158,13 +158,17 @@ pub enum StoreError {
     #[error("no comment {0}")]
     UnknownComment(i64),
     #[error(
-        "tool call {tool_call_id} of run {run_id} was already decided ({action} at {decided_at})"
+        "tool call {tool_call_id} of run {run_id} was already decided: {action}{} at {}",
+        decided_by.as_deref().map(|who| format!(" by {who}")).unwrap_or_default(),
+        crate::clock::utc(*decided_at)
     )]
     AlreadyDecided {
         run_id: String,
         tool_call_id: String,
         action: Action,
         decided_at: Millis,
+        /// Who decided (not known for decisions stored before it was recorded).
+        decided_by: Option<String>,
     },
     #[error("nothing with tool call id {tool_call_id} is pending in run {run_id}")]
     NotPending {
@@ -196,6 +200,19 @@ pub enum StoreError {
     TokenExists(String),
     #[error("no active token is named `{0}` (`plandesk token list` shows them)")]
     UnknownToken(String),
+}
+
+impl StoreError {
+    /// The refusal of a second decision: what the first one was, who made it and when.
+    pub fn already_decided(run_id: &str, tool_call_id: &str, first: &DecisionRow) -> Self {
+        Self::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+            action: first.action,
+            decided_at: first.decided_at,
+            decided_by: first.decided_by.clone(),
+        }
+    }
 }
 
 /// The team store saved for a data folder, if any.

@@ -379,6 +379,8 @@ pub struct DecisionRow {
     pub feedback: Option<String>,
     pub resume_data: Value,
     pub decided_at: Millis,
+    /// Who decided (`Actor::name`); `None` for decisions stored before this was recorded.
+    pub decided_by: Option<String>,
 }
 
 /// What a decision is about to record.

@@ -237,17 +237,55 @@ async fn racing_reviewers_record_exactly_one_decision(location: StoreLocation) {
                 } else {
                     Action::Rejected
                 };
-                store.record_decision(&decision(&call, action, None)).await
+                let actor = Actor {
+                    name: format!("reviewer-{reviewer}"),
+                    process: "app".into(),
+                };
+                let made = decision(&call, action, None);
+                let outcome = store
+                    .record_decision(&NewDecision { by: &actor, ..made })
+                    .await;
+                (call, actor.name, outcome)
             }));
         }
     }
-    let mut won = 0;
+    let mut winners = std::collections::HashMap::new();
+    let mut losers = Vec::new();
     for racer in racers {
         match racer.await.unwrap() {
-            Ok(_) => won += 1,
-            Err(StoreError::AlreadyDecided { .. }) => {}
-            Err(other) => panic!("a racer failed otherwise: {other}"),
+            (call, who, Ok(made)) => {
+                assert_eq!(made.decided_by.as_deref(), Some(who.as_str()));
+                assert!(
+                    winners.insert(call, (who, made.action)).is_none(),
+                    "two winners"
+                );
+            }
+            (call, _, Err(err @ StoreError::AlreadyDecided { .. })) => losers.push((call, err)),
+            (_, _, Err(other)) => panic!("a racer failed otherwise: {other}"),
         }
+    }
+    let won = winners.len();
+    assert_eq!(losers.len(), 15);
+    // Each loser is told who decided, and what.
+    for (call, err) in losers {
+        let (winner, action) = &winners[&call];
+        let StoreError::AlreadyDecided {
+            decided_by,
+            action: first,
+            ..
+        } = &err
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            (decided_by.as_deref(), first),
+            (Some(winner.as_str()), action)
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("{action} by {winner} at ")),
+            "{err}"
+        );
     }
     assert_eq!(won, 5, "one winner per plan");
     assert!(store.open_items(None).await.unwrap().is_empty());

@@ -46,7 +46,7 @@ fn second_decision_on_the_same_suspension_is_refused() {
     fx.stream(&["reject", &run, "--feedback", "shorter"]);
     let before = fx.listing(&["history"]);
     let err = fx.refused(&["approve", &run, "--tool-call-id", "c1"]);
-    assert!(err.contains("already decided (rejected"), "{err}");
+    assert!(err.contains("already decided: rejected by "), "{err}");
     assert_eq!(fx.listing(&["history"]), before);
     let err = fx.refused(&[
         "resume",

@@ -10,10 +10,10 @@ use super::{col, execute, json, log, revisions, row, rows, runs, word, Tx};
 use crate::clock::Millis;
 use crate::store::*;
 
-pub(super) const DECISION_COLUMNS: &str =
-    "d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, d.resume_data, d.decided_at";
+pub(super) const DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, d.revision_id, \
+     d.action, d.feedback, d.resume_data, d.decided_at, d.decided_by";
 
-/// A decision from the row's columns `at..at + 8`, or `None` when they are NULL (an outer join).
+/// A decision from the row's columns `at..at + 9`, or `None` when they are NULL (an outer join).
 pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
     let Some(id) = col::<Option<i64>>(r, at)? else {
         return Ok(None);
@@ -27,6 +27,7 @@ pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, Sto
         feedback: col(r, at + 5)?,
         resume_data: json(r, at + 6)?,
         decided_at: col(r, at + 7)?,
+        decided_by: col(r, at + 8)?,
     }))
 }
 
@@ -110,15 +111,6 @@ async fn insert(
     Ok(inserted == 1)
 }
 
-fn already_decided(run_id: &str, tool_call_id: &str, existing: DecisionRow) -> StoreError {
-    StoreError::AlreadyDecided {
-        run_id: run_id.to_owned(),
-        tool_call_id: tool_call_id.to_owned(),
-        action: existing.action,
-        decided_at: existing.decided_at,
-    }
-}
-
 /// Opens one item of a session's run, leaving its other items alone.
 pub(super) async fn open_one(
     tx: &Tx<'_>,
@@ -129,7 +121,7 @@ pub(super) async fn open_one(
 ) -> Result<ItemRow, StoreError> {
     let id = item.tool_call_id.as_str();
     if let Some(existing) = decision(tx, run_id, id).await? {
-        return Err(already_decided(run_id, id, existing));
+        return Err(StoreError::already_decided(run_id, id, &existing));
     }
     let revision_id = match &item.plan {
         Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, waiter.now, by).await?),
@@ -272,7 +264,7 @@ pub(super) async fn open_revision(
     .await?;
     let Some(open) = open else {
         if let Some(existing) = decision(tx, run_id, tool_call_id).await? {
-            return Err(already_decided(run_id, tool_call_id, existing));
+            return Err(StoreError::already_decided(run_id, tool_call_id, &existing));
         }
         return Err(StoreError::NotPending {
             run_id: run_id.to_owned(),
@@ -302,8 +294,9 @@ pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionR
     execute(
         tx,
         "insert decision",
-        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data,
+                                decided_at, decided_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         &[
             &d.run_id,
             &d.tool_call_id,
@@ -312,6 +305,7 @@ pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionR
             &d.feedback,
             &d.resume_data.to_string(),
             &d.at,
+            &d.by.name,
         ],
     )
     .await?;

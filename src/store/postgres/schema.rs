@@ -83,6 +83,7 @@ CREATE TABLE decisions (
     feedback TEXT,
     resume_data TEXT NOT NULL,
     decided_at BIGINT NOT NULL,
+    decided_by TEXT,
     UNIQUE (run_id, tool_call_id)
 );
 -- `seq` orders a run's items as they were opened (SQLite's rowid).

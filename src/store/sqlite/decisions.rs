@@ -7,9 +7,9 @@ use super::{audit, events, query, revisions, runs, word};
 use crate::store::*;
 
 const COLUMNS: &str =
-    "id, run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at";
+    "id, run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at, decided_by";
 
-/// A decision from the row's columns `at..at + 8`, or `None` when they are NULL (an outer join).
+/// A decision from the row's columns `at..at + 9`, or `None` when they are NULL (an outer join).
 pub(super) fn row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Option<DecisionRow>> {
     let Some(id) = r.get::<_, Option<i64>>(at)? else {
         return Ok(None);
@@ -24,6 +24,7 @@ pub(super) fn row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Optio
         feedback: r.get(at + 5)?,
         resume_data: serde_json::from_str(&data).unwrap_or(Value::String(data)),
         decided_at: r.get(at + 7)?,
+        decided_by: r.get(at + 8)?,
     }))
 }
 
@@ -61,12 +62,7 @@ pub(super) fn open_revision(
         .map_err(query("find open item"))?;
     let Some(revision_id) = open else {
         if let Some(existing) = find(tx, run_id, tool_call_id)? {
-            return Err(StoreError::AlreadyDecided {
-                run_id: run_id.to_owned(),
-                tool_call_id: tool_call_id.to_owned(),
-                action: existing.action,
-                decided_at: existing.decided_at,
-            });
+            return Err(StoreError::already_decided(run_id, tool_call_id, &existing));
         }
         return Err(StoreError::NotPending {
             run_id: run_id.to_owned(),
@@ -93,8 +89,8 @@ pub(super) fn open_revision(
 pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
     let revision_id = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha)?;
     tx.execute(
-        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at, decided_by)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             d.run_id,
             d.tool_call_id,
@@ -102,7 +98,8 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
             d.action.as_str(),
             d.feedback,
             d.resume_data.to_string(),
-            d.at
+            d.at,
+            d.by.name
         ],
     )
     .map_err(query("insert decision"))?;

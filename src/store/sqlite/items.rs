@@ -87,12 +87,7 @@ pub(super) fn open_one(
 ) -> Result<ItemRow, StoreError> {
     let id = item.tool_call_id.as_str();
     if let Some(existing) = decisions::find(tx, run_id, id)? {
-        return Err(StoreError::AlreadyDecided {
-            run_id: run_id.to_owned(),
-            tool_call_id: id.to_owned(),
-            action: existing.action,
-            decided_at: existing.decided_at,
-        });
+        return Err(StoreError::already_decided(run_id, id, &existing));
     }
     let revision_id = match &item.plan {
         Some(plan) => Some(revisions::insert_once(

@@ -234,6 +234,14 @@ CREATE UNIQUE INDEX tokens_active_by_name ON tokens(name) WHERE revoked_at IS NU
 ",
         rebuilds: false,
     },
+    Migration {
+        version: 8,
+        name: "who made each decision",
+        // Two reviewers deciding one plan at once: the one refused is told who won. Earlier
+        // decisions stay without a name (the audit trail has it).
+        sql: "ALTER TABLE decisions ADD COLUMN decided_by TEXT;",
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

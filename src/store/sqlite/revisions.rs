@@ -12,7 +12,8 @@ use crate::store::*;
 // to the one they name.
 const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, v.body, v.sha256,
         v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author,
-        d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, d.resume_data, d.decided_at
+        d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, d.resume_data, d.decided_at,
+        d.decided_by
     FROM plan_revisions v
     JOIN runs r ON r.id = v.run_id
     LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id

@@ -223,6 +223,13 @@ enum Command {
         #[arg(value_name = "REVISION|RUN")]
         key: String,
     },
+    /// The store this data folder uses; `set` saves a team's PostgreSQL database for it (the
+    /// app, the CLI and every hook on this folder then share it), `clear` goes back to the
+    /// SQLite file
+    Store {
+        #[command(subcommand)]
+        action: Option<StoreAction>,
+    },
     /// Bearer tokens for `plandesk serve`: one per machine or agent; only hashes are stored
     Token {
         #[command(subcommand)]
@@ -240,6 +247,15 @@ enum ModelAction {
     /// Save the model new runs use when `--model` is not given
     Set { spec: String },
     /// Forget the saved model: the default is chosen from what is configured
+    Clear,
+}
+
+#[derive(Debug, Subcommand)]
+enum StoreAction {
+    /// Use a team's PostgreSQL database: postgres://USER@HOST/DATABASE (the password goes in
+    /// ~/.pgpass or PGPASSWORD, never in the URL); checked before it is saved
+    Set { url: String },
+    /// Go back to this data folder's own SQLite file
     Clear,
 }
 
@@ -300,6 +316,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     // a hook opens it itself, so that even a store it cannot open is answered to its agent.
     let engine = match cli.command {
         Command::Key { action } => return key_command(action, json),
+        Command::Store { action } => {
+            return store_command(&data_dir, cli.store.as_deref(), action, json).await
+        }
         Command::Install {
             agent,
             uninstall,
@@ -333,6 +352,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let mut printer = print::StreamPrinter::new(json);
     let report = match cli.command {
         Command::Key { .. }
+        | Command::Store { .. }
         | Command::Install { .. }
         | Command::Hook { .. }
         | Command::Mcp { .. }
@@ -660,6 +680,46 @@ fn listing<T: serde::Serialize>(json: bool, items: &[T], human: fn(&[T])) -> Res
         println!("{}", serde_json::to_string(items)?);
     } else {
         human(items);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plandesk store [set URL | clear]`.
+async fn store_command(
+    data_dir: &std::path::Path,
+    given: Option<&str>,
+    action: Option<StoreAction>,
+    json: bool,
+) -> Result<ExitCode> {
+    use plandesk::store::{check_team_store, save_team_store};
+    match action {
+        None => {}
+        Some(StoreAction::Set { url }) => {
+            check_team_store(&url)?;
+            // Reached (and its tables made) before it is saved: a wrong URL changes nothing.
+            StoreLocation::postgres(url.trim()).open().await?;
+            save_team_store(data_dir, Some(&url))?;
+        }
+        Some(StoreAction::Clear) => save_team_store(data_dir, None)?,
+    }
+    let location = StoreLocation::choose(given, data_dir)?;
+    let overridden = given.is_some() || std::env::var_os(plandesk::store::STORE_ENV).is_some();
+    if json {
+        let kind = match location {
+            StoreLocation::Sqlite(_) => "sqlite",
+            StoreLocation::Postgres { .. } => "postgres",
+        };
+        let listing = serde_json::json!({
+            "kind": kind,
+            "store": location.describe(),
+            "dataDir": data_dir.display().to_string(),
+        });
+        println!("{listing}");
+    } else {
+        println!("Store: {}", location.describe());
+        if overridden {
+            println!("(named by --store or PLANDESK_STORE, which win over the saved choice)");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -66,15 +66,17 @@ impl StoreLocation {
         }
     }
 
-    /// The store `--store` (else `PLANDESK_STORE`) names; without either, the SQLite file in
-    /// `data_dir`. Anything but a `postgres://` URL is refused with what was given.
+    /// The store `--store` (else `PLANDESK_STORE`, else the team store saved for `data_dir`)
+    /// names; without any, the SQLite file in `data_dir`. Anything but a `postgres://` URL is
+    /// refused with what was given.
     pub fn choose(store: Option<&str>, data_dir: &Path) -> Result<Self, StoreError> {
         let env = std::env::var(STORE_ENV).ok();
-        match store
+        let given = store
             .or(env.as_deref())
             .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
+            .filter(|s| !s.is_empty());
+        let saved = saved_team_store(data_dir);
+        match given.or(saved.as_deref()) {
             None => Ok(Self::Sqlite(data_dir.to_owned())),
             Some(url) if postgres::is_postgres_url(url) => Ok(Self::Postgres {
                 url: url.to_owned(),

@@ -141,3 +141,67 @@ fn a_read_only_store_gives_one_clear_line() {
         "{stderr}"
     );
 }
+
+/// `plandesk store`: a data folder's choice of store, checked before it is saved, shared by
+/// every command on that folder.
+#[test]
+fn a_data_folder_is_pointed_at_a_team_store_and_back() {
+    let fx = Fixture::new(serde_json::json!([{"toolCalls": [submit("c1", PLAN)]}]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    // The suite may put every fixture on PostgreSQL through the environment: not here.
+    let store = |args: &[&str]| {
+        let mut command = fx.command(&[&["store"][..], args].concat());
+        command.env_remove("PLANDESK_STORE");
+        command.output().unwrap()
+    };
+    let text = |out: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let shown = store(&[]);
+    assert!(shown.status.success());
+    assert!(
+        text(&shown).contains(&fx.data.join("plandesk.db").display().to_string()),
+        "{}",
+        text(&shown)
+    );
+    let url = crate::pg::database();
+    let with_password = url.replace("postgres@", "postgres:hunter2@");
+    for (bad, says) in [
+        (with_password.as_str(), "~/.pgpass"),
+        ("mysql://ana@db/team", "PostgreSQL URL"),
+        ("postgres://ana@127.0.0.1:9/team", "cannot open the store"),
+    ] {
+        let out = store(&["set", bad]);
+        assert!(!out.status.success(), "{bad} was saved");
+        assert!(text(&out).contains(says), "{bad}: {}", text(&out));
+        assert!(!text(&out).contains("hunter2"), "{}", text(&out));
+        assert!(!fx.data.join("team-store").exists());
+    }
+    let saved = store(&["set", &url]);
+    assert!(saved.status.success(), "{}", text(&saved));
+    assert!(
+        text(&saved).contains("Store: postgres://postgres@127.0.0.1:"),
+        "{}",
+        text(&saved)
+    );
+    // Every command on the folder now works on the team store.
+    let mut run = fx.command(&[
+        "run",
+        "--model",
+        &format!("scripted:{}", fx.script.display()),
+        "Add a cache",
+    ]);
+    run.env_remove("PLANDESK_STORE");
+    let ran = run.output().unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let team = plandesk::store::StoreLocation::postgres(url);
+    let runs = block_on(async { team.open().await.unwrap().runs().await.unwrap() });
+    assert_eq!(runs.len(), 1, "the run is in the team's database");
+    let cleared = store(&["clear"]);
+    assert!(text(&cleared).contains(&fx.data.join("plandesk.db").display().to_string()));
+    assert!(!fx.data.join("team-store").exists());
+}

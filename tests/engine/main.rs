@@ -23,6 +23,7 @@ mod plan_loop;
 mod providers;
 mod refusals;
 mod review_tools;
+mod serve;
 mod store;
 mod suspensions;
 mod terminal;

@@ -24,6 +24,7 @@ mod providers;
 mod refusals;
 mod review_tools;
 mod serve;
+mod serve_load;
 mod store;
 mod suspensions;
 mod terminal;

@@ -123,15 +123,7 @@ pub async fn submit(client: &Client, args: Value) -> (Value, bool) {
 
 /// Waits for one pending plan, then decides it with `plandesk DECIDE RUN ...`.
 async fn decide_when_pending(fx: &Fixture, decide: &[&str]) -> Value {
-    let until = Instant::now() + Duration::from_secs(20);
-    let item = loop {
-        let pending = fx.listing(&["pending"]);
-        if pending[0]["runId"].is_string() {
-            break pending[0].clone();
-        }
-        assert!(Instant::now() < until, "no plan became pending");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let item = until_pending(fx).await;
     let mut args: Vec<&str> = decide.to_vec();
     let run = item["runId"].as_str().unwrap().to_owned();
     args.insert(1, &run);
@@ -375,21 +367,9 @@ async fn an_mcp_client_over_http_gets_the_contract_and_is_recorded_as_its_token(
     let call = tokio::spawn(async move {
         let _ = submit(&client, json!({"path": path, "plan": "# Third\n\nGo"})).await;
     });
-    let until = Instant::now() + Duration::from_secs(20);
-    while fx.listing(&["pending"]).as_array().unwrap().is_empty() {
-        assert!(Instant::now() < until, "no plan became pending");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_pending(&fx).await;
     call.abort();
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let history = fx.listing(&["history"]);
-        if history[2]["status"] == "abandoned" {
-            break;
-        }
-        assert!(Instant::now() < until, "the plan stayed {history}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_status(&fx, 2, "abandoned").await;
     assert!(server.stop().success());
 }
 
@@ -501,11 +481,7 @@ async fn claude_codes_http_hook_gets_the_command_hooks_answers() {
         let payload = hook_payload("sess-3", json!({"plan": "# Wait\n\nfor me"}));
         tokio::spawn(async move { post_hook(&base, Some(&token), &payload).await })
     };
-    let until = Instant::now() + Duration::from_secs(20);
-    while fx.listing(&["pending"]).as_array().unwrap().is_empty() {
-        assert!(Instant::now() < until, "no plan became pending");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_pending(&fx).await;
     let status = tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();

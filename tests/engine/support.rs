@@ -203,3 +203,32 @@ pub fn events(data: &Path, run_id: &str) -> Vec<plandesk::store::EventRow> {
     let store = plandesk::SqliteStore::open(data).unwrap();
     block_on(store.events(run_id)).unwrap()
 }
+
+/// Waits (up to 20 s) until a plan is pending; returns the newest.
+pub async fn until_pending(fx: &Fixture) -> Value {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let pending = fx.listing(&["pending"]);
+        if pending[0]["runId"].is_string() {
+            return pending[0].clone();
+        }
+        assert!(std::time::Instant::now() < until, "no plan became pending");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits (up to 30 s) until the `index`th revision of the history has `status`.
+pub async fn until_status(fx: &Fixture, index: usize, status: &str) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let history = fx.listing(&["history"]);
+        if history[index]["status"] == status {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "revision {index} stayed {history}, never {status}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -174,6 +174,59 @@ fn tokens_are_created_listed_and_revoked_and_only_hashes_are_kept() {
     );
 }
 
+#[tokio::test]
+async fn the_store_finds_only_active_tokens_by_the_hash_of_their_secret() {
+    use plandesk::store::StoreError;
+    use plandesk::token::{TokenError, Tokens};
+    let dir = tempfile::tempdir().unwrap();
+    let actor = plandesk::store::Actor {
+        name: "admin".into(),
+        process: "test".into(),
+    };
+    let tokens = Tokens::new(
+        test_store(dir.path()),
+        std::sync::Arc::new(plandesk::clock::SystemClock),
+        actor,
+    );
+    let (row, first) = tokens.create("laptop").await.unwrap();
+    assert_eq!(
+        (row.name.as_str(), row.created_by.as_str()),
+        ("laptop", "admin")
+    );
+    let bearer = |secret: &str| format!("Bearer {secret}");
+    let found = tokens.authenticate(&bearer(first.expose())).await.unwrap();
+    assert_eq!(found.map(|t| t.name).as_deref(), Some("laptop"));
+    let wrong = format!("pdt_{}", "f".repeat(64));
+    assert_eq!(tokens.authenticate(&bearer(&wrong)).await.unwrap(), None);
+    assert!(matches!(
+        tokens.create("laptop").await,
+        Err(TokenError::Store(StoreError::TokenExists(name))) if name == "laptop"
+    ));
+    tokens.revoke("laptop").await.unwrap();
+    assert_eq!(
+        tokens.authenticate(&bearer(first.expose())).await.unwrap(),
+        None,
+        "a revoked token is refused"
+    );
+    assert!(matches!(
+        tokens.revoke("laptop").await,
+        Err(TokenError::Store(StoreError::UnknownToken(_)))
+    ));
+    let (_, second) = tokens.create("laptop").await.unwrap();
+    assert_eq!(
+        tokens.authenticate(&bearer(first.expose())).await.unwrap(),
+        None
+    );
+    assert!(tokens
+        .authenticate(&bearer(second.expose()))
+        .await
+        .unwrap()
+        .is_some());
+    let listed = tokens.list().await.unwrap();
+    assert_eq!(listed.len(), 2, "the revoked one stays listed");
+    assert!(listed[0].revoked_at.is_some() && listed[1].revoked_at.is_none());
+}
+
 /// The audit trail's entries, oldest first.
 fn audit_entries(fx: &Fixture) -> Vec<Value> {
     String::from_utf8(fx.ok(&["--json", "audit"]).stdout)

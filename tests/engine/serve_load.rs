@@ -6,7 +6,6 @@
 //! of submit-to-answer latency.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,26 +15,17 @@ use plandesk::review::{Review, ReviewError};
 use plandesk::source::serve::{serve, ServeOptions};
 use plandesk::source::WaitSettings;
 use plandesk::store::{Action, Actor, StoreError};
-use plandesk::{Engine, SqliteStore, Store};
+use plandesk::{Engine, Store};
 use serde_json::{json, Value};
 
 use crate::serve::{hook_payload, mcp_client, submit};
+use crate::support::test_store;
 
 const AGENTS: usize = 50;
 const REVIEWERS: usize = 5;
 const PLANS: usize = 500;
 /// The whole run gives up past this (it takes a few seconds).
 const BOUND: Duration = Duration::from_secs(120);
-
-/// The store the load runs on: the database `PLANDESK_TEST_STORE` names, else SQLite in `dir`.
-fn open_store(dir: &Path) -> Arc<dyn Store> {
-    match std::env::var("PLANDESK_TEST_STORE") {
-        Ok(url) if !url.is_empty() => {
-            panic!("PLANDESK_TEST_STORE={url}: this build's tests open only SQLite stores")
-        }
-        _ => Arc::new(SqliteStore::open(dir).unwrap()),
-    }
-}
 
 fn engine(store: &Arc<dyn Store>, actor: &str) -> Engine {
     Engine::new(
@@ -164,7 +154,7 @@ async fn fifty_agents_and_five_reviewers_lose_and_double_no_decision() {
     let dir = tempfile::tempdir().unwrap();
     // The app's presence: no desktop notification is tried for each plan.
     let _app = plandesk::source::presence::hold(dir.path()).unwrap();
-    let store = open_store(dir.path());
+    let store = test_store(dir.path());
     let server_engine = engine(&store, "serve");
     let mut tokens = Vec::new();
     for i in 0..AGENTS {

@@ -232,3 +232,14 @@ pub async fn until_status(fx: &Fixture, index: usize, status: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// The store for tests that go through the `Store` trait alone (so that they run on every
+/// backend): the database `PLANDESK_TEST_STORE` names, else SQLite in `dir`.
+pub fn test_store(dir: &Path) -> std::sync::Arc<dyn plandesk::Store> {
+    match std::env::var("PLANDESK_TEST_STORE") {
+        Ok(url) if !url.is_empty() => {
+            panic!("PLANDESK_TEST_STORE={url}: this build's tests open only SQLite stores")
+        }
+        _ => std::sync::Arc::new(plandesk::SqliteStore::open(dir).unwrap()),
+    }
+}

@@ -69,8 +69,9 @@ function checkInstall(w, settingsFile) {
  * `plandesk serve` on a free loopback port over the world's store, and a token for Claude Code.
  * `killMarked` stops it with the world's other processes.
  */
-async function startServe(w) {
+async function startServe(w, { revoked = false } = {}) {
   const token = plandesk(w, ['token', 'create', 'laptop']).trim();
+  if (revoked) plandesk(w, ['token', 'revoke', 'laptop']);
   const child = spawn(CLI, ['--data-dir', w.data, 'serve', '--listen', '127.0.0.1:0'], {
     env: { ...process.env, DBUS_SESSION_BUS_ADDRESS: `unix:path=${join(w.root, 'no-bus')}` },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -92,14 +93,14 @@ async function startServe(w) {
  * adds the hook with `plandesk install claude-code` (or, with `http`, a `type: "http"` hook to
  * `plandesk serve`, as on another machine), and starts it in plan mode in tmux.
  */
-async function setUp(w, fake, tmux, diagnose, env, { http = false } = {}) {
+async function setUp(w, fake, tmux, diagnose, env, { http = false, revoked = false } = {}) {
   writeFileSync(join(w.home, '.claude.json'), JSON.stringify({
     hasCompletedOnboarding: true, projects: { [w.ws]: { hasTrustDialogAccepted: true } },
   }));
   const settingsFile = join(w.home, '.claude/settings.json');
   mkdirSync(join(w.home, '.claude'));
   if (http) {
-    const served = await startServe(w);
+    const served = await startServe(w, { revoked });
     writeFileSync(settingsFile, JSON.stringify({
       apiKeyHelper: 'echo sk-test',
       hooks: { PermissionRequest: [{ matcher: 'ExitPlanMode', hooks: [{
@@ -313,3 +314,16 @@ test('Claude Code on another machine: its type "http" hook reaches `plandesk ser
   await waitFor('the model\'s final text on the screen', () => tmux.screen().includes(FINAL), { seconds: 30, diagnose });
   assert.deepEqual(plandeskJson(w, ['history', run]).map((r) => r.status), ['rejected', 'approved']);
 }, {}, { http: true }));
+
+test('Claude Code on another machine with a revoked token: 401, nothing recorded, and the plan is not approved', { timeout: 90_000 }, (t) => withClaude('claude-http-401', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  tmux.type(PROMPT);
+  // `onFailure: "block"`: the failed hook blocks the request instead of falling back to asking.
+  const refused = await waitFor('ExitPlanMode to be refused', () => exitPlanResult(fake, true),
+    { seconds: 40, diagnose });
+  t.diagnostic(`the model read: ${toolResults(refused.body)[0].text.slice(0, 300)}`);
+  await sleep(1000);
+  assert.equal(exitPlanResult(fake, false), undefined, 'never approved');
+  assert.deepEqual(plandeskJson(w, ['history']), [], 'nothing was recorded');
+  assert.deepEqual(plandeskJson(w, ['pending']), []);
+}, {}, { http: true, revoked: true }));

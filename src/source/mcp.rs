@@ -252,13 +252,13 @@ impl PlanServer {
             ));
         }
         match &*self.input {
-            PlanInput::Workspace(options) => self.from_file(options, args).await,
-            PlanInput::Inline(wait) => self.from_call(wait, args, context),
+            PlanInput::Workspace(options) => self.plan_from_file(options, args).await,
+            PlanInput::Inline(wait) => self.plan_from_call(wait, args, context),
         }
     }
 
     /// `plandesk mcp`: the file, checked as the engine checks it.
-    async fn from_file(&self, options: &McpOptions, args: &Value) -> Result<Submitted, Value> {
+    async fn plan_from_file(&self, options: &McpOptions, args: &Value) -> Result<Submitted, Value> {
         let workspace = Workspace::open(&options.workspace, options.plans_dir.as_deref())
             .map_err(|err| failed(&err.to_string()))?;
         let checked = {
@@ -298,7 +298,7 @@ impl PlanServer {
 
     /// `plandesk serve`: the plan in the call, sent with the token the request was let in with.
     /// Plans sent with one token are one session: give each agent its own token.
-    fn from_call(
+    fn plan_from_call(
         &self,
         wait: &WaitSettings,
         args: &Value,

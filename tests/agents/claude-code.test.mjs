@@ -5,6 +5,7 @@
 // model carries on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
@@ -52,17 +53,8 @@ function brain(body, fake) {
 }
 
 
-/**
- * Sets Claude Code up as a person would (onboarding done, the project trusted, a key helper),
- * adds the hook with `plandesk install claude-code`, and starts it in plan mode in tmux.
- */
-async function setUp(w, fake, tmux, diagnose, env) {
-  writeFileSync(join(w.home, '.claude.json'), JSON.stringify({
-    hasCompletedOnboarding: true, projects: { [w.ws]: { hasTrustDialogAccepted: true } },
-  }));
-  const settingsFile = join(w.home, '.claude/settings.json');
-  mkdirSync(join(w.home, '.claude'));
-  writeFileSync(settingsFile, JSON.stringify({ apiKeyHelper: 'echo sk-test' }));
+/** `plandesk install claude-code` into the world's HOME: one hook, running this build. */
+function checkInstall(w, settingsFile) {
   const installed = install(w, 'claude-code');
   assert.equal(installed.status, 0, installed.stderr);
   const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
@@ -71,7 +63,56 @@ async function setUp(w, fake, tmux, diagnose, env) {
   assert.equal(group.matcher, 'ExitPlanMode');
   assert.match(group.hooks[0].command, /plandesk hook claude-code$/);
   assert.ok(group.hooks[0].command.startsWith(CLI), `the hook runs this build: ${group.hooks[0].command}`);
+}
 
+/**
+ * `plandesk serve` on a free loopback port over the world's store, and a token for Claude Code.
+ * `killMarked` stops it with the world's other processes.
+ */
+async function startServe(w, { revoked = false } = {}) {
+  const token = plandesk(w, ['token', 'create', 'laptop']).trim();
+  if (revoked) plandesk(w, ['token', 'revoke', 'laptop']);
+  const child = spawn(CLI, ['--data-dir', w.data, 'serve', '--listen', '127.0.0.1:0'], {
+    env: { ...process.env, DBUS_SESSION_BUS_ADDRESS: `unix:path=${join(w.root, 'no-bus')}` },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const url = await new Promise((resolve, reject) => {
+    let text = '';
+    child.stderr.on('data', (d) => {
+      text += d;
+      const found = text.match(/serving on (http:\/\/[0-9.]+:[0-9]+)/);
+      if (found) resolve(found[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`plandesk serve exited (${code}): ${text}`)));
+  });
+  return { token, url };
+}
+
+/**
+ * Sets Claude Code up as a person would (onboarding done, the project trusted, a key helper),
+ * adds the hook with `plandesk install claude-code` (or, with `http`, a `type: "http"` hook to
+ * `plandesk serve`, as on another machine), and starts it in plan mode in tmux.
+ */
+async function setUp(w, fake, tmux, diagnose, env, { http = false, revoked = false } = {}) {
+  writeFileSync(join(w.home, '.claude.json'), JSON.stringify({
+    hasCompletedOnboarding: true, projects: { [w.ws]: { hasTrustDialogAccepted: true } },
+  }));
+  const settingsFile = join(w.home, '.claude/settings.json');
+  mkdirSync(join(w.home, '.claude'));
+  if (http) {
+    const served = await startServe(w, { revoked });
+    writeFileSync(settingsFile, JSON.stringify({
+      apiKeyHelper: 'echo sk-test',
+      hooks: { PermissionRequest: [{ matcher: 'ExitPlanMode', hooks: [{
+        type: 'http', url: `${served.url}/hooks/claude`, timeout: 600, onFailure: 'block',
+        headers: { Authorization: 'Bearer $PLANDESK_TOKEN' }, allowedEnvVars: ['PLANDESK_TOKEN'],
+      }] }] },
+    }));
+    env = { ...env, PLANDESK_TOKEN: served.token };
+  } else {
+    writeFileSync(settingsFile, JSON.stringify({ apiKeyHelper: 'echo sk-test' }));
+    checkInstall(w, settingsFile);
+  }
   tmux.start([join(BIN, 'claude'), '--permission-mode', 'plan'], {
     cwd: w.ws,
     env: agentEnv(w, {
@@ -86,7 +127,7 @@ async function setUp(w, fake, tmux, diagnose, env) {
  * Runs `fn({w, fake, tmux, diagnose})` with Claude Code started in plan mode in a world of its
  * own (`env` added to its environment, which its hooks inherit); afterwards (also on failure) stops tmux, every process of that world, and the fake.
  */
-async function withClaude(name, fn, env = {}) {
+async function withClaude(name, fn, env = {}, options = {}) {
   const w = world(name);
   const fake = await startFakeAnthropic(brain);
   const tmux = new Tmux(w);
@@ -101,7 +142,7 @@ async function withClaude(name, fn, env = {}) {
   };
   let failed = true;
   try {
-    await setUp(w, fake, tmux, diagnose, env);
+    await setUp(w, fake, tmux, diagnose, env, options);
     await fn({ w, fake, tmux, diagnose });
     failed = false;
   } finally {
@@ -247,3 +288,42 @@ test('Claude Code: nobody decides before the deadline → not approved, the turn
   assert.equal(exitPlanResult(fake, false), undefined, 'never approved');
   assert.match(tmux.screen().trimEnd().split('\n').slice(-3).join('\n'), /plan mode on/i, 'still in plan mode');
 }, { PLANDESK_HOOK_DEADLINE: '3s' }));
+
+test('Claude Code on another machine: its type "http" hook reaches `plandesk serve` with a token; reject → revision 2 → approve', { timeout: 120_000 }, () => withClaude('claude-http', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  const first = await firstPlan(ctx);
+  const run = first.runId;
+  assert.equal(first.revision.title, 'Cache user lookups');
+  assert.match(first.source.session, /^laptop\//, 'the session is the token\'s');
+  const submitted = plandesk(w, ['--json', 'audit', run]).trim().split('\n').map((l) => JSON.parse(l))
+    .find((e) => e.kind === 'submitted');
+  assert.deepEqual([submitted.actor, submitted.process], ['laptop', 'serve:claude-code']);
+
+  plandesk(w, ['reject', run, '--feedback', FEEDBACK]);
+  const denied = await waitFor('the feedback in the model\'s next request', () => exitPlanResult(fake, true), { seconds: 30, diagnose });
+  assert.ok(toolResults(denied.body)[0].text.includes(`User feedback: ${FEEDBACK}`));
+  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
+    const items = pendingFrom(w, 'claude-code');
+    return items[0]?.revision?.revisionNo === 2 ? items : null;
+  }, { seconds: 30, diagnose });
+  assert.equal(second.runId, run, 'a revision of the same plan thread');
+
+  plandesk(w, ['approve', run]);
+  const approved = await waitFor('the approval in the model\'s next request', () => exitPlanResult(fake, false), { seconds: 30, diagnose });
+  assert.ok(toolResults(approved.body)[0].text.includes(PLAN_2.trim()));
+  await waitFor('the model\'s final text on the screen', () => tmux.screen().includes(FINAL), { seconds: 30, diagnose });
+  assert.deepEqual(plandeskJson(w, ['history', run]).map((r) => r.status), ['rejected', 'approved']);
+}, {}, { http: true }));
+
+test('Claude Code on another machine with a revoked token: 401, nothing recorded, and the plan is not approved', { timeout: 90_000 }, (t) => withClaude('claude-http-401', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  tmux.type(PROMPT);
+  // `onFailure: "block"`: the failed hook blocks the request instead of falling back to asking.
+  const refused = await waitFor('ExitPlanMode to be refused', () => exitPlanResult(fake, true),
+    { seconds: 40, diagnose });
+  t.diagnostic(`the model read: ${toolResults(refused.body)[0].text.slice(0, 300)}`);
+  await sleep(1000);
+  assert.equal(exitPlanResult(fake, false), undefined, 'never approved');
+  assert.deepEqual(plandeskJson(w, ['history']), [], 'nothing was recorded');
+  assert.deepEqual(plandeskJson(w, ['pending']), []);
+}, {}, { http: true, revoked: true }));

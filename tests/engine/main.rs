@@ -25,6 +25,8 @@ mod plan_loop;
 mod providers;
 mod refusals;
 mod review_tools;
+mod serve;
+mod serve_load;
 mod store;
 mod suspensions;
 mod terminal;

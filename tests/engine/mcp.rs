@@ -3,7 +3,6 @@
 //! another process, and answers with the same result objects and texts.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
@@ -51,16 +50,9 @@ async fn submit(client: &Client, args: Value) -> (Value, bool) {
 
 /// Waits (on a blocking thread) for one pending plan, then runs `decide` with its run id.
 async fn decide_when_pending(fx: &Fixture, decide: &[&str]) {
-    let until = Instant::now() + Duration::from_secs(20);
-    let run = loop {
-        let pending = fx.listing(&["pending"]);
-        if let Some(run) = pending[0]["runId"].as_str() {
-            assert_eq!(pending[0]["source"]["kind"], "mcp");
-            break run.to_owned();
-        }
-        assert!(Instant::now() < until, "no plan became pending");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let pending = until_pending(fx).await;
+    assert_eq!(pending["source"]["kind"], "mcp");
+    let run = pending["runId"].as_str().unwrap().to_owned();
     let mut args: Vec<&str> = decide.to_vec();
     args.insert(1, &run);
     fx.ok(&args);
@@ -155,20 +147,8 @@ async fn a_client_that_goes_away_leaves_its_plan_abandoned() {
             .await;
         client
     });
-    let until = Instant::now() + Duration::from_secs(20);
-    while fx.listing(&["pending"]).as_array().unwrap().is_empty() {
-        assert!(Instant::now() < until, "no plan became pending");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_pending(&fx).await;
     call.abort();
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        let history = fx.listing(&["history"]);
-        if history[0]["status"] == "abandoned" {
-            break;
-        }
-        assert!(Instant::now() < until, "the plan stayed {history}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_status(&fx, 0, "abandoned").await;
     assert_eq!(fx.listing(&["pending"]), json!([]));
 }

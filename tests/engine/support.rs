@@ -248,3 +248,43 @@ pub fn sqlite_only(test: &str) -> bool {
     }
     on_postgres()
 }
+
+/// Waits (up to 20 s) until a plan is pending; returns the newest.
+pub async fn until_pending(fx: &Fixture) -> Value {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let pending = fx.listing(&["pending"]);
+        if pending[0]["runId"].is_string() {
+            return pending[0].clone();
+        }
+        assert!(std::time::Instant::now() < until, "no plan became pending");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits (up to 30 s) until the `index`th revision of the history has `status`.
+pub async fn until_status(fx: &Fixture, index: usize, status: &str) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let history = fx.listing(&["history"]);
+        if history[index]["status"] == status {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "revision {index} stayed {history}, never {status}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// The store for tests that go through the `Store` trait alone (so that they run on every
+/// backend): the database `PLANDESK_TEST_STORE` names, else SQLite in `dir`.
+pub fn test_store(dir: &Path) -> std::sync::Arc<dyn plandesk::Store> {
+    match std::env::var("PLANDESK_TEST_STORE") {
+        Ok(url) if !url.is_empty() => {
+            panic!("PLANDESK_TEST_STORE={url}: this build's tests open only SQLite stores")
+        }
+        _ => std::sync::Arc::new(plandesk::SqliteStore::open(dir).unwrap()),
+    }
+}

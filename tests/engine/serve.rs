@@ -1,0 +1,546 @@
+//! `plandesk serve` through real HTTP on 127.0.0.1: tokens made with the CLI, requests without
+//! a valid one refused before anything is recorded, rmcp's own streamable HTTP client calling
+//! `submit_plan`, and Claude Code's http hook payloads, each decided from another process.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// A `plandesk serve` process on a free loopback port.
+pub struct Server {
+    child: Child,
+    pub base: String,
+}
+
+impl Server {
+    pub fn start(fx: &Fixture, extra: &[&str]) -> Self {
+        let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = fx
+            .command(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let address = first
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split(": ").next())
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_owned();
+        // Keep reading stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self {
+            child,
+            base: format!("http://{address}"),
+        }
+    }
+
+    /// SIGTERM, then waits for the process to end.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn create_token(fx: &Fixture, name: &str) -> String {
+    let out = fx.ok(&["token", "create", name]);
+    let secret = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(secret.starts_with("pdt_"), "{secret}");
+    secret
+}
+
+/// A Claude Code `PermissionRequest` payload for `ExitPlanMode`, as the CLI sends it.
+pub fn hook_payload(session: &str, tool_input: Value) -> Value {
+    json!({
+        "session_id": session, "transcript_path": "/home/u/.claude/projects/p/s.jsonl",
+        "cwd": "/home/u/proj", "permission_mode": "plan",
+        "hook_event_name": "PermissionRequest", "tool_name": "ExitPlanMode",
+        "tool_input": tool_input,
+    })
+}
+
+async fn post_hook(base: &str, token: Option<&str>, body: &Value) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(format!("{base}/hooks/claude"))
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap()
+}
+
+async fn json_of(response: reqwest::Response) -> Value {
+    let text = response.text().await.unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+pub async fn mcp_client(base: &str, token: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
+        .auth_header(token.to_owned());
+    let transport = StreamableHttpClientTransport::from_config(config);
+    ().serve(transport).await.unwrap()
+}
+
+pub async fn submit(client: &Client, args: Value) -> (Value, bool) {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new("submit_plan").with_arguments(args))
+        .await
+        .unwrap();
+    let text = result.content[0].as_text().unwrap().text.clone();
+    (
+        serde_json::from_str(&text).unwrap(),
+        result.is_error == Some(true),
+    )
+}
+
+/// Waits for one pending plan, then decides it with `plandesk DECIDE RUN ...`.
+async fn decide_when_pending(fx: &Fixture, decide: &[&str]) -> Value {
+    let item = until_pending(fx).await;
+    let mut args: Vec<&str> = decide.to_vec();
+    let run = item["runId"].as_str().unwrap().to_owned();
+    args.insert(1, &run);
+    fx.ok(&args);
+    item
+}
+
+#[test]
+fn tokens_are_created_listed_and_revoked_and_only_hashes_are_kept() {
+    let fx = Fixture::new(json!([]));
+    let secret = create_token(&fx, "laptop");
+    assert_eq!(secret.len(), 4 + 64, "pdt_ and 32 bytes in hex");
+    assert_ne!(create_token(&fx, "ci"), secret, "each secret is new");
+    let err = fx.refused(&["token", "create", "laptop"]);
+    assert!(err.contains("already active"), "{err}");
+    let err = fx.refused(&["token", "create", "no/slash"]);
+    assert!(err.contains("not a token name"), "{err}");
+    let err = fx.refused(&["token", "revoke", "nobody"]);
+    assert!(err.contains("no active token is named `nobody`"), "{err}");
+    fx.ok(&["token", "revoke", "laptop"]);
+    let listed = fx.listing(&["token", "list"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    assert_eq!(listed[0]["name"], "laptop");
+    assert!(
+        listed[0]["revokedAt"].is_i64(),
+        "revoked stays listed: {listed}"
+    );
+    assert!(listed[1]["revokedAt"].is_null());
+    let text = listed.to_string();
+    assert!(
+        !text.contains(&secret[4..20]) && !text.contains("sha"),
+        "no secret or hash is listed: {text}"
+    );
+    // A revoked name can be given to a new token.
+    create_token(&fx, "laptop");
+    let db = std::fs::read(fx.data.join("plandesk.db")).unwrap();
+    let db = String::from_utf8_lossy(&db);
+    assert!(!db.contains(&secret), "the secret itself is never stored");
+    assert_eq!(
+        audit_kinds(&fx),
+        [
+            "token-created",
+            "token-created",
+            "token-revoked",
+            "token-created"
+        ],
+        "creating and revoking are in the audit trail"
+    );
+}
+
+#[tokio::test]
+async fn the_store_finds_only_active_tokens_by_the_hash_of_their_secret() {
+    use plandesk::store::StoreError;
+    use plandesk::token::{TokenError, Tokens};
+    let dir = tempfile::tempdir().unwrap();
+    let actor = plandesk::store::Actor {
+        name: "admin".into(),
+        process: "test".into(),
+    };
+    let tokens = Tokens::new(
+        test_store(dir.path()),
+        std::sync::Arc::new(plandesk::clock::SystemClock),
+        actor,
+    );
+    let (row, first) = tokens.create("laptop").await.unwrap();
+    assert_eq!(
+        (row.name.as_str(), row.created_by.as_str()),
+        ("laptop", "admin")
+    );
+    let bearer = |secret: &str| format!("Bearer {secret}");
+    let found = tokens.authenticate(&bearer(first.expose())).await.unwrap();
+    assert_eq!(found.map(|t| t.name).as_deref(), Some("laptop"));
+    let wrong = format!("pdt_{}", "f".repeat(64));
+    assert_eq!(tokens.authenticate(&bearer(&wrong)).await.unwrap(), None);
+    assert!(matches!(
+        tokens.create("laptop").await,
+        Err(TokenError::Store(StoreError::TokenExists(name))) if name == "laptop"
+    ));
+    tokens.revoke("laptop").await.unwrap();
+    assert_eq!(
+        tokens.authenticate(&bearer(first.expose())).await.unwrap(),
+        None,
+        "a revoked token is refused"
+    );
+    assert!(matches!(
+        tokens.revoke("laptop").await,
+        Err(TokenError::Store(StoreError::UnknownToken(_)))
+    ));
+    let (_, second) = tokens.create("laptop").await.unwrap();
+    assert_eq!(
+        tokens.authenticate(&bearer(first.expose())).await.unwrap(),
+        None
+    );
+    assert!(tokens
+        .authenticate(&bearer(second.expose()))
+        .await
+        .unwrap()
+        .is_some());
+    let listed = tokens.list().await.unwrap();
+    assert_eq!(listed.len(), 2, "the revoked one stays listed");
+    assert!(listed[0].revoked_at.is_some() && listed[1].revoked_at.is_none());
+}
+
+/// The audit trail's entries, oldest first.
+fn audit_entries(fx: &Fixture) -> Vec<Value> {
+    String::from_utf8(fx.ok(&["--json", "audit"]).stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn audit_kinds(fx: &Fixture) -> Vec<String> {
+    audit_entries(fx)
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_without_an_active_token_are_refused_and_nothing_is_recorded() {
+    let fx = Fixture::new(json!([]));
+    let good = create_token(&fx, "laptop");
+    let revoked = create_token(&fx, "old");
+    fx.ok(&["token", "revoke", "old"]);
+    let server = Server::start(&fx, &[]);
+    let payload = hook_payload("s1", json!({"plan": "# Sneaky\n\nDo it"}));
+    let wrong = format!("pdt_{}", "0".repeat(64));
+    let client = reqwest::Client::new();
+    for (what, auth) in [
+        ("no token", None),
+        ("not bearer", Some(format!("Basic {good}"))),
+        ("a wrong token", Some(format!("Bearer {wrong}"))),
+        ("a revoked token", Some(format!("Bearer {revoked}"))),
+        ("junk", Some("Bearer pdt_!!".to_owned())),
+    ] {
+        for path in ["/hooks/claude", "/mcp"] {
+            let mut request = client
+                .post(format!("{}{path}", server.base))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(payload.to_string());
+            if let Some(auth) = &auth {
+                request = request.header("authorization", auth);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 401, "{what} on {path}");
+            assert_eq!(
+                response.headers()["www-authenticate"],
+                "Bearer realm=\"plandesk\"",
+                "{what} on {path}"
+            );
+            let body: Value = json_of(response).await;
+            assert_eq!(body["error"], "unauthorized");
+        }
+    }
+    // Two Authorization headers are not one token.
+    let response = client
+        .post(format!("{}/hooks/claude", server.base))
+        .header("authorization", format!("Bearer {good}"))
+        .header("authorization", format!("Bearer {wrong}"))
+        .body(payload.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(fx.listing(&["pending"]), json!([]), "no item was opened");
+    assert_eq!(
+        fx.listing(&["history"]),
+        json!([]),
+        "no revision was recorded"
+    );
+    assert_eq!(fx.listing(&["runs"]), json!([]), "no run was recorded");
+    assert_eq!(
+        audit_kinds(&fx),
+        ["token-created", "token-created", "token-revoked"],
+        "only the tokens' own entries"
+    );
+    // The same request with the good token gets in (and is answered when the server stops).
+    let response = client
+        .get(format!("{}/nowhere", server.base))
+        .bearer_auth(&good)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404, "authenticated, then routed");
+    assert!(server.stop().success());
+}
+
+const APPROVED: &str = "Plan approved. Proceed with implementation following the approved plan.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_over_http_gets_the_contract_and_is_recorded_as_its_token() {
+    let fx = Fixture::new(json!([]));
+    let token = create_token(&fx, "build-box");
+    let server = Server::start(&fx, &[]);
+    let client = mcp_client(&server.base, &token).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].name, "submit_plan");
+    assert_eq!(
+        tools[0].input_schema["required"],
+        json!(["path", "plan"]),
+        "the plan travels in the call"
+    );
+
+    // Checked before a person sees it.
+    let (escape, is_error) = submit(&client, json!({"path": "../x.md", "plan": "# P"})).await;
+    assert!(is_error);
+    assert!(
+        escape["content"]
+            .as_str()
+            .unwrap()
+            .contains("not a plain relative path"),
+        "{escape}"
+    );
+    let (absolute, _) = submit(&client, json!({"path": "/etc/x.md", "plan": "# P"})).await;
+    assert!(absolute["content"]
+        .as_str()
+        .unwrap()
+        .contains("not a plain relative path"));
+    let (not_md, _) = submit(&client, json!({"path": "plan.txt", "plan": "# P"})).await;
+    assert!(not_md["content"]
+        .as_str()
+        .unwrap()
+        .contains("does not end in `.md`"));
+    let (empty, _) = submit(&client, json!({"path": "p.md", "plan": " \n"})).await;
+    assert!(empty["content"]
+        .as_str()
+        .unwrap()
+        .contains("The plan is empty"));
+    let big = "a".repeat(1024 * 1024 + 1);
+    let (large, _) = submit(&client, json!({"path": "p.md", "plan": big})).await;
+    assert!(
+        large["content"]
+            .as_str()
+            .unwrap()
+            .contains("at most 1048576 bytes"),
+        "{large}"
+    );
+    let (invalid, _) = submit(&client, json!({"path": "p.md"})).await;
+    assert!(invalid.get("validationErrors").is_some(), "{invalid}");
+    assert_eq!(
+        fx.listing(&["history"]),
+        json!([]),
+        "none of those was recorded"
+    );
+
+    let path = "plans/cache.md";
+    let ((rejected, is_error), item) = tokio::join!(
+        submit(&client, json!({"path": path, "plan": PLAN_TEXT})),
+        decide_when_pending(&fx, &["reject", "--feedback", "Measure first"])
+    );
+    assert!(!is_error);
+    assert_eq!(item["source"]["kind"], "mcp");
+    assert_eq!(
+        rejected,
+        json!({"toolId": "submit_plan", "isError": false,
+               "content": "Plan was not approved. The user wants revisions.\n\nUser feedback: Measure first\n\nPlease revise the plan based on the feedback and submit again with submit_plan.",
+               "submittedPlan": {"title": "Add a cache", "path": path,
+                                 "plan": "Use an LRU cache in front of the store.\n\n1. Measure\n2. Cache",
+                                 "feedback": "Measure first"}})
+    );
+    let ((approved, _), _) = tokio::join!(
+        submit(
+            &client,
+            json!({"path": path, "plan": "# Add a cache\n\nMeasure, then cache.\n"})
+        ),
+        decide_when_pending(&fx, &["approve"])
+    );
+    assert_eq!(approved["content"], APPROVED);
+    assert_eq!(approved["submittedPlan"]["plan"], "Measure, then cache.");
+    let history = fx.listing(&["history"]);
+    assert_eq!(
+        history[1]["revisionNo"], 2,
+        "one thread per path: {history}"
+    );
+    assert_eq!(history[1]["status"], "approved");
+
+    let entries = audit_entries(&fx);
+    let submitted: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "submitted")
+        .collect();
+    assert_eq!(submitted.len(), 2);
+    for entry in submitted {
+        assert_eq!(entry["actor"], "build-box", "the token's name: {entry}");
+        assert_eq!(entry["process"], "serve:mcp");
+    }
+    let answered = entries.iter().find(|e| e["kind"] == "answered").unwrap();
+    assert_eq!(answered["actor"], "build-box");
+
+    // A client that goes away leaves its plan abandoned.
+    let call = tokio::spawn(async move {
+        let _ = submit(&client, json!({"path": path, "plan": "# Third\n\nGo"})).await;
+    });
+    until_pending(&fx).await;
+    call.abort();
+    until_status(&fx, 2, "abandoned").await;
+    assert!(server.stop().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_codes_http_hook_gets_the_command_hooks_answers() {
+    let fx = Fixture::new(json!([]));
+    let token = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    let plan = "# Add a cache\n\nUse an LRU cache.";
+    let payload = hook_payload(
+        "sess-1",
+        json!({"plan": plan, "planFilePath": "/home/u/.claude/plans/brave-otter.md"}),
+    );
+    let (response, item) = tokio::join!(
+        post_hook(&server.base, Some(&token), &payload),
+        decide_when_pending(&fx, &["reject", "--feedback", "Measure first"])
+    );
+    assert_eq!(item["source"]["kind"], "claude-code");
+    assert_eq!(response.status(), 200);
+    let body: Value = json_of(response).await;
+    assert_eq!(
+        body,
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+            "behavior": "deny",
+            "message": "Plan was not approved. The user wants revisions.\n\nUser feedback: Measure first\n\nPlease revise the plan based on the feedback and present it for review again."
+        }}}),
+        "what `plandesk hook claude-code` prints"
+    );
+    let (response, _) = tokio::join!(
+        post_hook(&server.base, Some(&token), &payload),
+        decide_when_pending(&fx, &["approve"])
+    );
+    let body: Value = json_of(response).await;
+    assert_eq!(
+        body["hookSpecificOutput"]["decision"],
+        json!({"behavior": "allow", "updatedInput": {"plan": plan,
+               "planFilePath": "/home/u/.claude/plans/brave-otter.md"}}),
+        "an allow echoes the input"
+    );
+    let history = fx.listing(&["history"]);
+    assert_eq!(history[1]["revisionNo"], 2, "one thread: {history}");
+
+    // Another tool is not ours: an empty 200, Claude Code asks as usual.
+    let mut other = payload.clone();
+    other["tool_name"] = json!("Bash");
+    let response = post_hook(&server.base, Some(&token), &other).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "");
+
+    // No plan in the payload: refused (deny, stop) without opening the transcript it names,
+    // here a FIFO that would block whoever opened it.
+    let fifo = fx.root.join("transcript.jsonl");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut empty = hook_payload("sess-2", json!({"planFilePath": fifo}));
+    empty["transcript_path"] = json!(fifo);
+    let started = Instant::now();
+    let response = post_hook(&server.base, Some(&token), &empty).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "nothing waited on the FIFO"
+    );
+    let body: Value = json_of(response).await;
+    let decision = &body["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny", "{body}");
+    assert_eq!(decision["interrupt"], true);
+    assert!(
+        decision["message"]
+            .as_str()
+            .unwrap()
+            .contains("tool_input.plan"),
+        "{body}"
+    );
+
+    // Too large a body is refused from its declared length, before any of it is read.
+    let response = {
+        use std::io::{Read, Write};
+        let address = server.base.trim_start_matches("http://").to_owned();
+        let token = token.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut stream = std::net::TcpStream::connect(address).unwrap();
+            write!(
+                stream,
+                "POST /hooks/claude HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                5 * 1024 * 1024
+            )
+            .unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).unwrap();
+            String::from_utf8_lossy(&head).into_owned()
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(response, "HTTP/1.1 413");
+    assert_eq!(fx.listing(&["history"]).as_array().unwrap().len(), 2);
+
+    // Told to stop while a plan waits: it is closed as abandoned and the agent told no.
+    let waiting = {
+        let base = server.base.clone();
+        let token = token.clone();
+        let payload = hook_payload("sess-3", json!({"plan": "# Wait\n\nfor me"}));
+        tokio::spawn(async move { post_hook(&base, Some(&token), &payload).await })
+    };
+    until_pending(&fx).await;
+    let status = tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap();
+    assert!(status.success());
+    let body: Value = json_of(waiting.await.unwrap()).await;
+    assert_eq!(body["hookSpecificOutput"]["decision"]["behavior"], "deny");
+    let history = fx.listing(&["history"]);
+    assert_eq!(history[2]["status"], "abandoned", "{history}");
+}

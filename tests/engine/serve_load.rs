@@ -154,7 +154,7 @@ async fn fifty_agents_and_five_reviewers_lose_and_double_no_decision() {
     let dir = tempfile::tempdir().unwrap();
     // The app's presence: no desktop notification is tried for each plan.
     let _app = plandesk::source::presence::hold(dir.path()).unwrap();
-    let store = test_store(dir.path());
+    let store = test_store(dir.path()).await;
     let server_engine = engine(&store, "serve");
     let mut tokens = Vec::new();
     for i in 0..AGENTS {

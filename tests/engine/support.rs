@@ -279,12 +279,13 @@ pub async fn until_status(fx: &Fixture, index: usize, status: &str) {
 }
 
 /// The store for tests that go through the `Store` trait alone (so that they run on every
-/// backend): the database `PLANDESK_TEST_STORE` names, else SQLite in `dir`.
-pub fn test_store(dir: &Path) -> std::sync::Arc<dyn plandesk::Store> {
-    match std::env::var("PLANDESK_TEST_STORE") {
-        Ok(url) if !url.is_empty() => {
-            panic!("PLANDESK_TEST_STORE={url}: this build's tests open only SQLite stores")
-        }
-        _ => std::sync::Arc::new(plandesk::SqliteStore::open(dir).unwrap()),
-    }
+/// backend): a fresh database on the test PostgreSQL server when the suite runs there
+/// (`PLANDESK_TEST_STORE=postgres`), else SQLite in `dir`.
+pub async fn test_store(dir: &Path) -> std::sync::Arc<dyn plandesk::Store> {
+    let location = if on_postgres() {
+        plandesk::store::StoreLocation::postgres(crate::pg::database())
+    } else {
+        plandesk::store::StoreLocation::Sqlite(dir.to_owned())
+    };
+    location.open().await.unwrap()
 }

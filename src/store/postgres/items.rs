@@ -65,7 +65,9 @@ pub(super) async fn sync(
             continue;
         }
         let revision_id = match &item.plan {
-            Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, at, by).await?),
+            Some(plan) => {
+                Some(revisions::insert_once(tx, run_id, id, plan, at, "agent", by).await?)
+            }
             None => None,
         };
         insert(tx, run_id, item, revision_id, at, None).await?;
@@ -124,7 +126,9 @@ pub(super) async fn open_one(
         return Err(StoreError::already_decided(run_id, id, &existing));
     }
     let revision_id = match &item.plan {
-        Some(plan) => Some(revisions::insert_once(tx, run_id, id, plan, waiter.now, by).await?),
+        Some(plan) => {
+            Some(revisions::insert_once(tx, run_id, id, plan, waiter.now, &by.name, by).await?)
+        }
         None => None,
     };
     if !insert(tx, run_id, item, revision_id, waiter.now, Some(waiter)).await? {

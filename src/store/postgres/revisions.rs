@@ -127,13 +127,15 @@ async fn insert(
 }
 
 /// The revision of an item, recorded the first time the item is open (afterwards: its newest,
-/// a reviewer's edit if there is one).
+/// a reviewer's edit if there is one); `submitter` is who the audit trail says sent it (the
+/// agent, or the token an outside agent came with).
 pub(super) async fn insert_once(
     tx: &Tx<'_>,
     run_id: &str,
     tool_call_id: &str,
     plan: &PlanText,
     at: Millis,
+    submitter: &str,
     by: &Actor,
 ) -> Result<i64, StoreError> {
     let existing = row(
@@ -154,7 +156,7 @@ pub(super) async fn insert_once(
         tx,
         log::Entry {
             at,
-            actor: "agent",
+            actor: submitter,
             process: &by.process,
             run_id,
             kind: AuditKind::Submitted,

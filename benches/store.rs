@@ -135,6 +135,16 @@ fn main() {
         assert_eq!(all.len(), SESSIONS * REVISIONS_PER_SESSION);
         all
     }));
+    figures.push(measure(
+        "history listing, as the app shows it (10,000, no bodies)",
+        || {
+            let all = runtime
+                .block_on(review.listing(&HistoryFilter::default()))
+                .unwrap();
+            assert_eq!(all.len(), SESSIONS * REVISIONS_PER_SESSION);
+            all
+        },
+    ));
     figures.push(measure("full-text search (10,000 revisions)", || {
         let filter = HistoryFilter {
             query: Some("xylophone".into()),

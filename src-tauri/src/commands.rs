@@ -316,7 +316,7 @@ pub async fn history(
     Ok(state
         .engine
         .review()
-        .history(&filter)
+        .listing(&filter)
         .await?
         .iter()
         .map(RevisionSummary::from)

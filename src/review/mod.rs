@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
 use crate::plan;
-use crate::store::{Actor, AuditRow, DecisionRow, NewDecision, Store, StoreError};
+use crate::store::{Actor, AuditRow, DecisionRow, NewDecision, RevisionRow, Store, StoreError};
 
 pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_COMMENT_CHARS};
 pub use edit::{EditSummary, Edited};
@@ -95,6 +95,28 @@ pub struct Review {
 /// Words of a history search beyond this many are ignored.
 const MAX_QUERY_WORDS: usize = 16;
 
+/// The words a history search looks for.
+fn query_words(filter: &HistoryFilter) -> Vec<String> {
+    filter
+        .query
+        .as_deref()
+        .unwrap_or("")
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(MAX_QUERY_WORDS)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Rows (oldest first) as a history shows them: newest first, of the filter's status.
+fn newest_first(rows: Vec<RevisionRow>, filter: &HistoryFilter) -> Vec<Revision> {
+    rows.into_iter()
+        .rev()
+        .map(Revision::from)
+        .filter(|r| filter.status.is_none_or(|s| r.status == s))
+        .collect()
+}
+
 /// The setting naming the reviewer in the audit trail (else the OS user).
 pub const REVIEWER_SETTING: &str = "reviewer_name";
 
@@ -169,27 +191,25 @@ impl Review {
     /// Revisions newest first, filtered by run, status and text (the query's words in a row, the
     /// last one possibly the start of a word, in the title or the plan).
     pub async fn history(&self, filter: &HistoryFilter) -> Result<Vec<Revision>, ReviewError> {
-        let words: Vec<String> = filter
-            .query
-            .as_deref()
-            .unwrap_or("")
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .take(MAX_QUERY_WORDS)
-            .map(str::to_lowercase)
-            .collect();
+        let words = query_words(filter);
         let run_id = filter.run_id.as_deref();
         let rows = if words.is_empty() {
             self.store.revisions(run_id).await?
         } else {
             self.store.search_revisions(run_id, &words).await?
         };
-        Ok(rows
-            .into_iter()
-            .rev()
-            .map(Revision::from)
-            .filter(|r| filter.status.is_none_or(|s| r.status == s))
-            .collect())
+        Ok(newest_first(rows, filter))
+    }
+
+    /// [`Review::history`] for a list on screen: the same revisions, newest first, but without
+    /// their plans' text (each `body` is empty; [`Review::revision_by_id`] loads one whole).
+    pub async fn listing(&self, filter: &HistoryFilter) -> Result<Vec<Revision>, ReviewError> {
+        let words = query_words(filter);
+        let rows = self
+            .store
+            .revision_list(filter.run_id.as_deref(), &words)
+            .await?;
+        Ok(newest_first(rows, filter))
     }
 
     /// Every revision of one run, oldest first.

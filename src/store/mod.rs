@@ -325,6 +325,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Plan revisions (of one run, or all), oldest first, each with its decision: one query.
     async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError>;
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError>;
+    /// What a listing shows: [`Store::revisions`], or with `words` [`Store::search_revisions`],
+    /// but without the plans' bodies (each `body` is empty; [`Store::revision`] loads one whole),
+    /// so a list of thousands stays fast.
+    async fn revision_list(
+        &self,
+        run_id: Option<&str>,
+        words: &[String],
+    ) -> Result<Vec<RevisionRow>, StoreError>;
     /// Revisions (of one run, or all) whose title or body has `words` in a row (the last one may
     /// be the start of a word; case and accents ignored), oldest first.
     async fn search_revisions(

@@ -2,9 +2,10 @@
 //  - cold start to interactive (launch -> UI ready)
 //  - suspension -> plan rendered in the webview, for a ~200 KB plan
 //  - click Approve -> first chunk of the resumed run
-//  - idle memory of the app and its WebKit processes (PSS, after a few idle seconds)
+//  - idle memory of the app and its WebKit processes (PSS, after a few idle seconds), and of an
+//    empty Tauri window on the same machine (the floor: `src-tauri/examples/empty_window.rs`)
 // Medians and p95 over ROUNDS (default 20), printed and written to target/bench/app.json.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixture, openApp, startDriver } from './harness.mjs';
@@ -32,16 +33,33 @@ function pss(pid) {
   } catch { return 0; }
 }
 
-function appPids(fx) {
-  const app = execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n').map(Number);
-  const children = app.flatMap((pid) => {
+/** `pids` and their child processes (WebKit's web and network processes). */
+function withChildren(pids) {
+  const children = pids.flatMap((pid) => {
     try { return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').map(Number); } catch { return []; }
   });
-  return [...app, ...children];
+  return [...pids, ...children];
+}
+
+function appPids(fx) {
+  return withChildren(execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n').map(Number));
+}
+
+/** Idle PSS of an empty Tauri window (the floor), measured like the app's. */
+async function emptyWindowPssMiB() {
+  const empty = spawn(process.env.PLANDESK_EMPTY_WINDOW, [], { stdio: 'ignore' });
+  try {
+    await sleep(4000);
+    if (empty.exitCode !== null) throw new Error(`the empty window exited with ${empty.exitCode}`);
+    return withChildren([empty.pid]).reduce((sum, pid) => sum + pss(pid), 0) / 1024;
+  } finally {
+    empty.kill('SIGTERM');
+    await sleep(300);
+  }
 }
 
 const driver = await startDriver(PORT);
-const results = { coldStartMs: [], interactiveMs: [], suspendToRenderedMs: [], startToPlanMs: [], clickToFirstChunkMs: [], idlePssMiB: [] };
+const results = { coldStartMs: [], interactiveMs: [], suspendToRenderedMs: [], startToPlanMs: [], clickToFirstChunkMs: [], idlePssMiB: [], emptyWindowPssMiB: [] };
 try {
   for (let round = 0; round < ROUNDS; round += 1) {
     const fx = fixture();
@@ -60,6 +78,7 @@ try {
     results.interactiveMs.push(await app.exec('return window.__plandesk.metrics.interactiveAt'));
     await sleep(3000);
     results.idlePssMiB.push(appPids(fx).reduce((sum, pid) => sum + pss(pid), 0) / 1024);
+    if (process.env.PLANDESK_EMPTY_WINDOW && round < 5) results.emptyWindowPssMiB.push(await emptyWindowPssMiB());
 
     await app.click('#new-run');
     await app.type('#prompt', 'Migrate the store');
@@ -87,9 +106,15 @@ try {
   driver.stop();
 }
 const figures = [];
+if (!results.emptyWindowPssMiB.length) delete results.emptyWindowPssMiB;
 for (const [name, xs] of Object.entries(results)) {
   console.log(`${name}: median ${median(xs).toFixed(1)}, p95 ${quantile(xs, 0.95).toFixed(1)} (min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)}, n=${xs.length})`);
   figures.push({ name, median: median(xs), p95: quantile(xs, 0.95), unit: name.endsWith('MiB') ? 'MiB' : 'ms', rounds: xs.length });
+}
+if (results.emptyWindowPssMiB) {
+  const ratio = median(results.idlePssMiB) / median(results.emptyWindowPssMiB);
+  console.log(`idle memory / empty Tauri window: ${ratio.toFixed(2)}x (medians)`);
+  figures.push({ name: 'idlePssOverEmptyWindow', median: ratio, p95: ratio, unit: 'ratio', rounds: results.emptyWindowPssMiB.length });
 }
 // So two commits can be compared: target/bench/app.json.
 const out = join(import.meta.dirname, '../../target/bench');

@@ -446,6 +446,25 @@ async fn revisions_list_with_their_decisions_and_are_found_by_hash_and_words(
             .unwrap(),
         vec![]
     );
+    // A listing is the same revisions without their bodies.
+    let listed = store.revision_list(Some("r"), &[]).await.unwrap();
+    let without_bodies: Vec<RevisionRow> = all
+        .iter()
+        .map(|r| RevisionRow {
+            body: String::new(),
+            ..r.clone()
+        })
+        .collect();
+    assert_eq!(listed, without_bodies);
+    let words = vec!["retr".to_string()];
+    let listed = store.revision_list(None, &words).await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|r| (r.id, r.body.as_str()))
+            .collect::<Vec<_>>(),
+        [(all[0].id, ""), (all[1].id, "")]
+    );
 }
 
 async fn comments_are_resolved_and_reopened_and_the_audit_chain_holds(location: StoreLocation) {

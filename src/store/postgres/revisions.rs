@@ -27,11 +27,18 @@ fn lexeme(word: &str) -> String {
     format!("'{}'", word.replace('\\', "\\\\").replace('\'', "''"))
 }
 
+/// The query's text with each revision's body.
 fn select() -> String {
+    select_with(true)
+}
+
+/// The query's text; without `bodies`, an empty body stands in for each (listings).
+fn select_with(bodies: bool) -> String {
+    let body = if bodies { "v.body" } else { "''" };
     // A call can have several revisions (a reviewer's edits): its open item and its decision
     // belong to the one they name.
     format!(
-        "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, v.body, v.sha256,
+        "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {body}, v.sha256,
             v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author, {DECISION_COLUMNS}
         FROM plan_revisions v
         JOIN runs r ON r.id = v.run_id
@@ -216,16 +223,18 @@ pub(super) async fn edit(tx: &Tx<'_>, e: &NewEdit<'_>) -> Result<RevisionRow, St
     one(tx, id).await
 }
 
+/// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty.
 pub(super) async fn of_run(
     c: &impl GenericClient,
     run_id: Option<&str>,
+    bodies: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     rows(
         c,
         "list revisions",
         &format!(
             "{} WHERE $1::text IS NULL OR v.run_id = $1 ORDER BY v.id",
-            select()
+            select_with(bodies)
         ),
         &[&run_id],
     )

@@ -291,7 +291,19 @@ impl Store for SqliteStore {
     }
 
     async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::of_run(&self.conn(), run_id)
+        revisions::of_run(&self.conn(), run_id, true)
+    }
+
+    async fn revision_list(
+        &self,
+        run_id: Option<&str>,
+        words: &[String],
+    ) -> Result<Vec<RevisionRow>, StoreError> {
+        if words.is_empty() {
+            revisions::of_run(&self.conn(), run_id, false)
+        } else {
+            revisions::search(&self.conn(), run_id, words, false)
+        }
     }
 
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError> {
@@ -303,7 +315,7 @@ impl Store for SqliteStore {
         run_id: Option<&str>,
         words: &[String],
     ) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::search(&self.conn(), run_id, words)
+        revisions::search(&self.conn(), run_id, words, true)
     }
 
     async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {

@@ -10,7 +10,7 @@ use crate::store::*;
 
 // A call can have several revisions (a reviewer's edits): its open item and its decision belong
 // to the one they name.
-const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, v.body, v.sha256,
+const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {body}, v.sha256,
         v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author,
         d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, d.resume_data, d.decided_at,
         d.decided_by
@@ -20,6 +20,11 @@ const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, v.
         AND p.revision_id = v.id
     LEFT JOIN decisions d ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id
         AND (d.revision_id IS NULL OR d.revision_id = v.id)";
+
+/// The query's text, with each revision's body, or (for listings) an empty one in its place.
+fn select(bodies: bool) -> String {
+    SELECT.replace("{body}", if bodies { "v.body" } else { "''" })
+}
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
     Ok(RevisionRow {
@@ -136,9 +141,10 @@ fn many(
     conn: &Connection,
     filter: &str,
     arg: &dyn rusqlite::ToSql,
+    bodies: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     let mut stmt = conn
-        .prepare_cached(&format!("{SELECT} WHERE {filter} ORDER BY v.id"))
+        .prepare_cached(&format!("{} WHERE {filter} ORDER BY v.id", select(bodies)))
         .map_err(query("list revisions"))?;
     let rows = stmt
         .query_map([arg], row)
@@ -147,11 +153,13 @@ fn many(
         .map_err(query("list revisions"))
 }
 
+/// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty.
 pub(super) fn of_run(
     conn: &Connection,
     run_id: Option<&str>,
+    bodies: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
-    many(conn, "?1 IS NULL OR v.run_id = ?1", &run_id)
+    many(conn, "?1 IS NULL OR v.run_id = ?1", &run_id, bodies)
 }
 
 /// Revisions (of one run, or all) whose title or body has `words` in a row (the last one may be
@@ -160,14 +168,16 @@ pub(super) fn search(
     conn: &Connection,
     run_id: Option<&str>,
     words: &[String],
+    bodies: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     // One quoted FTS5 phrase (quotes doubled) with a prefix star: nothing a person types is
     // read as FTS5 syntax.
     let matching = format!("\"{}\"*", words.join(" ").replace('"', "\"\""));
     let mut stmt = conn
         .prepare_cached(&format!(
-            "{SELECT} WHERE v.id IN (SELECT rowid FROM revisions_fts WHERE revisions_fts MATCH ?1)
-             AND (?2 IS NULL OR v.run_id = ?2) ORDER BY v.id"
+            "{} WHERE v.id IN (SELECT rowid FROM revisions_fts WHERE revisions_fts MATCH ?1)
+             AND (?2 IS NULL OR v.run_id = ?2) ORDER BY v.id",
+            select(bodies)
         ))
         .map_err(query("search revisions"))?;
     let rows = stmt
@@ -183,7 +193,8 @@ pub(super) fn by_sha(conn: &Connection, prefix: &str) -> Result<Vec<RevisionRow>
     let upper = format!("{prefix}g");
     let mut stmt = conn
         .prepare_cached(&format!(
-            "{SELECT} WHERE v.sha256 >= ?1 AND v.sha256 < ?2 ORDER BY v.id"
+            "{} WHERE v.sha256 >= ?1 AND v.sha256 < ?2 ORDER BY v.id",
+            select(true)
         ))
         .map_err(query("find revisions by hash"))?;
     let rows = stmt
@@ -194,7 +205,7 @@ pub(super) fn by_sha(conn: &Connection, prefix: &str) -> Result<Vec<RevisionRow>
 }
 
 pub(super) fn one(conn: &Connection, id: i64) -> Result<RevisionRow, StoreError> {
-    conn.prepare_cached(&format!("{SELECT} WHERE v.id = ?1"))
+    conn.prepare_cached(&format!("{} WHERE v.id = ?1", select(true)))
         .and_then(|mut stmt| stmt.query_row([id], row).optional())
         .map_err(query("load revision"))?
         .ok_or(StoreError::UnknownRevision(id))

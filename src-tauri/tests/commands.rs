@@ -2,17 +2,15 @@
 //! The app's commands through Tauri's IPC, on the mock runtime (no window), over a real store
 //! prepared by the engine.
 
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use plandesk::{Engine, StartOptions};
 use plandesk_app::{configure, AppState, Options};
 use serde_json::{json, Value};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{
-    get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
-};
-use tauri::webview::InvokeRequest;
+use tauri::test::{mock_builder, mock_context, noop_assets, MockRuntime};
 use tauri::WebviewWindow;
 
 struct Fixture {
@@ -64,21 +62,11 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn invoke(&self, cmd: &str, body: Value) -> Result<Value, Value> {
-        let request = InvokeRequest {
-            cmd: cmd.into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            url: "tauri://localhost".parse().unwrap(),
-            body: InvokeBody::Json(body),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        };
-        get_ipc_response(&self.webview, request).map(|b| b.deserialize::<Value>().unwrap())
+        support::invoke(&self.webview, cmd, body)
     }
 
     fn ok(&self, cmd: &str, body: Value) -> Value {
-        self.invoke(cmd, body)
-            .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+        support::ok(&self.webview, cmd, body)
     }
 
     fn refused(&self, cmd: &str, body: Value) -> Value {

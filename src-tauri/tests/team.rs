@@ -7,17 +7,14 @@
 #[path = "../../tests/engine/pg.rs"]
 #[allow(dead_code)] // shared with the engine suite, which uses all of it
 mod pg;
+mod support;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use plandesk_app::{configure, AppState, Options};
 use serde_json::{json, Value};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{
-    get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
-};
-use tauri::webview::InvokeRequest;
+use tauri::test::{mock_builder, mock_context, noop_assets, MockRuntime};
 use tauri::{Listener, Manager, WebviewWindow};
 
 struct App {
@@ -48,22 +45,8 @@ impl App {
         app
     }
 
-    fn invoke(&self, cmd: &str, body: Value) -> Result<Value, Value> {
-        let request = InvokeRequest {
-            cmd: cmd.into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            url: "tauri://localhost".parse().unwrap(),
-            body: InvokeBody::Json(body),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        };
-        get_ipc_response(&self.webview, request).map(|b| b.deserialize::<Value>().unwrap())
-    }
-
     fn ok(&self, cmd: &str, body: Value) -> Value {
-        self.invoke(cmd, body)
-            .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+        support::ok(&self.webview, cmd, body)
     }
 
     /// The inbox as the window is told of it, each time it changes.

@@ -1,5 +1,6 @@
 //! The embedded store: one SQLite file (WAL, synchronous=FULL) shared by every process using the
-//! same data directory. A table per file; migrations in their own module.
+//! same data directory. A table per file; migrations in their own module. What every store must
+//! do is tested on this one and on PostgreSQL alike: tests/engine/conformance.rs.
 
 mod audit;
 mod comments;
@@ -424,115 +425,5 @@ impl Store for SqliteStore {
 
     async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError> {
         tokens::active(&self.conn(), sha256)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    static TEST_ACTOR: std::sync::LazyLock<Actor> = std::sync::LazyLock::new(|| Actor {
-        name: "tester".into(),
-        process: "test".into(),
-    });
-
-    fn commit<'a>(run_id: &'a str, expect_version: i64, messages: &'a [String]) -> Commit<'a> {
-        Commit {
-            run_id,
-            expect_version,
-            schema_version: 1,
-            state: "{}",
-            status: RunStatus::Running,
-            mode: "plan",
-            message_count: messages.len() as i64,
-            new_messages: messages,
-            open: &[],
-            event: None,
-            at: 1,
-            by: &TEST_ACTOR,
-        }
-    }
-
-    async fn store_with_run() -> (tempfile::TempDir, SqliteStore) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path()).unwrap();
-        let run = NewRun {
-            id: "r",
-            prompt: "p",
-            model: "demo",
-            workspace: "/ws",
-            source: &Source::engine(),
-        };
-        let first = vec![json!({"role": "user", "content": "p"}).to_string()];
-        store
-            .create_run(&run, &commit("r", 0, &first))
-            .await
-            .unwrap();
-        (dir, store)
-    }
-
-    #[tokio::test]
-    async fn a_commit_must_replace_the_newest_snapshot() {
-        let (_dir, store) = store_with_run().await;
-        let mut next = commit("r", 1, &[]);
-        next.message_count = 1;
-        store.commit(&next).await.unwrap();
-        // A second writer that loaded version 1 too is refused, and nothing of it is kept.
-        let mut stale = commit("r", 1, &[]);
-        stale.message_count = 1;
-        let err = store.commit(&stale).await.unwrap_err();
-        assert!(
-            matches!(
-                err,
-                StoreError::Conflict {
-                    expected: 1,
-                    found: 2,
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        assert_eq!(store.snapshot_count("r").await.unwrap(), 2);
-        assert_eq!(store.load("r").await.unwrap().version, 2);
-    }
-
-    #[tokio::test]
-    async fn a_claim_is_held_until_released_by_its_holder_or_expired() {
-        let (_dir, store) = store_with_run().await;
-        let lease = |holder, until, now| Lease { holder, until, now };
-        assert_eq!(
-            store.claim("r", &lease("a", 100, 0)).await.unwrap(),
-            ClaimOutcome::Claimed
-        );
-        assert_eq!(
-            store.claim("r", &lease("b", 100, 50)).await.unwrap(),
-            ClaimOutcome::Held {
-                holder: "a".into(),
-                until: 100
-            }
-        );
-        store.release("r", "b").await.unwrap();
-        assert!(
-            store.run("r").await.unwrap().holder.is_some(),
-            "only the holder can release"
-        );
-        assert!(!store
-            .take_over("r", "b", &lease("c", 200, 60))
-            .await
-            .unwrap());
-        assert!(store
-            .take_over("r", "a", &lease("c", 200, 60))
-            .await
-            .unwrap());
-        assert!(!store.renew("r", &lease("a", 300, 70)).await.unwrap());
-        assert_eq!(
-            store.claim("r", &lease("d", 400, 201)).await.unwrap(),
-            ClaimOutcome::Claimed,
-            "an expired lease is claimed"
-        );
-        store.release("r", "d").await.unwrap();
-        assert_eq!(store.run("r").await.unwrap().holder, None);
     }
 }

@@ -17,14 +17,7 @@ async function showHistory(filter = { status: 'all', query: '' }) {
       const list = await call('history', { filter: { status: status.value, query: query.value } });
       clear(rows);
       if (!list.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
-      for (const r of list) {
-        rows.append(h('button', { class: 'row-item', type: 'button', onclick: () => showRevision(r.id) },
-          h('span', { class: 'title' }, h('strong', {}, r.title || 'Untitled plan'), ` · revision ${r.revisionNo}`),
-          badge(r.status),
-          h('span', { class: 'meta-line' }, h('span', {}, r.path), h('span', {}, when(r.submittedAt)),
-            r.decidedBy ? h('span', {}, `decided by ${r.decidedBy}`) : '', h('span', {}, shorten(r.prompt, 60))),
-          r.feedback ? h('span', { class: 'feedback-quote' }, `“${r.feedback}”`) : ''));
-      }
+      renderInPages(rows, list, historyRow);
     } catch (e) { showError(e); }
   };
   status.addEventListener('change', load);
@@ -35,6 +28,40 @@ async function showHistory(filter = { status: 'all', query: '' }) {
   h('button', { type: 'button', id: 'open-audit', onclick: () => go('audit') }, 'Audit trail')),
   h('div', { class: 'filters' }, query, status), rows);
   await load();
+}
+
+/** How many rows a long list shows at first, and adds each time its end scrolls into view. */
+const PAGE = 100;
+
+/**
+ * Renders `items` into `container` a page at a time: the first page now, the next whenever the
+ * end of the list comes into view, so a history of thousands opens at once and scrolls smoothly.
+ */
+function renderInPages(container, items, row) {
+  let shown = 0;
+  const more = h('div', { class: 'list-more muted', 'aria-hidden': 'true' });
+  const next = () => {
+    const page = items.slice(shown, shown + PAGE);
+    shown += page.length;
+    more.before(...page.map(row));
+    more.textContent = shown < items.length ? `${items.length - shown} more…` : '';
+    if (shown >= items.length) observer.disconnect();
+  };
+  const observer = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) next();
+  }, { rootMargin: '400px' });
+  container.append(more);
+  next();
+  if (shown < items.length) observer.observe(more);
+}
+
+function historyRow(r) {
+  return h('button', { class: 'row-item', type: 'button', onclick: () => showRevision(r.id) },
+    h('span', { class: 'title' }, h('strong', {}, r.title || 'Untitled plan'), ` · revision ${r.revisionNo}`),
+    badge(r.status),
+    h('span', { class: 'meta-line' }, h('span', {}, r.path), h('span', {}, when(r.submittedAt)),
+      r.decidedBy ? h('span', {}, `decided by ${r.decidedBy}`) : '', h('span', {}, shorten(r.prompt, 60))),
+    r.feedback ? h('span', { class: 'feedback-quote' }, `“${r.feedback}”`) : '');
 }
 
 async function showRevision(id) {

@@ -361,3 +361,28 @@ test('a plan the engine could not render shows the reason above its source', asy
   await page.screenshot({ path: join(ARTIFACTS, 'render-fallback-chromium.png') });
   await page.close();
 });
+
+test('a history of 10,000 revisions opens a page at a time and scrolls through to the end', async () => {
+  const w = world();
+  w.history = Array.from({ length: 10000 }, (_, i) => ({ id: 10000 - i, runId: `run${i % 1000}`, toolCallId: `c${i}`,
+    path: '.plandesk/plans/p.md', title: `Plan ${10000 - i}`, revisionNo: 1 + (i % 10), sha256: `${i}`.padStart(64, '0'),
+    submittedAt: 1_700_000_000_000 - i * 1000, status: i % 3 ? 'approved' : 'rejected', feedback: i % 3 ? null : 'Shorter',
+    decidedAt: 1_700_000_000_000, decidedBy: 'Ben', prompt: 'Migrate the store' }));
+  const page = await open(w);
+  await page.waitForSelector('#plan-title');
+  const started = Date.now();
+  await page.keyboard.press('h');
+  await page.waitForSelector('#history-rows .row-item');
+  const opened = Date.now() - started;
+  assert.equal(await page.locator('#history-rows .row-item').count(), 100, 'one page at first');
+  assert.match(await page.textContent('#history-rows .list-more'), /9900 more/);
+  assert.match(await page.textContent('#history-rows .row-item'), /decided by Ben/);
+  // Scrolling to the end of the list brings the next page, until all are there.
+  for (let pages = 2; pages <= 4; pages += 1) {
+    await page.locator('#history-rows .list-more').scrollIntoViewIfNeeded();
+    await page.waitForFunction((n) => document.querySelectorAll('#history-rows .row-item').length === n, pages * 100);
+  }
+  console.log(`history of 10,000: first page on screen ${opened} ms after the key`);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

@@ -2,7 +2,8 @@
 //! chain of `plandesk` processes that are killed (SIGKILL, or an abort at a named crash point)
 //! at random moments, sometimes two at once on one run. Every run must still be recovered and
 //! finished, with its plan approved exactly once, and the store must pass SQLite's integrity
-//! check. Prints runs / kills / recovered / lost, and the seed to replay it.
+//! check. Prints runs / kills / recovered / lost, and the seed to replay it. With
+//! `PLANDESK_STORE=postgres://…` every process works on that PostgreSQL database instead.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test driver: a panic is the report
 
@@ -185,6 +186,40 @@ fn wait(mut child: Child) {
     child.wait().unwrap();
 }
 
+/// The store after the torture: its own integrity check (SQLite's; a PostgreSQL server checks
+/// itself), the approvals recorded and the runs finished, read through the store as every
+/// process reads it (`PLANDESK_STORE` puts the whole torture on PostgreSQL).
+fn check_store(data: &Path) -> (String, i64, i64) {
+    let location = plandesk::store::StoreLocation::choose(None, data).unwrap();
+    let integrity = match &location {
+        plandesk::store::StoreLocation::Sqlite(dir) => {
+            let conn = rusqlite::Connection::open(dir.join("plandesk.db")).unwrap();
+            conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .unwrap()
+        }
+        plandesk::store::StoreLocation::Postgres { .. } => "ok (PostgreSQL)".to_owned(),
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = location.open().await.unwrap();
+        let approvals = store
+            .audit(None)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == "decided" && e.data["action"] == "approved")
+            .count() as i64;
+        let finished = store
+            .runs()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|r| r.status == plandesk::RunStatus::Finished)
+            .count() as i64;
+        (integrity, approvals, finished)
+    })
+}
+
 fn main() {
     let runs: usize = std::env::args()
         .nth(1)
@@ -239,24 +274,7 @@ fn main() {
         }
     }
     let recovered = runs - lost.len();
-    let conn = rusqlite::Connection::open(torture.data.join("plandesk.db")).unwrap();
-    let integrity: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    let approvals: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM decisions WHERE action = 'approved'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    let finished: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM runs WHERE status = 'finished'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let (integrity, approvals, finished) = check_store(&torture.data);
     println!(
         "torture: {runs} runs, {} SIGKILLs, {} crash-point aborts, {} rival processes refused; \
          recovered {recovered}, lost {}; {finished} finished runs with {approvals} approvals; \
@@ -267,7 +285,7 @@ fn main() {
         lost.len(),
         began.elapsed().as_secs_f64()
     );
-    let ok = lost.is_empty() && integrity == "ok" && approvals == finished;
+    let ok = lost.is_empty() && integrity.starts_with("ok") && approvals == finished;
     if !ok {
         eprintln!("torture: FAILED (lost runs: {lost:?}); replay with TORTURE_SEED={seed}");
         std::process::exit(1);

@@ -790,6 +790,44 @@ mod postgres_only {
         assert!(err.to_lowercase().contains("tls"), "{err}");
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connections_cut_by_the_server_are_made_again() {
+        let url = crate::pg::database();
+        let watcher = StoreLocation::postgres(url.clone()).open().await.unwrap();
+        let mut changes = watcher.changes();
+        changes.next().await.unwrap();
+        watcher.set_setting("k", Some("before"), 1).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        while tokio::time::timeout(Duration::from_millis(50), changes.next())
+            .await
+            .is_ok()
+        {}
+        // The server (a restart, an admin, a failover) ends every connection to the database.
+        let db = url.rsplit('/').next().unwrap();
+        let out = sql_on(
+            &url,
+            &format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = '{db}' AND pid <> pg_backend_pid()"
+            ),
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Queries work again at once, and the watcher hears commits again.
+        assert_eq!(watcher.setting("k").await.unwrap().as_deref(), Some("before"));
+        let writer = StoreLocation::postgres(url).open().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        while tokio::time::timeout(Duration::from_millis(50), changes.next())
+            .await
+            .is_ok()
+        {}
+        writer.set_setting("k", Some("after"), 2).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), changes.next())
+            .await
+            .expect("the watcher listens again after losing its connection")
+            .unwrap();
+    }
+
     #[tokio::test]
     async fn settings_are_each_persons_own() {
         let url = crate::pg::database();

@@ -811,10 +811,17 @@ mod postgres_only {
                  WHERE datname = '{db}' AND pid <> pg_backend_pid()"
             ),
         );
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
         // Queries work again at once, and the watcher hears commits again.
-        assert_eq!(watcher.setting("k").await.unwrap().as_deref(), Some("before"));
+        assert_eq!(
+            watcher.setting("k").await.unwrap().as_deref(),
+            Some("before")
+        );
         let writer = StoreLocation::postgres(url).open().await.unwrap();
         tokio::time::sleep(Duration::from_millis(1500)).await;
         while tokio::time::timeout(Duration::from_millis(50), changes.next())
@@ -890,7 +897,12 @@ async fn both_stores_record_the_same_moves_identically() {
 
 async fn same_moves(
     location: StoreLocation,
-) -> (Vec<AuditRow>, Vec<EventRow>, Vec<RevisionRow>, Vec<CommentRow>) {
+) -> (
+    Vec<AuditRow>,
+    Vec<EventRow>,
+    Vec<RevisionRow>,
+    Vec<CommentRow>,
+) {
     let store = store_with_run(&location, "r").await;
     open_items(
         &*store,

@@ -2,6 +2,8 @@
 //! - a 1,000-step scripted run through the engine and a real SQLite store: wall time, peak memory
 //! - rendering and diffing a ~200 KB plan
 //! - decoding a provider's stream over real HTTP: a 200 KB plan as ~50,000 tool-argument deltas
+//! - approving a 200 KB plan as the app does (record the decision, then continue the run): time
+//!   to the decision being durable, and to the first chunk of the resumed run
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -40,6 +42,7 @@ fn thousand_step_run() {
     let mut options = StartOptions::new(&workspace, format!("scripted:{}", script.display()));
     options.max_steps = STEPS as u32 + 1;
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .unwrap();
     let rss_before = peak_rss_kib();
@@ -287,9 +290,75 @@ fn provider_stream(provider: &str, plan: &str) {
     );
 }
 
+/// The app's approve path, engine side: `record_verdict` (durable before the app answers the
+/// click), then `continue_run` until its first chunk. 20 rounds, each a fresh run suspended on a
+/// ~200 KB plan.
+fn approve_to_first_chunk() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let plan = big_plan(0);
+    let (mut recorded, mut first) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let path = ".plandesk/plans/big.md";
+        let script = dir.path().join("script.json");
+        let turns = json!({"turns": [
+            {"toolCalls": [
+                {"toolCallId": "w", "toolName": "write_file", "args": {"path": path, "content": plan}},
+                {"toolCallId": "s", "toolName": "submit_plan", "args": {"path": path}}]},
+            {"text": "Approved; starting."}
+        ]});
+        std::fs::write(&script, turns.to_string()).unwrap();
+        let engine = Engine::open(&dir.path().join("data")).unwrap();
+        let options = StartOptions::new(&workspace, format!("scripted:{}", script.display()));
+        let report = runtime
+            .block_on(engine.start("Migrate the store", &options, &mut |_| {}))
+            .unwrap();
+        assert_eq!(report.status, plandesk::RunStatus::Suspended);
+        let verdict = plandesk::Verdict {
+            approve: true,
+            feedback: None,
+            note: None,
+            tool_call_id: Some("s".into()),
+            revision: None,
+        };
+        let clicked = Instant::now();
+        runtime
+            .block_on(engine.record_verdict(&report.run_id, &verdict))
+            .unwrap();
+        recorded.push(clicked.elapsed());
+        let mut first_chunk = None;
+        runtime
+            .block_on(engine.continue_run(&report.run_id, &mut |_| {
+                first_chunk.get_or_insert_with(|| clicked.elapsed());
+            }))
+            .unwrap();
+        first.push(first_chunk.expect("the resumed run streams"));
+    }
+    for (label, mut samples) in [
+        ("approve: decision recorded (200 KB plan)", recorded),
+        ("approve: first resumed chunk (200 KB plan)", first),
+    ] {
+        samples.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let (median, p95) = (
+            ms(samples[samples.len() / 2]),
+            ms(samples[samples.len() * 95 / 100]),
+        );
+        println!("{label}: median {median:.2} ms, p95 {p95:.2} ms");
+        record(label, median, p95, "ms");
+    }
+}
+
 fn main() {
     // First, so its peak memory is not hidden under the rendering's.
     thousand_step_run();
+    approve_to_first_chunk();
     let (a, b) = (big_plan(0), big_plan(1));
     println!("plan size: {} KiB", a.len() / 1024);
     time("render 200 KB plan (comrak + ammonia)", 20, || {

@@ -23,7 +23,8 @@ function onRunEvent(live, event) {
     live.transcript.chunk(chunk);
     if (chunk.type === 'start') {
       live.started = true;
-      if (state.view && state.view.runId === chunk.runId) go('run', chunk.runId, { live });
+      // The run's view switches to this stream, unless it shows it already.
+      if (state.view && state.view.runId === chunk.runId && state.view.stream !== live) go('run', chunk.runId, { live });
     }
     if (chunk.type === 'tool-call-suspended' || chunk.type === 'tool-call-approval') {
       // The stream ends right after this; the review is built once, when it has.
@@ -73,8 +74,9 @@ export async function follow(runId, invoke, { said } = {}) {
   hideBanner();
   const live = newLive();
   live.runId = runId;
+  let detail;
   try {
-    const detail = await call('run_detail', { runId });
+    detail = await call('run_detail', { runId });
     live.transcript.load(detail.transcript);
     if (said) live.transcript.user(said);
     await invoke(live.channel);
@@ -83,6 +85,9 @@ export async function follow(runId, invoke, { said } = {}) {
     return e;
   }
   state.live.set(runId, live);
-  await go('run', runId, { live });
+  // While it streams, the view is the run as just read, its decision made: no second read of
+  // the whole transcript (a big plan's run is slow to fetch and parse) before the first chunk.
+  const known = live.running ? { ...detail, pending: [], error: null, interrupted: false } : null;
+  await go('run', runId, { live, detail: known });
   return null;
 }

@@ -10,18 +10,20 @@ import { register, setView, viewEl } from './nav.js';
 import { follow, updateStatus } from './live.js';
 import { renderPending } from './review.js';
 
-async function openRun(runId, { live, keepScroll } = {}) {
+async function openRun(runId, { live, keepScroll, detail } = {}) {
   const scroll = viewEl().scrollTop;
-  let detail;
-  try {
-    detail = await call('run_detail', { runId });
-  } catch (e) {
-    showError(e);
-    return;
+  if (!detail) {
+    try {
+      detail = await call('run_detail', { runId });
+    } catch (e) {
+      showError(e);
+      return;
+    }
   }
   live = live || state.live.get(runId);
   const pendingKey = detail.pending.map((i) => `${i.toolCallId}:${i.sha256}`).join();
-  setView({ name: 'run', runId, pendingKey });
+  // `stream`: the live stream this view shows, if any (its start need not redraw it).
+  setView({ name: 'run', runId, pendingKey, stream: live && live.running ? live : null });
   let transcript;
   if (live) {
     transcript = live.transcript;

@@ -24,6 +24,15 @@ export function markPlanRendered() {
 /** A decision is about to be sent; the next chunk measures how soon the run answered. */
 export function markDecisionSent() {
   metrics.awaitFirstChunk = performance.now();
+  metrics.decisionSentAt = metrics.awaitFirstChunk;
+}
+
+/** The backend answered the decision (it is durable): how long after it was sent. */
+export function markDecisionAnswered() {
+  if (metrics.decisionSentAt) {
+    metrics.decisionAnswered = performance.now() - metrics.decisionSentAt;
+    metrics.decisionSentAt = null;
+  }
 }
 
 /** A chunk arrived on a live stream. */

@@ -2,7 +2,7 @@
 // tool call to approve (approve, or decline with a reason). A decision carries the run on.
 import { call } from './api.js';
 import { $, h, clear, age, when, agentName } from './dom.js';
-import { markDecisionSent, markPlanRendered } from './metrics.js';
+import { markDecisionAnswered, markDecisionSent, markPlanRendered } from './metrics.js';
 import { go } from './nav.js';
 import { follow } from './live.js';
 import { planView } from './plan.js';
@@ -82,7 +82,7 @@ async function decide(item, revision, approve, text) {
     return call('decide', {
       request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null, revision: revision ? revision.sha256 : null },
       onEvent: channel,
-    });
+    }).then((answer) => { markDecisionAnswered(); return answer; });
   });
   if (error) {
     buttons.forEach((b) => { b.disabled = false; });

@@ -59,7 +59,7 @@ async function emptyWindowPssMiB() {
 }
 
 const driver = await startDriver(PORT);
-const results = { coldStartMs: [], interactiveMs: [], suspendToRenderedMs: [], startToPlanMs: [], clickToFirstChunkMs: [], idlePssMiB: [], emptyWindowPssMiB: [] };
+const results = { coldStartMs: [], interactiveMs: [], suspendToRenderedMs: [], startToPlanMs: [], clickToDecisionAnsweredMs: [], clickToFirstChunkMs: [], idlePssMiB: [], emptyWindowPssMiB: [] };
 try {
   for (let round = 0; round < ROUNDS; round += 1) {
     const fx = fixture();
@@ -99,6 +99,8 @@ try {
     await app.click('#approve');
     await app.waitFor('window.__plandesk.metrics.firstResumedChunk');
     results.clickToFirstChunkMs.push(await app.exec('return window.__plandesk.metrics.firstResumedChunk'));
+    await app.waitFor('window.__plandesk.metrics.decisionAnswered');
+    results.clickToDecisionAnsweredMs.push(await app.exec('return window.__plandesk.metrics.decisionAnswered'));
     await app.close();
     if (round === 0) console.log(`plan: ${Math.round(plan.length / 1024)} KiB of markdown, ${Math.round(size / 1024)} KiB of HTML`);
   }

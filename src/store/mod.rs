@@ -52,9 +52,10 @@ impl std::fmt::Debug for StoreLocation {
     }
 }
 
-/// Whose settings these are on a shared store: this person on this machine.
+/// Whose settings these are on a shared store: this OS account on this machine (not
+/// `PLANDESK_REVIEWER`, which names the person in the audit trail and may change by shell).
 fn personal_scope() -> String {
-    format!("{}@{}", Actor::local("").name, crate::lease::host_name())
+    format!("{}@{}", os_account(), crate::lease::host_name())
 }
 
 impl StoreLocation {

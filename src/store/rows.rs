@@ -144,16 +144,24 @@ pub struct Actor {
 impl Actor {
     /// The person at this computer ($PLANDESK_REVIEWER, else the OS user), in `process`.
     pub fn local(process: &str) -> Self {
-        let name = ["PLANDESK_REVIEWER", "USER", "USERNAME", "LOGNAME"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|n| !n.trim().is_empty()))
-            .or_else(os_user)
-            .unwrap_or_else(|| "unknown".into());
+        let name = std::env::var("PLANDESK_REVIEWER")
+            .ok()
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(os_account);
         Self {
             name,
             process: process.to_owned(),
         }
     }
+}
+
+/// The OS account this process runs as: `$USER` (or its kin), else from `/etc/passwd`.
+pub fn os_account() -> String {
+    ["USER", "USERNAME", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|n| !n.trim().is_empty()))
+        .or_else(os_user)
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// The name of the OS account this process runs as, from `/etc/passwd` (services and desktop

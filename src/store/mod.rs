@@ -69,7 +69,7 @@ impl StoreLocation {
 
     /// The store `--store` (else `PLANDESK_STORE`, else the team store saved for `data_dir`)
     /// names; without any, the SQLite file in `data_dir`. Anything but a `postgres://` URL is
-    /// refused with what was given.
+    /// refused (without repeating it).
     pub fn choose(store: Option<&str>, data_dir: &Path) -> Result<Self, StoreError> {
         let env = std::env::var(STORE_ENV).ok();
         let given = store
@@ -83,8 +83,9 @@ impl StoreLocation {
                 url: url.to_owned(),
                 personal: format!("{}:{}", personal_scope(), data_dir.display()),
             }),
-            Some(other) => Err(StoreError::Open {
-                path: PathBuf::from(other.chars().take(40).collect::<String>()),
+            // Not repeated: whatever it is, it may hold a password.
+            Some(_) => Err(StoreError::Open {
+                path: PathBuf::from("named by --store or PLANDESK_STORE"),
                 message: "a shared store is a PostgreSQL URL (postgres://user@host/database); \
                           leave it out to use the SQLite file in the data folder"
                     .into(),

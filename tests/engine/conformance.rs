@@ -875,10 +875,14 @@ mod postgres_only {
             .unwrap_err()
             .to_string();
         assert!(!err.contains("s3cret-pass"), "the password leaked: {err}");
-        let err = StoreLocation::choose(Some("mysql://x"), std::path::Path::new("/d"))
-            .unwrap_err()
-            .to_string();
+        let err = StoreLocation::choose(
+            Some("mysql://ana:s3cret-pass@db/team"),
+            std::path::Path::new("/d"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("PostgreSQL URL"), "{err}");
+        assert!(!err.contains("s3cret-pass"), "the password leaked: {err}");
     }
 }
 

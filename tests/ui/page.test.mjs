@@ -377,6 +377,7 @@ test('a history of 10,000 revisions opens a page at a time and scrolls through t
   assert.equal(await page.locator('#history-rows .row-item').count(), 100, 'one page at first');
   assert.match(await page.textContent('#history-rows .list-more'), /9900 more/);
   assert.match(await page.textContent('#history-rows .row-item'), /decided by Ben/);
+  await page.screenshot({ path: join(ARTIFACTS, 'history-10000-chromium.png') });
   // Scrolling to the end of the list brings the next page, until all are there.
   for (let pages = 2; pages <= 4; pages += 1) {
     await page.locator('#history-rows .list-more').scrollIntoViewIfNeeded();

@@ -404,12 +404,9 @@ async fn check_team_store(state: &AppState, url: &str) -> Result<()> {
     if url.is_empty() {
         return Ok(());
     }
-    plandesk::store::check_team_store(url).map_err(|e| refused(e.to_string()))?;
-    plandesk::store::StoreLocation::postgres(url)
-        .open()
+    plandesk::store::reach_team_store(url)
         .await
-        .map_err(|e| refused(e.to_string()))?;
-    Ok(())
+        .map_err(|e| refused(e.to_string()))
 }
 
 /// Which run the person is looking at: no notification is shown for its plans while the

@@ -107,8 +107,7 @@ impl AppState {
         let autostart = autostart::Autostart::for_this_app(&data_dir)
             .map_err(|err| eprintln!("plandesk-app: no start at login: {err}"))
             .ok();
-        let store_given = options.store.is_some()
-            || std::env::var_os(plandesk::store::STORE_ENV).is_some_and(|v| !v.is_empty());
+        let store_given = plandesk::store::named_store(options.store.as_deref()).is_some();
         Ok(Self {
             engine,
             data_dir,

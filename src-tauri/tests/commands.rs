@@ -8,9 +8,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use plandesk::{Engine, StartOptions};
-use plandesk_app::{configure, AppState, Options};
+use plandesk_app::Options;
 use serde_json::{json, Value};
-use tauri::test::{mock_builder, mock_context, noop_assets, MockRuntime};
+use tauri::test::MockRuntime;
 use tauri::WebviewWindow;
 
 struct Fixture {
@@ -39,18 +39,11 @@ fn fixture() -> Fixture {
         .unwrap();
     assert_eq!(report.status, plandesk::RunStatus::Suspended);
     drop(engine);
-    let state = AppState::open(&Options {
+    let (app, webview) = support::app(&Options {
         data_dir: Some(data.clone()),
         workspace: Some(workspace.clone()),
         ..Options::default()
-    })
-    .unwrap();
-    let app = configure(mock_builder(), state)
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .unwrap();
+    });
     Fixture {
         _dir: dir,
         data,

@@ -12,9 +12,9 @@ mod support;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use plandesk_app::{configure, AppState, Options};
+use plandesk_app::{AppState, Options};
 use serde_json::{json, Value};
-use tauri::test::{mock_builder, mock_context, noop_assets, MockRuntime};
+use tauri::test::MockRuntime;
 use tauri::{Listener, Manager, WebviewWindow};
 
 struct App {
@@ -24,18 +24,11 @@ struct App {
 
 impl App {
     fn on(store: &str, data: std::path::PathBuf, reviewer: &str) -> Self {
-        let state = AppState::open(&Options {
+        let (app, webview) = support::app(&Options {
             data_dir: Some(data),
             store: Some(store.to_owned()),
             ..Options::default()
-        })
-        .unwrap();
-        let app = configure(mock_builder(), state)
-            .build(mock_context(noop_assets()))
-            .unwrap();
-        let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
-            .build()
-            .unwrap();
+        });
         let app = Self { app, webview };
         app.ok(
             "save_settings",

@@ -691,19 +691,18 @@ async fn store_command(
     action: Option<StoreAction>,
     json: bool,
 ) -> Result<ExitCode> {
-    use plandesk::store::{check_team_store, save_team_store};
+    use plandesk::store::{named_store, reach_team_store, save_team_store};
     match action {
         None => {}
         Some(StoreAction::Set { url }) => {
-            check_team_store(&url)?;
             // Reached (and its tables made) before it is saved: a wrong URL changes nothing.
-            StoreLocation::postgres(url.trim()).open().await?;
+            reach_team_store(&url).await?;
             save_team_store(data_dir, Some(&url))?;
         }
         Some(StoreAction::Clear) => save_team_store(data_dir, None)?,
     }
     let location = StoreLocation::choose(given, data_dir)?;
-    let overridden = given.is_some() || std::env::var_os(plandesk::store::STORE_ENV).is_some();
+    let overridden = named_store(given).is_some();
     if json {
         let kind = match location {
             StoreLocation::Sqlite(_) => "sqlite",

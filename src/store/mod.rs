@@ -71,13 +71,10 @@ impl StoreLocation {
     /// names; without any, the SQLite file in `data_dir`. Anything but a `postgres://` URL is
     /// refused (without repeating it).
     pub fn choose(store: Option<&str>, data_dir: &Path) -> Result<Self, StoreError> {
-        let env = std::env::var(STORE_ENV).ok();
-        let given = store
-            .or(env.as_deref())
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        let saved = saved_team_store(data_dir);
-        match given.or(saved.as_deref()) {
+        match named_store(store)
+            .or_else(|| saved_team_store(data_dir))
+            .as_deref()
+        {
             None => Ok(Self::Sqlite(data_dir.to_owned())),
             Some(url) if postgres::is_postgres_url(url) => Ok(Self::Postgres {
                 url: url.to_owned(),
@@ -217,6 +214,24 @@ impl StoreError {
             decided_by: first.decided_by.clone(),
         }
     }
+}
+
+/// The store named for this process: `--store` (`flag`), else `PLANDESK_STORE`; blank is none.
+/// Named so, it wins over the one saved for the data folder.
+pub fn named_store(flag: Option<&str>) -> Option<String> {
+    let env = std::env::var(STORE_ENV).ok();
+    flag.or(env.as_deref())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// Checks a team store before it is saved, as a person gave it: a PostgreSQL URL without a
+/// password ([`check_team_store`]) that can be reached now (its tables are made if new).
+pub async fn reach_team_store(url: &str) -> Result<(), StoreError> {
+    check_team_store(url)?;
+    StoreLocation::postgres(url.trim()).open().await?;
+    Ok(())
 }
 
 /// The team store saved for a data folder, if any.

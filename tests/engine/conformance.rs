@@ -721,24 +721,7 @@ async fn tokens_are_created_found_by_hash_and_revoked(location: StoreLocation) {
 mod postgres_only {
     use super::*;
 
-    /// Runs SQL on the test database `url` names.
-    fn sql_on(url: &str, sql: &str) -> std::process::Output {
-        let db = url.rsplit('/').next().unwrap();
-        let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
-        std::process::Command::new("psql")
-            .args([
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-h",
-                "127.0.0.1",
-                "-U",
-                "postgres",
-            ])
-            .args(["-p", port, "-d", db, "-c", sql])
-            .output()
-            .unwrap()
-    }
+    use crate::pg::sql_on;
 
     #[tokio::test]
     async fn a_database_written_by_a_newer_plandesk_is_refused() {

@@ -5,7 +5,7 @@
 //! (tests have no teardown hook).
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -171,22 +171,18 @@ fn server() -> &'static Server {
     SERVER.get_or_init(start)
 }
 
-/// Runs SQL on the server's `postgres` database.
-pub fn psql(sql: &str) {
-    let server = server();
-    let out = Command::new(server.bin.join("psql"))
-        .args([
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-        ])
-        .args(["-p", &server.port.to_string(), "-d", "postgres", "-c", sql])
+/// Runs SQL on the database `url` names (on the test server), as its superuser: how it went.
+pub fn sql_on(url: &str, sql: &str) -> Output {
+    Command::new(server().bin.join("psql"))
+        .args(["-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs SQL on the server's `postgres` database, expecting it to work.
+pub fn psql(sql: &str) {
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", server().port);
+    let out = sql_on(&url, sql);
     assert!(
         out.status.success(),
         "psql {sql}: {}",

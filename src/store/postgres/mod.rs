@@ -241,6 +241,8 @@ pub(super) type Tx<'a> = deadpool_postgres::Transaction<'a>;
 pub struct PostgresStore {
     pool: Pool,
     config: tokio_postgres::Config,
+    /// The TLS set-up the pool's connections use; the change listener's use it too.
+    tls: MakeRustlsConnect,
     /// The URL without its password, for messages.
     location: String,
     /// Prefixes this person's settings (see `StoreLocation::Postgres`).
@@ -291,9 +293,10 @@ impl PostgresStore {
             path: location.clone().into(),
             message,
         };
+        let tls = tls().map_err(open_error)?;
         let manager = Manager::from_config(
             config.clone(),
-            tls().map_err(open_error)?,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -312,6 +315,7 @@ impl PostgresStore {
         Ok(Self {
             pool,
             config,
+            tls,
             location,
             personal: personal.to_owned(),
             changed: Arc::new(changed),
@@ -354,6 +358,7 @@ impl PostgresStore {
     fn listen(&self) {
         self.listening.get_or_init(|| {
             let config = self.config.clone();
+            let tls = self.tls.clone();
             let changed = Arc::downgrade(&self.changed);
             let location = self.location.clone();
             let spawned = std::thread::Builder::new()
@@ -363,7 +368,7 @@ impl PostgresStore {
                         .enable_all()
                         .build();
                     match runtime {
-                        Ok(runtime) => runtime.block_on(listen(config, changed, location)),
+                        Ok(runtime) => runtime.block_on(listen(config, tls, changed, location)),
                         Err(err) => {
                             eprintln!("plandesk: cannot watch the store for changes: {err}")
                         }
@@ -413,16 +418,13 @@ fn pool_error(err: &deadpool_postgres::PoolError) -> String {
 /// lost (and then telling the streams, since commits may have been missed meanwhile).
 async fn listen(
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     changed: Weak<broadcast::Sender<()>>,
     location: String,
 ) {
     let mut reported = false;
     loop {
-        let connected = match tls() {
-            Ok(tls) => config.connect(tls).await.map_err(|e| describe(&e)),
-            Err(err) => Err(err),
-        };
-        match connected {
+        match config.connect(tls.clone()).await {
             Ok((client, mut connection)) => {
                 reported = false;
                 let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -454,8 +456,9 @@ async fn listen(
             Err(err) => {
                 if !reported {
                     eprintln!(
-                        "plandesk: lost the connection to {location} that shows changes ({err}); \
-                         trying again"
+                        "plandesk: lost the connection to {location} that shows changes ({}); \
+                         trying again",
+                        describe(&err)
                     );
                     reported = true;
                 }

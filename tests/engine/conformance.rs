@@ -52,6 +52,7 @@ on_both_stores!(
     another_connections_commit_is_heard,
     a_store_opened_twice_is_migrated_once,
     tokens_are_created_found_by_hash_and_revoked,
+    a_plan_too_big_for_a_word_index_is_kept_and_found,
 );
 
 fn commit<'a>(
@@ -714,6 +715,29 @@ async fn tokens_are_created_found_by_hash_and_revoked(location: StoreLocation) {
         .map(|e| e.kind)
         .collect();
     assert_eq!(kinds, ["token-created", "token-revoked", "token-created"]);
+}
+
+/// A hostile plan: a megabyte of distinct words and one word longer than any index keeps. It is
+/// stored like any other, and a search still finds what is in it (PostgreSQL's tsvector, which
+/// has a size limit, indexes part of it and the rest is read word by word).
+async fn a_plan_too_big_for_a_word_index_is_kept_and_found(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let long_word = "x".repeat(5_000);
+    let mut body = String::from("# Junk\n\n");
+    for i in 0..110_000 {
+        body.push_str(&format!("w{i:x} "));
+    }
+    body.push_str(&format!("needle {long_word} end\n"));
+    open_items(&*store, &[plan_item("c1", &body)]).await;
+    let search = |words: &[&str]| {
+        let store = store.clone();
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        async move { store.search_revisions(None, &words).await.unwrap().len() }
+    };
+    assert_eq!(search(&["w1ad00"]).await, 1, "a word far into the plan");
+    assert_eq!(search(&["needle", &long_word, "end"]).await, 1);
+    assert_eq!(search(&["needle", "end"]).await, 0, "words in a row only");
+    assert_eq!(store.revisions(None).await.unwrap()[0].body, body);
 }
 
 /// What only the PostgreSQL store has: a server that may be away, a URL that may hold a

@@ -1,17 +1,22 @@
 //! Benchmarks (not timed tests): `cargo bench --bench engine`.
-//! - a 1,000-step scripted run through the engine and a real SQLite store: wall time, peak memory
+//! - scripted runs of 1,000 and 10,000 steps through the engine and a real SQLite store, each in
+//!   a process of its own: time per step (and the ratio of the two), peak memory
 //! - rendering and diffing a ~200 KB plan
 //! - decoding a provider's stream over real HTTP: a 200 KB plan as ~50,000 tool-argument deltas
 //! - approving a 200 KB plan as the app does (record the decision, then continue the run): time
 //!   to the decision being durable, and to the first chunk of the resumed run
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use plandesk::{Engine, StartOptions};
 use serde_json::json;
 
-const STEPS: usize = 1000;
+/// Set in a child process of this benchmark: run one scripted run of this many steps, print its
+/// figures as one JSON line, and exit. Each run has a process of its own, so its peak memory is
+/// its own (VmHWM only grows) and not the previous run's.
+const STEPS_ENV: &str = "PLANDESK_BENCH_STEPS";
 
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -19,7 +24,9 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn thousand_step_run() {
+/// One scripted run of `steps` model calls (each reads a file) through the engine and a real
+/// SQLite store, in this process: prints `{"perStepMs", "peakMiB", "beforeMiB", "storeMiB"}`.
+fn scripted_run(steps: usize) {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(workspace.join("src")).unwrap();
@@ -28,60 +35,95 @@ fn thousand_step_run() {
         "pub fn answer() -> u32 { 42 }\n".repeat(20),
     )
     .unwrap();
-    let mut turns: Vec<_> = (0..STEPS - 1)
-        .map(|i| {
-            json!({"text": format!("Step {i}: reading the library again."),
-                   "toolCalls": [{"toolCallId": format!("c{i}"), "toolName": "read_file", "args": {"path": "src/lib.rs"}}]})
-        })
-        .collect();
-    turns.push(json!({"text": "Done after a thousand steps."}));
+    // Written a turn at a time: the whole script as one JSON value would be this process's peak.
     let script = dir.path().join("script.json");
-    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&script).unwrap());
+    write!(out, "{{\"turns\": [").unwrap();
+    for i in 0..steps - 1 {
+        let turn = json!({"text": format!("Step {i}: reading the library again."),
+               "toolCalls": [{"toolCallId": format!("c{i}"), "toolName": "read_file", "args": {"path": "src/lib.rs"}}]});
+        write!(out, "{turn},").unwrap();
+    }
+    write!(out, "{}]}}", json!({"text": "Done."})).unwrap();
+    out.into_inner().unwrap().sync_all().unwrap();
 
     let engine = Engine::open(&dir.path().join("data")).unwrap();
     let mut options = StartOptions::new(&workspace, format!("scripted:{}", script.display()));
-    options.max_steps = STEPS as u32 + 1;
+    options.max_steps = steps as u32 + 1;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let rss_before = peak_rss_kib();
-    let mut chunks = 0usize;
+    let before = peak_rss_kib().unwrap_or(0);
     let started = Instant::now();
     let report = runtime
-        .block_on(
-            engine.start("Read the library a thousand times", &options, &mut |_c| {
-                chunks += 1
-            }),
-        )
+        .block_on(engine.start("Read the library again and again", &options, &mut |_c| {}))
         .unwrap();
     let wall = started.elapsed();
-    let rss_after = peak_rss_kib();
+    let peak = peak_rss_kib().unwrap_or(0);
     assert_eq!(
         report.status,
         plandesk::RunStatus::Finished,
         "the run must complete: {report:?}"
     );
-    let db_bytes = std::fs::metadata(engine.store_location())
-        .map(|m| m.len())
-        .unwrap_or(0)
-        + std::fs::metadata(
-            std::path::Path::new(&engine.store_location()).with_extension("db-wal"),
-        )
-        .map(|m| m.len())
-        .unwrap_or(0);
-    let per_step = wall.as_secs_f64() * 1000.0 / STEPS as f64;
-    record("1000-step scripted run, per step", per_step, per_step, "ms");
-    let peak = rss_after.unwrap_or(0) as f64 / 1024.0;
-    record("1000-step scripted run, peak RSS", peak, peak, "MiB");
+    let store = engine.store_location();
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let store_bytes = size(std::path::Path::new(&store))
+        + size(&std::path::Path::new(&store).with_extension("db-wal"));
+    let mib = |kib: u64| kib as f64 / 1024.0;
     println!(
-        "1000-step scripted run: {:.2} s wall ({:.2} ms/step), {chunks} chunks, peak RSS {} MiB (before the run {} MiB), store {:.1} MiB",
-        wall.as_secs_f64(),
-        wall.as_secs_f64() * 1000.0 / STEPS as f64,
-        rss_after.unwrap_or(0) / 1024,
-        rss_before.unwrap_or(0) / 1024,
-        db_bytes as f64 / (1024.0 * 1024.0)
+        "{}",
+        json!({
+            "perStepMs": wall.as_secs_f64() * 1000.0 / steps as f64,
+            "peakMiB": mib(peak),
+            "beforeMiB": mib(before),
+            "storeMiB": store_bytes as f64 / (1024.0 * 1024.0),
+        })
     );
+}
+
+/// Runs `rounds` scripted runs of `steps` steps, each in a child process; records the median
+/// and p95 per-step time and peak memory (the whole process's peak RSS). Returns the median
+/// per-step time.
+fn scripted_runs(steps: usize, rounds: usize) -> f64 {
+    let mut per_step = Vec::new();
+    let mut peak = Vec::new();
+    for _ in 0..rounds {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .env(STEPS_ENV, steps.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the {steps}-step run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = String::from_utf8_lossy(&out.stdout);
+        let figures: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        per_step.push(figures["perStepMs"].as_f64().unwrap());
+        peak.push(figures["peakMiB"].as_f64().unwrap());
+        if per_step.len() == 1 {
+            println!("{steps}-step scripted run, first round: {figures}");
+        }
+    }
+    let label = format!("{steps}-step scripted run");
+    let per_step = summary(
+        &format!("{label}, per step ({rounds} runs)"),
+        per_step,
+        "ms",
+    );
+    summary(&format!("{label}, peak RSS ({rounds} runs)"), peak, "MiB");
+    per_step
+}
+
+/// Median and p95 of `samples`, printed and recorded; returns the median.
+fn summary(label: &str, mut samples: Vec<f64>, unit: &str) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    let (median, p95) = (at(0.5), at(0.95));
+    println!("{label}: median {median:.2} {unit}, p95 {p95:.2} {unit}");
+    record(label, median, p95, unit);
+    median
 }
 
 /// A realistic ~200 KB plan: sections of prose, numbered steps, task lists, tables and code.
@@ -126,27 +168,14 @@ fn record(name: &str, median: f64, p95: f64, unit: &str) {
 }
 
 fn time<T>(label: &str, iterations: u32, mut f: impl FnMut() -> T) -> Duration {
-    let mut samples = Vec::with_capacity(iterations as usize);
-    for _ in 0..iterations {
-        let started = Instant::now();
-        std::hint::black_box(f());
-        samples.push(started.elapsed());
-    }
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    let (median, p95) = (at(0.5), at(0.95));
-    println!(
-        "{label}: median {:.2} ms, p95 {:.2} ms ({iterations} calls)",
-        median.as_secs_f64() * 1000.0,
-        p95.as_secs_f64() * 1000.0
-    );
-    record(
-        label,
-        median.as_secs_f64() * 1000.0,
-        p95.as_secs_f64() * 1000.0,
-        "ms",
-    );
-    median
+    let samples = (0..iterations)
+        .map(|_| {
+            let started = Instant::now();
+            std::hint::black_box(f());
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    Duration::from_secs_f64(summary(label, samples, "ms") / 1000.0)
 }
 
 /// A 200 KB plan written with one tool call whose arguments arrive four characters at a time,
@@ -340,24 +369,34 @@ fn approve_to_first_chunk() {
             .unwrap();
         first.push(first_chunk.expect("the resumed run streams"));
     }
-    for (label, mut samples) in [
-        ("approve: decision recorded (200 KB plan)", recorded),
-        ("approve: first resumed chunk (200 KB plan)", first),
-    ] {
-        samples.sort();
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        let (median, p95) = (
-            ms(samples[samples.len() / 2]),
-            ms(samples[samples.len() * 95 / 100]),
-        );
-        println!("{label}: median {median:.2} ms, p95 {p95:.2} ms");
-        record(label, median, p95, "ms");
-    }
+    let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
+    summary(
+        "approve: decision recorded (200 KB plan)",
+        recorded.iter().map(ms).collect(),
+        "ms",
+    );
+    summary(
+        "approve: first resumed chunk (200 KB plan)",
+        first.iter().map(ms).collect(),
+        "ms",
+    );
 }
 
 fn main() {
-    // First, so its peak memory is not hidden under the rendering's.
-    thousand_step_run();
+    if let Ok(steps) = std::env::var(STEPS_ENV) {
+        scripted_run(steps.parse().unwrap());
+        return;
+    }
+    let thousand = scripted_runs(1_000, 20);
+    let ten_thousand = scripted_runs(10_000, 5);
+    let ratio = ten_thousand / thousand;
+    println!("per-step cost, 10,000 steps / 1,000 steps: {ratio:.2}x");
+    record(
+        "per-step cost, 10,000-step / 1,000-step run",
+        ratio,
+        ratio,
+        "x",
+    );
     approve_to_first_chunk();
     let (a, b) = (big_plan(0), big_plan(1));
     println!("plan size: {} KiB", a.len() / 1024);

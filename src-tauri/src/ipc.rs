@@ -2,6 +2,7 @@
 //! converted to and from the engine's own at the edge.
 
 use plandesk::engine::RunView;
+use plandesk::message::Json;
 use plandesk::plan::SideBySide;
 use plandesk::review::{Comparison as ReviewComparison, ReviewError, ReviewItem, Revision};
 use plandesk::store::{Source, StoreError};
@@ -310,13 +311,14 @@ pub enum TranscriptItem {
     ToolCall {
         tool_call_id: String,
         tool_name: String,
-        args: Value,
+        /// Sent as the stored JSON, not re-parsed on the way.
+        args: Json,
     },
     #[serde(rename_all = "camelCase")]
     ToolResult {
         tool_call_id: String,
         tool_name: String,
-        result: Value,
+        result: Json,
     },
 }
 

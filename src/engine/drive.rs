@@ -77,7 +77,7 @@ impl Engine {
         let folded = turn::fold(
             &run_id,
             model.stream(request),
-            state.used_call_ids(),
+            &|id| state.call_id_used(id),
             &*self.inner.ids,
             sink,
         )

@@ -30,7 +30,7 @@ struct Streaming {
 pub(super) async fn fold(
     run_id: &str,
     mut events: futures::stream::BoxStream<'_, Result<ModelEvent, ModelError>>,
-    mut used: HashSet<String>,
+    used_before: &(dyn Fn(&str) -> bool + Sync),
     ids: &dyn IdSource,
     sink: &mut dyn ChunkSink,
 ) -> Folded {
@@ -42,6 +42,8 @@ pub(super) async fn fold(
     let mut streaming: Vec<Streaming> = Vec::new();
     let mut usage: Option<Usage> = None;
     let mut failure = None;
+    // Ids taken by this turn's calls; `used_before` answers for the rest of the run.
+    let mut used = HashSet::new();
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(event) => event,
@@ -78,7 +80,8 @@ pub(super) async fn fold(
             ModelEvent::ToolCallEnd { id } => {
                 if let Some(index) = streaming.iter().position(|c| c.id == id) {
                     let done = streaming.remove(index);
-                    let tool_call_id = unique_call_id(&done.id, &used);
+                    let tool_call_id =
+                        unique_call_id(&done.id, |id| used.contains(id) || used_before(id));
                     used.insert(tool_call_id.clone());
                     let call = ToolCall {
                         tool_call_id,

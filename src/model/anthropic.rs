@@ -99,7 +99,7 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
                         "type": "tool_use",
                         "id": call.tool_call_id,
                         "name": call.tool_name,
-                        "input": tool_input(&call.args),
+                        "input": tool_input(call.args.value()),
                     })
                 });
                 ("assistant", text.into_iter().chain(uses).collect())
@@ -112,9 +112,9 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
                 let mut block = json!({
                     "type": "tool_result",
                     "tool_use_id": tool_call_id,
-                    "content": result.to_string(),
+                    "content": result.text(),
                 });
-                if result.get("isError") == Some(&Value::Bool(true)) {
+                if result.value().get("isError") == Some(&Value::Bool(true)) {
                     block["is_error"] = Value::Bool(true);
                 }
                 ("user", vec![block])
@@ -155,9 +155,9 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
 
 /// `tool_use.input` must be an object; arguments that were not one (the model sent text that
 /// was not JSON) go back under `_raw` so the model can see what it sent.
-fn tool_input(args: &Value) -> Value {
+fn tool_input(args: Value) -> Value {
     match args {
-        Value::Object(_) => args.clone(),
+        Value::Object(_) => args,
         Value::Null => Value::Object(Map::new()),
         other => json!({"_raw": other}),
     }
@@ -487,22 +487,22 @@ mod tests {
 
     #[test]
     fn tool_results_and_the_next_message_share_one_user_turn() {
-        use crate::chunk::ToolCall;
+        use crate::message::{CalledTool, Json};
         let messages = vec![
             Message::user("plan it"),
             Message::Assistant {
                 content: String::new(),
-                tool_calls: vec![ToolCall {
+                tool_calls: vec![CalledTool {
                     tool_call_id: "toolu_1".into(),
                     tool_name: "submit_plan".into(),
-                    args: json!({"path": "p.md"}),
+                    args: Json::new(&json!({"path": "p.md"})),
                 }],
             },
-            Message::Tool {
-                tool_call_id: "toolu_1".into(),
-                tool_name: "submit_plan".into(),
-                result: json!({"content": "no", "isError": true}),
-            },
+            Message::tool(
+                "toolu_1",
+                "submit_plan",
+                &json!({"content": "no", "isError": true}),
+            ),
             Message::user("use a queue"),
         ];
         let body = request_body(

@@ -42,7 +42,13 @@ impl LanguageModel for DemoModel {
             .calls
             .into_iter()
             .enumerate()
-            .map(|(i, (name, args))| (format!("demo-{call_no}-{}", i + 1), name.to_owned(), args))
+            .map(|(i, (name, args))| {
+                (
+                    format!("demo-{call_no}-{}", i + 1),
+                    name.to_owned(),
+                    args.to_string(),
+                )
+            })
             .collect();
         let events = canned_events(&turn.text, calls, Some(usage));
         Box::pin(stream::iter(events))
@@ -56,7 +62,7 @@ fn rough_tokens(message: &Message) -> u64 {
             content,
             tool_calls,
         } => content.len() + tool_calls.len() * 16,
-        Message::Tool { result, .. } => result.to_string().len(),
+        Message::Tool { result, .. } => result.text().len(),
     };
     len as u64 / 4
 }
@@ -74,12 +80,14 @@ fn next_turn(request: &ModelRequest<'_>) -> Turn {
     let listing = messages.iter().rev().find_map(|m| match m {
         Message::Tool {
             tool_name, result, ..
-        } if tool_name == "list_files" => Some(result),
+        } if tool_name == "list_files" => Some(result.value()),
         _ => None,
     });
+    let listing = listing.as_ref();
     let plans_dir = request.plans_dir.trim_end_matches('/').to_owned();
     match messages.last() {
         Some(Message::Tool { tool_name, result, .. }) if tool_name == SUBMIT_PLAN => {
+            let result = &result.value();
             let content = result.get("content").and_then(Value::as_str).unwrap_or("");
             if content == APPROVED_TEXT {
                 return approved_turn(result);
@@ -120,7 +128,7 @@ fn next_turn(request: &ModelRequest<'_>) -> Turn {
             calls: vec![],
         },
         Some(Message::Tool { tool_name, result, .. }) => Turn {
-            text: format!("The {tool_name} call did not work as expected: {}", one_line(&result.to_string())),
+            text: format!("The {tool_name} call did not work as expected: {}", one_line(result.text())),
             calls: vec![],
         },
         _ => Turn { text: "Done.".into(), calls: vec![] },
@@ -131,7 +139,7 @@ fn has_plan(messages: &[Message]) -> bool {
     submitted_paths(messages).next().is_some()
 }
 
-fn submitted_paths(messages: &[Message]) -> impl Iterator<Item = &str> {
+fn submitted_paths(messages: &[Message]) -> impl Iterator<Item = String> + '_ {
     messages
         .iter()
         .flat_map(|m| match m {
@@ -139,13 +147,18 @@ fn submitted_paths(messages: &[Message]) -> impl Iterator<Item = &str> {
             _ => &[],
         })
         .filter(|c| c.tool_name == SUBMIT_PLAN)
-        .filter_map(|c| c.args.get("path").and_then(Value::as_str))
+        .filter_map(|c| {
+            c.args
+                .value()
+                .get("path")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
 }
 
 fn plan_path(messages: &[Message], prompt: &str, plans_dir: &str) -> String {
     submitted_paths(messages)
         .next()
-        .map(str::to_owned)
         .unwrap_or_else(|| format!("{plans_dir}/{}.md", slug(prompt)))
 }
 
@@ -170,6 +183,7 @@ fn feedback_so_far(messages: &[Message], latest: &str) -> Vec<String> {
             } if tool_name == SUBMIT_PLAN => {
                 seen_plan = true;
                 if let Some(f) = result
+                    .value()
                     .pointer("/submittedPlan/feedback")
                     .and_then(Value::as_str)
                 {

@@ -208,11 +208,12 @@ pub fn from_spec(spec: &str, cwd: &Path) -> Result<Arc<dyn LanguageModel>, Model
 }
 
 /// The events of one canned turn, as a streaming model would send them: the text word by word,
-/// then each tool call with its arguments in two fragments, then usage and the stop reason.
+/// then each tool call with its arguments (JSON text) in two fragments, then usage and the stop
+/// reason.
 /// Shared by the models that do not talk to a server (`demo`, `scripted`).
 pub(crate) fn canned_events(
     text: &str,
-    calls: Vec<(String, String, Value)>,
+    calls: Vec<(String, String, String)>,
     usage: Option<Usage>,
 ) -> Vec<Result<ModelEvent, ModelError>> {
     let mut events: Vec<Result<ModelEvent, ModelError>> = text
@@ -225,7 +226,6 @@ pub(crate) fn canned_events(
         "tool-calls"
     };
     for (id, name, args) in calls {
-        let args = args.to_string();
         let half = args
             .char_indices()
             .nth(args.chars().count() / 2)

@@ -102,7 +102,7 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
                         json!({
                             "id": call.tool_call_id,
                             "type": "function",
-                            "function": {"name": call.tool_name, "arguments": arguments_text(&call.args)},
+                            "function": {"name": call.tool_name, "arguments": arguments_text(&call.args.value())},
                         })
                     })
                     .collect();
@@ -113,7 +113,7 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
             tool_call_id,
             result,
             ..
-        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": result.to_string()}),
+        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": result.text()}),
     }));
     let mut body = json!({
         "model": model,

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use futures::stream;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
+
+use crate::message::Json;
 
 use super::{
     calls_so_far, canned_events, EventStream, LanguageModel, ModelError, ModelEvent, ModelRequest,
@@ -38,8 +40,9 @@ struct ScriptedCall {
     #[serde(default)]
     tool_call_id: Option<String>,
     tool_name: String,
+    /// Kept as text: a long script's parsed arguments would cost several times their size.
     #[serde(default)]
-    args: Value,
+    args: Option<Json>,
 }
 
 #[derive(Debug, Clone)]
@@ -91,7 +94,8 @@ impl ScriptedModel {
                     .tool_call_id
                     .clone()
                     .unwrap_or_else(|| format!("call-{}-{}", turn_no + 1, i + 1));
-                (id, call.tool_name.clone(), call.args.clone())
+                let args = call.args.as_ref().map_or("null", Json::text);
+                (id, call.tool_name.clone(), args.to_owned())
             })
             .collect();
         canned_events(turn.text.as_deref().unwrap_or(""), calls, None)

@@ -2,9 +2,8 @@
 //! with no I/O. The engine drives them: it calls the model, runs tools, persists every move
 //! before announcing it, and emits chunks.
 
-use std::collections::HashSet;
-
 use super::*;
+use crate::message::CalledTool;
 
 /// What the driver does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,17 +89,15 @@ impl RunState {
         self.steps_this_stream = 0;
     }
 
-    /// Every tool call id the conversation has used so far.
-    pub fn used_call_ids(&self) -> HashSet<String> {
-        self.messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::Assistant { tool_calls, .. } => Some(tool_calls),
-                _ => None,
-            })
-            .flatten()
-            .map(|c| c.tool_call_id.clone())
-            .collect()
+    /// Whether the conversation has used this tool call id. Read from the messages in place,
+    /// once per new call: a copy of every id at every step made a long run quadratic.
+    pub fn call_id_used(&self, id: &str) -> bool {
+        self.messages.iter().any(|m| match m {
+            Message::Assistant { tool_calls, .. } => {
+                tool_calls.iter().any(|c| c.tool_call_id == id)
+            }
+            _ => false,
+        })
     }
 
     /// The model answered: with tool calls the step runs them, without it the run is finished.
@@ -111,7 +108,7 @@ impl RunState {
         }
         self.messages.push(Message::Assistant {
             content: turn.text,
-            tool_calls: turn.tool_calls.clone(),
+            tool_calls: turn.tool_calls.iter().map(CalledTool::from).collect(),
         });
         self.phase = if turn.tool_calls.is_empty() {
             Phase::Waiting {
@@ -318,19 +315,21 @@ impl RunState {
 /// A tool call id not used before in the run: the model's own, or it with a `-N` suffix. Models
 /// reuse ids (some decoders number them afresh each answer), and a decision must belong to one
 /// call of one step.
-pub fn unique_call_id(id: &str, used: &HashSet<String>) -> String {
+pub fn unique_call_id(id: &str, used: impl Fn(&str) -> bool) -> String {
     let base = if id.is_empty() { "call" } else { id };
-    if !id.is_empty() && !used.contains(base) {
+    if !id.is_empty() && !used(base) {
         return base.to_owned();
     }
     (2..)
         .map(|n| format!("{base}-{n}"))
-        .find(|candidate| !used.contains(candidate))
+        .find(|candidate| !used(candidate))
         .unwrap_or_else(|| base.to_owned())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use serde_json::json;
 
     use super::*;
@@ -551,10 +550,10 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        assert_eq!(unique_call_id("call_1", &used), "call_1");
-        assert_eq!(unique_call_id("call_0", &used), "call_0-3");
+        assert_eq!(unique_call_id("call_1", |id| used.contains(id)), "call_1");
+        assert_eq!(unique_call_id("call_0", |id| used.contains(id)), "call_0-3");
         used.insert("call".into());
-        assert_eq!(unique_call_id("", &used), "call-2");
+        assert_eq!(unique_call_id("", |id| used.contains(id)), "call-2");
     }
 
     #[test]
@@ -564,7 +563,7 @@ mod tests {
         s.settle_call(0, done());
         s.finish_step(false);
         s.record_turn("m2".into(), turn(&["b"]));
-        let used = s.used_call_ids();
-        assert!(used.contains("a") && used.contains("b"));
+        assert!(s.call_id_used("a") && s.call_id_used("b"));
+        assert!(!s.call_id_used("c"));
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::chunk::{ChunkError, ToolCall, Usage};
-use crate::message::Message;
+use crate::message::{Json, Message};
 
 pub use crate::store::RunStatus;
 pub use machine::{unique_call_id, NextStep, RunError, StepEnd, Turn};
@@ -129,11 +129,13 @@ pub enum Outcome {
 
 impl Outcome {
     /// The tool message content the model sees.
-    pub fn for_model(&self) -> Value {
+    pub fn for_model(&self) -> Json {
         match self {
-            Outcome::Result(value) => value.clone(),
-            Outcome::Error(error) => serde_json::json!({"error": error}),
-            Outcome::Denied(reason) => serde_json::json!({"error": reason, "denied": true}),
+            Outcome::Result(value) => Json::new(value),
+            Outcome::Error(error) => Json::new(&serde_json::json!({"error": error})),
+            Outcome::Denied(reason) => {
+                Json::new(&serde_json::json!({"error": reason, "denied": true}))
+            }
         }
     }
 }

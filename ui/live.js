@@ -66,28 +66,49 @@ export function updateStatus(live) {
 }
 
 /**
- * Carries a run on (a decision, a message, a retry): the stored transcript is laid down first,
- * then `invoke(channel)` starts the continuation, whose chunks append below it in order.
- * Returns the error that stopped it, or null.
+ * Carries a run on (a decision, a message, a retry): its view shows the stream at once, the
+ * stored transcript first, while `invoke(channel)` asks the backend to start the continuation,
+ * whose chunks append below it in order. If the backend refuses (decided elsewhere meanwhile,
+ * a newer revision), the view goes back to the run as it stands, and says why. Returns the
+ * error that stopped it, or null.
  */
 export async function follow(runId, invoke, { said } = {}) {
   hideBanner();
   const live = newLive();
   live.runId = runId;
-  let detail;
-  try {
-    detail = await call('run_detail', { runId });
+  // The run on screen (not streaming) already shows its stored transcript: the stream carries
+  // that one on. Reading the whole run again first (a big plan's run is slow to fetch and lay
+  // out) would stand between the click and its answer.
+  const shown = state.view && state.view.name === 'run' && state.view.runId === runId && !state.view.stream
+    && state.view.detail ? state.view : null;
+  let detail = shown && shown.detail;
+  if (shown) {
+    live.transcript = shown.transcript;
+  } else {
+    try {
+      detail = await call('run_detail', { runId });
+    } catch (e) {
+      showError(e);
+      return e;
+    }
     live.transcript.load(detail.transcript);
-    if (said) live.transcript.user(said);
-    await invoke(live.channel);
+  }
+  if (said) live.transcript.user(said);
+  state.live.set(runId, live);
+  // Asked first, then drawn: the backend records the decision while the view switches to the
+  // stream, and the first chunk lands on a view already built.
+  const answer = invoke(live.channel);
+  const drawn = go('run', runId, { live, detail: { ...detail, pending: [], error: null, interrupted: false } });
+  try {
+    await answer;
   } catch (e) {
+    live.running = false;
+    state.live.delete(runId);
+    await drawn;
+    await go('run', runId);
     showError(e);
     return e;
   }
-  state.live.set(runId, live);
-  // While it streams, the view is the run as just read, its decision made: no second read of
-  // the whole transcript (a big plan's run is slow to fetch and parse) before the first chunk.
-  const known = live.running ? { ...detail, pending: [], error: null, interrupted: false } : null;
-  await go('run', runId, { live, detail: known });
+  await drawn;
   return null;
 }

@@ -21,8 +21,8 @@ export function markPlanRendered() {
   }
 }
 
-/** A decision is about to be sent; the next chunk measures how soon the run answered. */
-export function markDecisionSent() {
+/** Approve or Reject was clicked: the answer and the next chunk are timed from here. */
+export function markDecisionClicked() {
   metrics.awaitFirstChunk = performance.now();
   metrics.decisionSentAt = metrics.awaitFirstChunk;
 }

@@ -2,7 +2,7 @@
 // tool call to approve (approve, or decline with a reason). A decision carries the run on.
 import { call } from './api.js';
 import { $, h, clear, age, when, agentName } from './dom.js';
-import { markDecisionAnswered, markDecisionSent, markPlanRendered } from './metrics.js';
+import { markDecisionAnswered, markDecisionClicked, markPlanRendered } from './metrics.js';
 import { go } from './nav.js';
 import { follow } from './live.js';
 import { planView } from './plan.js';
@@ -74,21 +74,15 @@ function renderApproval(item, slot) {
 
 /** Sends a decision; `text` is the feedback of a rejection or the note of an approval. */
 async function decide(item, revision, approve, text) {
-  const buttons = document.querySelectorAll('#approve, #reject');
-  buttons.forEach((b) => { b.disabled = true; });
+  markDecisionClicked();
+  document.querySelectorAll('#approve, #reject').forEach((b) => { b.disabled = true; });
   text = text && text.trim() ? text.trim() : null;
-  const error = await follow(item.runId, (channel) => {
-    markDecisionSent();
-    return call('decide', {
-      request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null, revision: revision ? revision.sha256 : null },
-      onEvent: channel,
-    }).then((answer) => { markDecisionAnswered(); return answer; });
-  });
-  if (error) {
-    buttons.forEach((b) => { b.disabled = false; });
-    if (error.code === 'stale-revision') go('run', item.runId);
-    return;
-  }
+  const error = await follow(item.runId, (channel) => call('decide', {
+    request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null, revision: revision ? revision.sha256 : null },
+    onEvent: channel,
+  }).then((answer) => { markDecisionAnswered(); return answer; }));
+  // Refused: follow() has put the run back on screen as it stands, with the reason.
+  if (error) return;
   // Rejected without feedback: the run waits for the person's next message.
   if (!approve && !text && item.kind === 'plan') $('message')?.focus();
 }

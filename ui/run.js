@@ -23,7 +23,6 @@ async function openRun(runId, { live, keepScroll, detail } = {}) {
   live = live || state.live.get(runId);
   const pendingKey = detail.pending.map((i) => `${i.toolCallId}:${i.sha256}`).join();
   // `stream`: the live stream this view shows, if any (its start need not redraw it).
-  setView({ name: 'run', runId, pendingKey, stream: live && live.running ? live : null });
   let transcript;
   if (live) {
     transcript = live.transcript;
@@ -37,6 +36,8 @@ async function openRun(runId, { live, keepScroll, detail } = {}) {
     transcript = new Transcript();
     transcript.load(detail.transcript);
   }
+  // `transcript` and `detail`: what is on screen, for a decision or a message to carry on.
+  setView({ name: 'run', runId, pendingKey, stream: live && live.running ? live : null, transcript, detail });
   const run = detail.run;
   const streaming = Boolean(live && live.running);
   const cancel = streaming

@@ -78,6 +78,8 @@ function installFake(world) {
     },
     decide: (args) => {
       if (world.stale) throw { code: 'stale-revision', message: 'the plan changed since you saw it: revision 2 is pending now' };
+      // Held until the test lets it answer: what the window shows while the backend records it.
+      if (world.holdDecision) return new Promise((resolve) => { window.__answerDecision = () => resolve(null); });
       return null;
     },
     retry_run: ({ runId }) => { world.retried = runId; return null; },
@@ -169,10 +171,32 @@ test('? lists the keys and Esc closes it; focus is visible', async () => {
 test('a decision on a plan that changed is refused with a clear banner', async () => {
   const page = await open(world({ stale: true }));
   await page.waitForSelector('#approve');
+  const reads = (await calls(page, 'run_detail')).length;
   await page.click('#approve');
   await page.waitForSelector('#banner:not([hidden])');
   assert.match(await page.textContent('#banner-text'), /the plan changed since you saw it/);
   assert.equal(await page.isEnabled('#approve'), true, 'the buttons come back');
+  assert.equal((await calls(page, 'run_detail')).length, reads + 1, 'the run is read again as it now stands');
+  assert.equal(await page.isVisible('#plan'), true, 'its plan is on screen again');
+  await page.close();
+});
+
+test('Approve switches the run to its stream at once, before the backend answers, without reading the run again', async () => {
+  const page = await open(world({ holdDecision: true }));
+  await page.waitForSelector('#approve');
+  const reads = (await calls(page, 'run_detail')).length;
+  await page.click('#approve');
+  // The decision is still being recorded: the view already shows the run going on.
+  await page.waitForSelector('.run-status .spinner');
+  assert.equal(await page.$('#approve'), null, 'the review is gone from the view');
+  assert.match(await page.textContent('.meta-line'), /running/);
+  assert.match(await page.textContent('.transcript'), /Here is my plan/, 'the transcript on screen carries on');
+  const [decision] = await calls(page, 'decide');
+  assert.equal(decision.args.request.approve, true);
+  assert.equal((await calls(page, 'run_detail')).length, reads, 'the click did not read the run again');
+  await page.screenshot({ path: join(ARTIFACTS, 'approved-streaming-chromium.png') });
+  await page.evaluate(() => window.__answerDecision());
+  assert.deepEqual(page.errors, []);
   await page.close();
 });
 

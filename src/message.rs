@@ -9,7 +9,7 @@ use crate::chunk::ToolCall;
 /// One message of a run's conversation. Tool results are kept whole: the model sees the exact
 /// object the tool returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
+#[serde(tag = "role", rename_all = "lowercase", try_from = "Wire")]
 pub enum Message {
     System {
         content: String,
@@ -45,6 +45,55 @@ impl Message {
             tool_name: tool_name.to_owned(),
             result: Json::new(result),
         }
+    }
+}
+
+/// A message as it is read: one flat object, so that its JSON parts are kept as text straight
+/// from the input (serde reads an internally tagged enum through a buffer of parsed values).
+#[derive(Deserialize)]
+struct Wire {
+    role: Role,
+    content: Option<String>,
+    #[serde(rename = "toolCalls", default)]
+    tool_calls: Vec<CalledTool>,
+    #[serde(rename = "toolCallId")]
+    tool_call_id: Option<String>,
+    #[serde(rename = "toolName")]
+    tool_name: Option<String>,
+    result: Option<Json>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl TryFrom<Wire> for Message {
+    type Error = String;
+
+    fn try_from(wire: Wire) -> Result<Self, String> {
+        let missing = |field: &str| format!("missing field `{field}`");
+        Ok(match wire.role {
+            Role::System => Message::System {
+                content: wire.content.ok_or_else(|| missing("content"))?,
+            },
+            Role::User => Message::User {
+                content: wire.content.ok_or_else(|| missing("content"))?,
+            },
+            Role::Assistant => Message::Assistant {
+                content: wire.content.ok_or_else(|| missing("content"))?,
+                tool_calls: wire.tool_calls,
+            },
+            Role::Tool => Message::Tool {
+                tool_call_id: wire.tool_call_id.ok_or_else(|| missing("toolCallId"))?,
+                tool_name: wire.tool_name.ok_or_else(|| missing("toolName"))?,
+                result: wire.result.ok_or_else(|| missing("result"))?,
+            },
+        })
     }
 }
 
@@ -110,10 +159,11 @@ impl Serialize for Json {
 }
 
 impl<'de> Deserialize<'de> for Json {
-    /// Read as a value, then kept as text: a raw read cannot work inside an internally tagged
-    /// enum (serde buffers its fields first), which `Message` is.
+    /// The text as it is in the input, checked but not parsed into a value. Only from JSON text
+    /// (serde_json's reader), and not inside an internally tagged enum: `Message` is read through
+    /// `Wire` for that reason.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Value::deserialize(deserializer).map(|value| Json::new(&value))
+        Box::<RawValue>::deserialize(deserializer).map(Json)
     }
 }
 
@@ -136,6 +186,27 @@ mod tests {
         );
         let back: Message = serde_json::from_str(&text).unwrap();
         assert_eq!(back, tool);
+    }
+
+    #[test]
+    fn a_message_missing_what_its_role_needs_is_refused_by_name() {
+        for (text, needs) in [
+            (r#"{"role":"tool","toolName":"t","result":1}"#, "toolCallId"),
+            (
+                r#"{"role":"tool","toolCallId":"c","toolName":"t"}"#,
+                "result",
+            ),
+            (r#"{"role":"user"}"#, "content"),
+        ] {
+            let err = serde_json::from_str::<Message>(text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needs), "{text}: {err}");
+        }
+        let err = serde_json::from_str::<Message>(r#"{"role":"robot","content":""}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("robot"), "{err}");
     }
 
     #[test]

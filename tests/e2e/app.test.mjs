@@ -60,6 +60,7 @@ test('a demo run: plan, reject with feedback, revised plan with the diff, approv
     await app.waitFor("document.querySelector('.page-head .badge')?.textContent === 'finished'", { what: 'the run to finish' });
     assert.equal(await app.exec("return document.querySelector('#review-slot').children.length"), 0, 'nothing left to review');
     await app.waitFor("document.querySelector('#inbox-count').textContent === '0'");
+    await app.screenshot(join(ARTIFACTS, 'approved.png'));
     const history = JSON.parse(cli(fx, ['--json', 'history']));
     assert.deepEqual(history.map((r) => r.decision?.action), ['rejected', 'approved']);
   } finally {

@@ -220,6 +220,36 @@ impl AuditRow {
     }
 }
 
+/// What an audit entry says, before a store numbers it and chains it to the one before. Both
+/// stores append these (each in its own dialect); the hash is made here, once.
+#[derive(Debug)]
+pub(crate) struct AuditEntry<'a> {
+    pub at: Millis,
+    pub actor: &'a str,
+    pub process: &'a str,
+    pub run_id: &'a str,
+    pub kind: AuditKind,
+    pub revision_sha: Option<&'a str>,
+    pub data: Value,
+}
+
+impl AuditEntry<'_> {
+    /// The hash this entry carries as entry `id`, after the entry whose hash is `prev`.
+    pub(crate) fn hash(&self, prev: &str, id: i64) -> String {
+        audit_hash(
+            prev,
+            id,
+            self.at,
+            self.actor,
+            self.process,
+            self.run_id,
+            self.kind.as_str(),
+            self.revision_sha,
+            &self.data,
+        )
+    }
+}
+
 /// The hash of an audit entry (see [`AuditRow::expected_hash`]); the first entry's `prev` is
 /// the empty string.
 #[allow(clippy::too_many_arguments)]
@@ -472,6 +502,21 @@ pub struct NewAudit<'a> {
     pub data: Value,
     pub by: &'a Actor,
     pub at: Millis,
+}
+
+impl NewAudit<'_> {
+    /// The entry it appends: `by` is the actor and the process.
+    pub(crate) fn entry(&self) -> AuditEntry<'_> {
+        AuditEntry {
+            at: self.at,
+            actor: &self.by.name,
+            process: &self.by.process,
+            run_id: self.run_id,
+            kind: self.kind,
+            revision_sha: self.revision_sha,
+            data: self.data.clone(),
+        }
+    }
 }
 
 /// A reviewer's comment on lines of one revision.

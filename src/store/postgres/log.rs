@@ -6,18 +6,9 @@ use serde_json::Value;
 
 use super::{col, execute, json, row, rows, Tx};
 use crate::clock::Millis;
-use crate::store::{audit_hash, AuditKind, AuditRow, EventKind, EventRow, StoreError};
+use crate::store::{AuditRow, EventKind, EventRow, StoreError};
 
-/// What an audit entry says, before it is numbered and chained.
-pub(super) struct Entry<'a> {
-    pub at: Millis,
-    pub actor: &'a str,
-    pub process: &'a str,
-    pub run_id: &'a str,
-    pub kind: AuditKind,
-    pub revision_sha: Option<&'a str>,
-    pub data: Value,
-}
+pub(super) use crate::store::AuditEntry as Entry;
 
 /// Appends an entry; the write lock every transaction holds makes "the last entry" well defined.
 pub(super) async fn append(tx: &Tx<'_>, entry: Entry<'_>) -> Result<(), StoreError> {
@@ -32,17 +23,7 @@ pub(super) async fn append(tx: &Tx<'_>, entry: Entry<'_>) -> Result<(), StoreErr
         Some(r) => (col::<i64>(&r, 0)? + 1, col::<String>(&r, 1)?),
         None => (1, String::new()),
     };
-    let hash = audit_hash(
-        &prev,
-        id,
-        entry.at,
-        entry.actor,
-        entry.process,
-        entry.run_id,
-        entry.kind.as_str(),
-        entry.revision_sha,
-        &entry.data,
-    );
+    let hash = entry.hash(&prev, id);
     execute(
         tx,
         "append to the audit trail",

@@ -571,19 +571,7 @@ impl Store for PostgresStore {
 
     async fn append_audit(&self, entry: &NewAudit<'_>) -> Result<(), StoreError> {
         self.write("append to the audit trail", async |tx| {
-            log::append(
-                tx,
-                log::Entry {
-                    at: entry.at,
-                    actor: &entry.by.name,
-                    process: &entry.by.process,
-                    run_id: entry.run_id,
-                    kind: entry.kind,
-                    revision_sha: entry.revision_sha,
-                    data: entry.data.clone(),
-                },
-            )
-            .await
+            log::append(tx, entry.entry()).await
         })
         .await
     }

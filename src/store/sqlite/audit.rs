@@ -6,19 +6,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
 use super::query;
-use crate::clock::Millis;
-use crate::store::{audit_hash, AuditKind, AuditRow, StoreError};
+use crate::store::{AuditRow, StoreError};
 
-/// What an entry says, before it is numbered and chained.
-pub(super) struct Entry<'a> {
-    pub at: Millis,
-    pub actor: &'a str,
-    pub process: &'a str,
-    pub run_id: &'a str,
-    pub kind: AuditKind,
-    pub revision_sha: Option<&'a str>,
-    pub data: Value,
-}
+pub(super) use crate::store::AuditEntry as Entry;
 
 pub(super) fn append(tx: &Connection, entry: Entry<'_>) -> Result<(), StoreError> {
     let last: Option<(i64, String)> = tx
@@ -33,17 +23,7 @@ pub(super) fn append(tx: &Connection, entry: Entry<'_>) -> Result<(), StoreError
         Some((id, hash)) => (id + 1, hash),
         None => (1, String::new()),
     };
-    let hash = audit_hash(
-        &prev,
-        id,
-        entry.at,
-        entry.actor,
-        entry.process,
-        entry.run_id,
-        entry.kind.as_str(),
-        entry.revision_sha,
-        &entry.data,
-    );
+    let hash = entry.hash(&prev, id);
     tx.prepare_cached(
         "INSERT INTO audit (id, at, actor, process, run_id, kind, revision_sha, data, prev_hash, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",

@@ -241,18 +241,7 @@ impl Store for SqliteStore {
 
     async fn append_audit(&self, entry: &NewAudit<'_>) -> Result<(), StoreError> {
         self.write("append to the audit trail", |tx| {
-            audit::append(
-                tx,
-                audit::Entry {
-                    at: entry.at,
-                    actor: &entry.by.name,
-                    process: &entry.by.process,
-                    run_id: entry.run_id,
-                    kind: entry.kind,
-                    revision_sha: entry.revision_sha,
-                    data: entry.data.clone(),
-                },
-            )
+            audit::append(tx, entry.entry())
         })
     }
 

@@ -13,7 +13,8 @@ use crate::support::*;
 
 const APPROVED: &str = "Plan approved. Proceed with implementation following the approved plan.";
 
-type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+/// An MCP client, over stdio here or over HTTP (`serve.rs`).
+pub type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 
 async fn connect(fx: &Fixture) -> Client {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plandesk"));
@@ -32,8 +33,9 @@ async fn connect(fx: &Fixture) -> Client {
     ().serve(transport).await.unwrap()
 }
 
-/// Calls `submit_plan` and returns the result object the model would read.
-async fn submit(client: &Client, args: Value) -> (Value, bool) {
+/// Calls `submit_plan` and returns the result object the model would read, and whether it is
+/// an error.
+pub async fn submit(client: &Client, args: Value) -> (Value, bool) {
     let Value::Object(args) = args else {
         panic!("arguments are an object")
     };

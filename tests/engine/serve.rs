@@ -6,12 +6,12 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
+use crate::mcp::{submit, Client};
 use crate::support::*;
 
 /// A `plandesk serve` process on a free loopback port.
@@ -97,28 +97,11 @@ async fn json_of(response: reqwest::Response) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
-
 pub async fn mcp_client(base: &str, token: &str) -> Client {
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
         .auth_header(token.to_owned());
     let transport = StreamableHttpClientTransport::from_config(config);
     ().serve(transport).await.unwrap()
-}
-
-pub async fn submit(client: &Client, args: Value) -> (Value, bool) {
-    let Value::Object(args) = args else {
-        panic!("arguments are an object")
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new("submit_plan").with_arguments(args))
-        .await
-        .unwrap();
-    let text = result.content[0].as_text().unwrap().text.clone();
-    (
-        serde_json::from_str(&text).unwrap(),
-        result.is_error == Some(true),
-    )
 }
 
 /// Waits for one pending plan, then decides it with `plandesk DECIDE RUN ...`.

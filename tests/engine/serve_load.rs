@@ -18,7 +18,8 @@ use plandesk::store::{Action, Actor, StoreError};
 use plandesk::{Engine, Store};
 use serde_json::{json, Value};
 
-use crate::serve::{hook_payload, mcp_client, submit};
+use crate::mcp::submit;
+use crate::serve::{hook_payload, mcp_client};
 use crate::support::test_store;
 
 const AGENTS: usize = 50;

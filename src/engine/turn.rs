@@ -104,11 +104,55 @@ pub(super) async fn fold(
     Folded { turn, failure }
 }
 
-/// Tool arguments as the model streamed them: `""` means no arguments; text that is not JSON is
-/// kept as a string so schema validation can say what is wrong with it.
+/// How deeply tool arguments may nest. The arguments are stored and sent inside the run's
+/// snapshot, its messages and its chunks, several levels deeper than they are: nested to the JSON
+/// reader's own limit (128), a run could be written and never read back, nor its chunks read by
+/// a host. Real tools take a few levels.
+const MAX_ARGS_DEPTH: usize = 64;
+
+/// Tool arguments as the model streamed them: `""` means no arguments; text that is not JSON,
+/// or nests deeper than [`MAX_ARGS_DEPTH`], is kept as a string so schema validation can say
+/// what is wrong with it.
 fn parse_args(raw: &str) -> Value {
     if raw.trim().is_empty() {
         return json!({});
     }
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value) if depth(&value) <= MAX_ARGS_DEPTH => value,
+        _ => Value::String(raw.to_owned()),
+    }
+}
+
+/// How many arrays and objects deep `value` nests (a scalar is 0). Bounded by the reader's own
+/// limit, so the recursion is too.
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(levels: usize) -> String {
+        format!(
+            "{{\"a\":{}1{}}}",
+            "[".repeat(levels - 1),
+            "]".repeat(levels - 1)
+        )
+    }
+
+    #[test]
+    fn arguments_nest_up_to_the_limit_and_no_deeper() {
+        let kept = parse_args(&nested(MAX_ARGS_DEPTH));
+        assert!(kept.is_object(), "{MAX_ARGS_DEPTH} levels are arguments");
+        assert_eq!(depth(&kept), MAX_ARGS_DEPTH);
+        let raw = nested(MAX_ARGS_DEPTH + 1);
+        assert_eq!(parse_args(&raw), Value::String(raw.clone()));
+        assert_eq!(parse_args("  "), json!({}));
+        assert_eq!(parse_args("{not json"), json!("{not json"));
+    }
 }

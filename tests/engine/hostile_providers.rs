@@ -292,3 +292,85 @@ fn a_key_echoed_mid_answer_is_scrubbed() {
         );
     }
 }
+
+/// One OpenAI answer of tool calls, `(id, name, arguments text)` each, as a stream.
+fn openai_calls(calls: &[(&str, &str, String)]) -> String {
+    let calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (id, name, args))| {
+            json!({"id": id, "index": i, "type": "function", "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "", "tool_calls": calls}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    )
+}
+
+#[test]
+fn tool_arguments_nested_to_the_parsers_limit_cannot_make_a_run_unreadable() {
+    // JSON a parser takes (126 arrays in an object), which a stored run would hold several
+    // levels deeper still: the run must stay readable and go on when the plan is approved.
+    let deep = format!(
+        "{{\"path\":\"src/lib.rs\",\"x\":{}{}}}",
+        "[".repeat(126),
+        "]".repeat(126)
+    );
+    let fx = Fixture::new(json!([]));
+    let server = ReplayServer::start();
+    server.push(Reply::sse(&openai_calls(&[
+        ("call_deep", "read_file", deep),
+        (
+            "call_w",
+            "write_file",
+            json!({"path": ".plandesk/plans/p.md", "content": "# Plan\n\n1. Do it\n"}).to_string(),
+        ),
+        (
+            "call_s",
+            "submit_plan",
+            json!({"path": ".plandesk/plans/p.md"}).to_string(),
+        ),
+    ])));
+    let out = run(&fx, &server, "openai", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = chunks(&out.stdout);
+    assert_eq!(
+        first.last().unwrap()["type"],
+        "tool-call-suspended",
+        "{first:?}"
+    );
+    let run_id = first[0]["runId"].as_str().unwrap().to_owned();
+    let deep_call = first
+        .iter()
+        .find(|c| c["type"] == "tool-call" && c["payload"]["toolCallId"] == "call_deep")
+        .unwrap();
+    assert!(
+        deep_call["payload"]["args"].is_string(),
+        "arguments nested that deep are kept as text: {}",
+        deep_call["payload"]["args"]
+            .to_string()
+            .chars()
+            .take(80)
+            .collect::<String>()
+    );
+
+    server.push(Reply::sse(&fixture("openai", "text")));
+    let mut approve = fx.command(&["--json", "approve", &run_id]);
+    approve.env("OPENAI_API_KEY", KEY);
+    let out = approve.output().unwrap();
+    assert!(
+        out.status.success(),
+        "the run is read back and goes on: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(chunks(&out.stdout).last().unwrap()["type"], "finish");
+    let requests = server.requests();
+    let sent = requests.last().unwrap().body["messages"].to_string();
+    assert!(sent.contains("call_deep"), "the model hears about its call");
+}

@@ -14,6 +14,7 @@ const COMMANDS: &[&str] = &[
     "runs",
     "run_detail",
     "revision",
+    "revision_source",
     "plan_thread",
     "compare",
     "history",

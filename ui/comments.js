@@ -41,26 +41,24 @@ export function commentsFor(revision, plan, { onCount } = {}) {
     h('h3', {}, 'Comments'), form, list,
     h('p', { class: 'muted comment-hint', id: 'comment-hint' }, 'Select lines of the plan (click a paragraph or list item, shift-click for more), then press c.'));
 
-  const blocks = () => [...plan.rendered.querySelectorAll('[data-sourcepos]')];
+  /** Marks the blocks under `root` that are selected, or commented on. */
+  function decorate(root) {
+    for (const el of root.querySelectorAll('[data-sourcepos]')) {
+      const l = blockLines(el);
+      el.classList.toggle('line-selected', Boolean(selection && l && l.start >= selection.start && l.end <= selection.end));
+      const on = l ? comments.filter((c) => c.now && c.state !== 'resolved' && c.now.start <= l.end && c.now.end >= l.start).length : 0;
+      el.classList.toggle('commented', on > 0);
+      if (on) el.dataset.comments = String(on); else delete el.dataset.comments;
+    }
+  }
+  // A long plan's pages come and go as it scrolls: each is marked as it comes.
+  plan.rendered.onFill(decorate);
 
   function select(lines) {
     selection = lines;
-    for (const el of blocks()) {
-      const l = blockLines(el);
-      el.classList.toggle('line-selected', !!(lines && l && l.start >= lines.start && l.end <= lines.end));
-    }
+    decorate(plan.rendered);
     selected.textContent = lines ? `${label(lines)} selected` : '';
     commentButton.disabled = !lines;
-  }
-
-  function mark() {
-    for (const el of blocks()) {
-      const l = blockLines(el);
-      const on = l && comments.filter((c) => c.now && c.state !== 'resolved'
-        && c.now.start <= l.end && c.now.end >= l.start);
-      el.classList.toggle('commented', !!(on && on.length));
-      if (on && on.length) el.dataset.comments = String(on.length); else delete el.dataset.comments;
-    }
   }
 
   // Clicking a block selects its lines; shift-click extends; a click on a link does not select.
@@ -155,7 +153,7 @@ export function commentsFor(revision, plan, { onCount } = {}) {
     try { comments = await call('comments', { revisionId: revision.id }); } catch (e) { showError(e); return; }
     clear(list).append(...comments.map(item));
     list.hidden = !comments.length;
-    mark();
+    decorate(plan.rendered);
     if (onCount) onCount(comments.filter((c) => c.state === 'open').length);
   }
 

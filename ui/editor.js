@@ -6,9 +6,11 @@ import { h, clear } from './dom.js';
 import { showError, showNotice } from './banner.js';
 
 /** Replaces `slot`'s content with an editor for `revision`; `done()` when saved or cancelled. */
-export function openEditor(revision, slot, done) {
+export async function openEditor(revision, slot, done) {
+  let source;
+  try { source = await call('revision_source', { id: revision.id }); } catch (e) { showError(e); return; }
   const text = h('textarea', { id: 'plan-editor', spellcheck: 'false', 'aria-label': 'Your version of the plan' });
-  text.value = revision.markdown;
+  text.value = source.markdown;
   const preview = h('article', { class: 'plan editor-preview', id: 'plan-preview', 'aria-label': 'Preview' });
   let timer;
   let asked = 0;

@@ -12,8 +12,10 @@ export function markSuspended() {
   metrics.suspendedAt = performance.now();
 }
 
-/** The plan to review is in the document: how long since the run suspended. */
-export function markPlanRendered() {
+/** The plan to review is in the document and laid out (`plan` is its element): how long since
+ * the run suspended. */
+export function markPlanRendered(plan) {
+  plan.getBoundingClientRect(); // lays it out now: what is timed is a plan on screen
   metrics.planRenderedAt = performance.now();
   if (metrics.suspendedAt) {
     metrics.suspendToRendered = metrics.planRenderedAt - metrics.suspendedAt;

@@ -1,30 +1,45 @@
 // A plan as the reviewer sees it: rendered, or its exact source (Rendered / Source, key `s`),
 // under a warning when the source holds things the rendered view does not show. The engine
-// sanitises `html` and `sourceHtml` (comrak with raw HTML escaped, then ammonia); they are the
-// only HTML this window inserts. Everything else, findings included, is set as text.
+// sanitises the rendered pages and the source view (comrak with raw HTML escaped, then ammonia);
+// they are the only HTML this window inserts. Everything else, findings included, is set as text.
+//
+// A long plan is tens of thousands of elements: laid out at once it would hold the window for
+// hundreds of milliseconds when it appears, and again when it goes. The engine hands it over in
+// pages of whole blocks; only the pages near the screen are in the document, the others are
+// empty boxes of their height (measured once shown, estimated before), filled as they near the
+// screen and emptied when far from it.
 import { call } from './api.js';
 import { h } from './dom.js';
 import { showError } from './banner.js';
+import { viewEl } from './nav.js';
+
+/** HTML filled at once when a plan appears: the first screen, and more. */
+const FIRST_BYTES = 16 * 1024;
+/** Pages within this much of the screen (above and below) are in the document. */
+const NEAR = '150%';
+/** Estimated height of a page not yet shown, per byte of its HTML; refined by each page shown. */
+const estimate = { px: 0, bytes: 0, perByte: 0.2 };
 
 /**
  * The parts of a revision's plan view, for the caller to place: `toggle` (Rendered / Source),
  * `warning` (null when nothing is hidden), `rendered` and `source` (one of them shown).
- * `id` names the rendered article; the source is `${id}-source`.
+ * `id` names the rendered article; the source is `${id}-source`. `rendered.onFill(f)` calls
+ * `f(page)` for each page put in the document from then on (to mark what is selected in it).
+ * `scroller` is the element that scrolls the plan.
  */
-export function planView(revision, { id } = {}) {
+export function planView(revision, { id, scroller = viewEl() } = {}) {
   const rendered = h('article', { class: 'plan review-body', id, 'aria-label': 'The plan, rendered' });
-  rendered.innerHTML = revision.html; // sanitised by the engine
-  // The whole plan is rendered (its title heading too, as the CLI shows it): the head names it.
-  if (revision.title) rendered.querySelector(':scope > h1:first-child')?.remove();
+  paginate(rendered, revision, scroller);
   const source = h('div', { class: 'plan-source-view review-body', id: id ? `${id}-source` : null,
     'aria-label': 'The plan, exact source', hidden: true });
-  // Filled the first time it is shown (or read, e.g. by a selection): a second copy of a large
-  // plan in the document would cost its layout when the plan appears.
-  let filled = false;
+  // Fetched the first time it is shown (or read, e.g. by a selection): a second copy of a large
+  // plan would cost its transfer and its layout when the plan appears.
+  let filled = null;
   source.fill = () => {
-    if (filled) return;
-    filled = true;
-    source.innerHTML = revision.sourceHtml || ''; // sanitised by the engine: escaped, invisible characters marked
+    filled = filled || call('revision_source', { id: revision.id }).then((s) => {
+      source.innerHTML = s.sourceHtml; // sanitised by the engine: escaped, invisible characters marked
+    }, (e) => { filled = null; showError(e); });
+    return filled;
   };
 
   const renderedButton = h('button', { type: 'button', id: 'show-rendered', 'aria-pressed': 'true' }, 'Rendered');
@@ -45,6 +60,76 @@ export function planView(revision, { id } = {}) {
   sourceButton.addEventListener('click', () => show('source'));
   const warning = hiddenWarning(revision, () => show('source'));
   return { toggle, warning, rendered, source };
+}
+
+/** Fills `article` with the plan's pages, and keeps only those near the screen filled. */
+function paginate(article, revision, scroller) {
+  const fills = [];
+  article.onFill = (f) => fills.push(f);
+  const pages = (revision.pages || []).map((html, index) => ({ html, index, el: h('div', { class: 'plan-page' }), filled: false }));
+  const fill = (page) => {
+    page.el.innerHTML = page.html; // sanitised by the engine
+    // The whole plan is rendered (its title heading too, as the CLI shows it): the head names it.
+    if (page.index === 0 && revision.title) page.el.querySelector(':scope > h1:first-child')?.remove();
+    page.el.style.height = '';
+    page.filled = true;
+    for (const f of fills) f(page.el);
+  };
+  const learn = (page, px) => {
+    estimate.px += px;
+    estimate.bytes += page.html.length;
+    estimate.perByte = estimate.px / estimate.bytes;
+  };
+  let bytes = 0;
+  for (const page of pages) {
+    if (bytes < FIRST_BYTES) {
+      fill(page);
+      bytes += page.html.length;
+    } else {
+      page.el.style.height = `${Math.round(page.html.length * estimate.perByte)}px`;
+    }
+    article.append(page.el);
+  }
+  if (pages.every((p) => p.filled)) return;
+
+  const byEl = new Map(pages.map((p) => [p.el, p]));
+  let first = true;
+  const observer = new IntersectionObserver((entries) => {
+    // Gone with its view: nothing more to watch.
+    if (!article.isConnected) { observer.disconnect(); return; }
+    if (first) {
+      // Laid out for the first time: what the first pages measure sizes the ones not shown yet.
+      first = false;
+      for (const page of pages) if (page.filled) learn(page, page.el.getBoundingClientRect().height);
+      for (const page of pages) if (!page.filled && !page.measured) page.el.style.height = `${Math.round(page.html.length * estimate.perByte)}px`;
+    }
+    for (const entry of entries) {
+      const page = byEl.get(entry.target);
+      if (entry.isIntersecting && !page.filled) {
+        const before = parseFloat(page.el.style.height) || 0;
+        fill(page);
+        // A page above the screen that changes height would move what is on screen: keep it still.
+        if (entry.rootBounds && entry.boundingClientRect.bottom <= entry.rootBounds.top) {
+          scroller.scrollTop += page.el.getBoundingClientRect().height - before;
+        }
+      } else if (!entry.isIntersecting && page.filled && !article.hidden && !selectedIn(page.el)) {
+        // Far from the screen: an empty box of the height it had.
+        const height = page.el.getBoundingClientRect().height;
+        if (!page.measured) learn(page, height);
+        page.measured = true;
+        page.el.style.height = `${height}px`;
+        page.el.textContent = '';
+        page.filled = false;
+      }
+    }
+  }, { root: scroller, rootMargin: `${NEAR} 0px` });
+  for (const page of pages) observer.observe(page.el);
+}
+
+/** Whether the person's text selection reaches into `el` (its page stays while it does). */
+function selectedIn(el) {
+  const sel = window.getSelection();
+  return Boolean(sel && sel.rangeCount && !sel.isCollapsed && sel.containsNode(el, true));
 }
 
 /** `s`: switches the plan on screen between rendered and source. */

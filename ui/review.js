@@ -51,7 +51,7 @@ async function renderPlanReview(item, slot) {
     h('div', { class: 'review-main' }, h('div', { class: 'review-plan' }, plan.rendered, plan.source), comments.panel),
     h('div', { class: 'review-foot' }, feedback, h('div', { class: 'actions' }, approve, reject, hint)));
   clear(slot).append(card);
-  markPlanRendered();
+  markPlanRendered(plan.rendered);
   await comments.load();
 }
 

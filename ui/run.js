@@ -10,7 +10,15 @@ import { register, setView, viewEl } from './nav.js';
 import { follow, updateStatus } from './live.js';
 import { renderPending } from './review.js';
 
-async function openRun(runId, { live, keepScroll, detail } = {}) {
+/** Opens a run; while it is being opened, `state.opening` says which, and when it is done. */
+function openRun(runId, options) {
+  const opening = { runId };
+  opening.done = showRun(runId, options).finally(() => { if (state.opening === opening) state.opening = null; });
+  state.opening = opening;
+  return opening.done;
+}
+
+async function showRun(runId, { live, keepScroll, detail } = {}) {
   const scroll = viewEl().scrollTop;
   if (!detail) {
     try {

@@ -67,12 +67,20 @@ export function setInbox(items) {
   state.selected = keep >= 0 ? keep : Math.min(state.selected, items.length - 1);
   renderInbox();
   refreshRuns();
-  // A run on screen whose pending item changed (e.g. a revised plan from another process).
+  recheckRun();
+}
+
+/** Opens the run on screen again if what waits in it changed (e.g. a revised plan from another
+ * process). A run being opened is checked when it is open: it may show the change already. */
+function recheckRun() {
   const view = state.view;
-  if (view && view.name === 'run' && !state.live.get(view.runId)?.running) {
-    const mine = items.filter((i) => i.runId === view.runId).map((i) => `${i.toolCallId}:${i.sha256}`).join();
-    if (mine !== view.pendingKey) go('run', view.runId, { keepScroll: true });
+  if (!view || view.name !== 'run' || state.live.get(view.runId)?.running) return;
+  if (state.opening && state.opening.runId === view.runId) {
+    state.opening.done.then(recheckRun, () => {});
+    return;
   }
+  const mine = state.inbox.filter((i) => i.runId === view.runId).map((i) => `${i.toolCallId}:${i.sha256}`).join();
+  if (mine !== view.pendingKey) go('run', view.runId, { keepScroll: true });
 }
 
 /** j/k: highlights the next or previous inbox item and opens its run. */

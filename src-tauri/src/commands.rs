@@ -13,8 +13,8 @@ use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::ipc::{
-    AppInfo, Comparison, DecideRequest, HistoryFilter, InboxItem, IpcError, RevisionSummary,
-    RevisionView, RunDetail, RunEvent, Settings, StartRequest, TranscriptItem,
+    AppInfo, Comparison, DecideRequest, HistoryFilter, InboxItem, IpcError, RevisionSource,
+    RevisionSummary, RevisionView, RunDetail, RunEvent, Settings, StartRequest, TranscriptItem,
 };
 use crate::AppState;
 
@@ -282,6 +282,17 @@ pub async fn run_detail(state: State<'_, AppState>, run_id: String) -> Result<Ru
 #[tauri::command]
 pub async fn revision(state: State<'_, AppState>, id: i64) -> Result<RevisionView> {
     Ok(state.engine.review().view(id).await?.into())
+}
+
+/// A revision's exact text, for the source view and the editor (not sent with `revision`: a
+/// long plan's second and third copies would slow every plan's way to the screen).
+#[tauri::command]
+pub async fn revision_source(state: State<'_, AppState>, id: i64) -> Result<RevisionSource> {
+    let view = state.engine.review().view(id).await?;
+    Ok(RevisionSource {
+        markdown: view.markdown,
+        source_html: view.source_html,
+    })
 }
 
 /// Every revision of the plan `id` belongs to, oldest first.

@@ -66,14 +66,36 @@ impl From<plandesk::model::ModelError> for IpcError {
 #[serde(tag = "event", content = "data", rename_all = "camelCase")]
 pub enum RunEvent {
     Chunk(Chunk),
-    /// The stream ended; the report says where the run stands.
-    Ended(Box<Report>),
+    /// The stream ended; where the run stands (what waits in it, `run_detail` says: a plan
+    /// here would be a second copy of what the window is about to fetch).
+    Ended(RunEnd),
     /// The engine refused to go on (busy, nothing to continue, a store failure).
     Refused(IpcError),
     /// The person cancelled the run; it keeps its last saved state.
     Cancelled {
         run_id: String,
     },
+}
+
+/// Where a run stands when its stream ends.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunEnd {
+    pub run_id: String,
+    pub status: plandesk::RunStatus,
+    pub mode: String,
+    pub error: Option<plandesk::chunk::ChunkError>,
+}
+
+impl From<Report> for RunEnd {
+    fn from(report: Report) -> Self {
+        Self {
+            run_id: report.run_id,
+            status: report.status,
+            mode: report.mode,
+            error: report.error,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -240,16 +262,18 @@ impl From<&Revision> for RevisionSummary {
     }
 }
 
-/// A revision to review: the summary, the sanitised HTML of its body, and its markdown.
+/// HTML per page of a plan sent to the window (about a screen and a half of an ordinary plan):
+/// the window keeps only the pages near the screen in its document.
+pub const PAGE_BYTES: usize = 8 * 1024;
+
+/// A revision to review: the summary and its plan's sanitised HTML, in pages of whole blocks
+/// (joined, the whole plan, title heading and body). Its text is [`RevisionSource`].
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionView {
     #[serde(flatten)]
     pub summary: RevisionSummary,
-    pub html: String,
-    pub markdown: String,
-    /// The source view: `markdown` escaped, invisible characters marked.
-    pub source_html: String,
+    pub pages: Vec<String>,
     pub fallback: Option<plandesk::plan::render::Fallback>,
     /// What the agent gets that the rendered view hides (the UI flags the plan).
     pub hidden: Vec<plandesk::plan::render::HiddenContent>,
@@ -258,13 +282,23 @@ pub struct RevisionView {
     pub revisions_in_thread: i64,
 }
 
+/// A revision's exact text: what the agent acts on, and the same as HTML for a source view
+/// (escaped, every invisible character marked).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionSource {
+    pub markdown: String,
+    pub source_html: String,
+}
+
 impl From<plandesk::review::RevisionView> for RevisionView {
     fn from(view: plandesk::review::RevisionView) -> Self {
         Self {
             summary: (&view.revision).into(),
-            html: view.html,
-            markdown: view.markdown,
-            source_html: view.source_html,
+            pages: plandesk::plan::render::pages(&view.html, PAGE_BYTES)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
             fallback: view.fallback,
             hidden: view.hidden,
             hidden_omitted: view.hidden_omitted,

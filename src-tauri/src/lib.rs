@@ -150,7 +150,7 @@ impl AppState {
                 }
                 if let Some(channel) = end {
                     let event = match outcome {
-                        Ok(report) => RunEvent::Ended(Box::new(report)),
+                        Ok(report) => RunEvent::Ended(report.into()),
                         Err(err) => RunEvent::Refused(err.into()),
                     };
                     let _ = channel.send(event);
@@ -204,6 +204,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             commands::runs,
             commands::run_detail,
             commands::revision,
+            commands::revision_source,
             commands::plan_thread,
             commands::compare,
             commands::history,

@@ -101,17 +101,29 @@ fn inbox_revision_and_a_stale_decision() {
     assert_eq!(item["revisionNo"], 1);
     let revision = fx.ok("revision", json!({"id": item["revisionId"]}));
     assert_eq!(revision["status"], "pending");
+    let pages: Vec<&str> = revision["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
     assert!(
-        revision["html"]
-            .as_str()
-            .unwrap()
-            .contains("<h2 data-sourcepos="),
-        "rendered, each block with its lines"
+        pages.concat().contains("<h2 data-sourcepos="),
+        "rendered, each block with its lines: {pages:?}"
     );
-    assert!(revision["markdown"]
+    assert!(
+        revision.get("markdown").is_none() && revision.get("sourceHtml").is_none(),
+        "the text comes on its own, when asked for"
+    );
+    let source = fx.ok("revision_source", json!({"id": item["revisionId"]}));
+    assert!(source["markdown"]
         .as_str()
         .unwrap()
         .starts_with("# Add a --verbose flag"));
+    assert!(source["sourceHtml"]
+        .as_str()
+        .unwrap()
+        .starts_with("<pre class=\"plan-source\"><code># Add a --verbose flag"));
 
     let stale = fx.refused(
         "decide",

@@ -145,7 +145,7 @@ impl Engine {
     }
 
     /// Persists the suspension (its plan revisions and open items included), then announces
-    /// the earliest open call.
+    /// the earliest open call (a plan rendered first, in a process that will show it).
     pub(super) async fn announce_suspension(
         &self,
         state: &mut RunState,
@@ -175,7 +175,8 @@ impl Engine {
                     let plan = super::persist::plan_text(suspend_payload);
                     self.inner
                         .review
-                        .prerender(plan.sha256, plan_markdown(&plan.title, &plan.body));
+                        .prerender(plan.sha256, plan_markdown(&plan.title, &plan.body))
+                        .await;
                 }
                 let mode = match &state.phase {
                     Phase::Suspended { step } => step.mode.as_str(),

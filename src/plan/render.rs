@@ -26,6 +26,7 @@ use serde::Serialize;
 use crate::text;
 use hidden::{char_name, invisible_findings, is_marked, show_images, unrendered_findings};
 use nesting::{nesting_estimate, source_lines, tree_depth};
+pub use pages::pages;
 
 /// Deepest nesting (block containers plus inline brackets and emphasis) rendered; deeper plans
 /// are shown as source. Real plans stay far below; the bound keeps every later stage cheap.
@@ -453,5 +454,6 @@ fn only_fragments(url: &str) -> Option<Cow<'_, str>> {
 
 mod hidden;
 mod nesting;
+mod pages;
 #[cfg(test)]
 mod tests;

@@ -130,13 +130,18 @@ impl Review {
         }
     }
 
-    /// Renders a just-submitted plan in the background, so that showing it finds it ready.
-    /// For a process that will show it (the app); `sha` and `markdown` as in [`Revision`].
-    pub fn prerender(&self, sha: String, markdown: String) {
+    /// Renders a just-submitted plan, so that showing it finds it ready; returns when it is.
+    /// For a process that will show it (the app): the run announces the plan after this, so
+    /// the window's way from the announcement to the plan on screen holds no rendering (and
+    /// no renderer competing with the window for the machine). `sha` and `markdown` as in
+    /// [`Revision`].
+    pub async fn prerender(&self, sha: String, markdown: String) {
         let renders = self.renders.clone();
-        tokio::task::spawn_blocking(move || {
+        // A failed render thread is rendered again, and reported, when the plan is shown.
+        let _ = tokio::task::spawn_blocking(move || {
             renders.get(&sha, &markdown);
-        });
+        })
+        .await;
     }
 
     /// Who acts now: the reviewer named in Settings, else this process's person.

@@ -71,10 +71,14 @@ function installFake(world) {
       const item = world.inbox.find((i) => i.revisionId === id);
       return { id, runId: item.runId, toolCallId: item.toolCallId, path: item.path, title: item.title, revisionNo: 1,
         sha256: item.sha256, submittedAt: item.since, status: 'pending', feedback: null, decidedAt: null, prompt: item.prompt,
-        html: `<h2>Steps</h2><ol><li>Do ${item.title}</li></ol><p><a href="https://example.com/doc" rel="noopener noreferrer">docs</a></p>`,
-        markdown: '', revisionsInThread: 1,
+        pages: [`<h2>Steps</h2><ol><li>Do ${item.title}</li></ol><p><a href="https://example.com/doc" rel="noopener noreferrer">docs</a></p>`],
+        revisionsInThread: 1, fallback: null, hidden: [], hiddenOmitted: 0, ...(world.revisions?.[id] || {}) };
+    },
+    revision_source: ({ id }) => {
+      const item = world.inbox.find((i) => i.revisionId === id);
+      return { markdown: `# ${item.title}\n\n## Steps\n\n1. Do ${item.title}\n`,
         sourceHtml: `<pre class="plan-source"><code># ${item.title}\n\n## Steps\n\n1. Do ${item.title}</code></pre>`,
-        fallback: null, hidden: [], hiddenOmitted: 0, ...(world.revisions?.[id] || {}) };
+        ...(world.sources?.[id] || {}) };
     },
     decide: (args) => {
       if (world.stale) throw { code: 'stale-revision', message: 'the plan changed since you saw it: revision 2 is pending now' };
@@ -233,11 +237,8 @@ test('dark mode follows the system', async () => {
 /** What the engine sends for a plan with a hidden comment and a zero-width space; the excerpt and
  * detail of the first finding try to inject HTML, which must show as text. */
 const HIDDEN = {
-  html: '<ol><li>Step<span class="invisible" title="U+200B ZERO WIDTH SPACE">⟨U+200B⟩</span> one</li></ol>'
-    + '<p><a href="https://example.com/d.png" rel="noopener noreferrer nofollow">Image: diagram (https://example.com/d.png)</a></p>',
-  sourceHtml: '<pre class="plan-source"><code># Add caching\n\n[//]: # &quot;secret instruction&quot;\n\n'
-    + '1. Step<span class="invisible" title="U+200B ZERO WIDTH SPACE">⟨U+200B⟩</span> one\n\n'
-    + '![diagram](https://example.com/d.png)\n' + 'a very long line that must wrap '.repeat(12) + '</code></pre>',
+  pages: ['<ol><li>Step<span class="invisible" title="U+200B ZERO WIDTH SPACE">⟨U+200B⟩</span> one</li></ol>'
+    + '<p><a href="https://example.com/d.png" rel="noopener noreferrer nofollow">Image: diagram (https://example.com/d.png)</a></p>'],
   hidden: [
     { kind: 'link-reference-definition', line: 3, excerpt: '[//]: # "<img src=x onerror=window.__pwned=1>secret instruction"',
       detail: '<b id="injected">a link reference definition</b>: not shown' },
@@ -247,9 +248,15 @@ const HIDDEN = {
   ],
   hiddenOmitted: 2,
 };
+/** Its source, as `revision_source` sends it. */
+const HIDDEN_SOURCE = {
+  sourceHtml: '<pre class="plan-source"><code># Add caching\n\n[//]: # &quot;secret instruction&quot;\n\n'
+    + '1. Step<span class="invisible" title="U+200B ZERO WIDTH SPACE">⟨U+200B⟩</span> one\n\n'
+    + '![diagram](https://example.com/d.png)\n' + 'a very long line that must wrap '.repeat(12) + '</code></pre>',
+};
 
 test('a plan that hides content: the warning lists it as text, s and the buttons switch to the exact source', async () => {
-  const page = await open(world({ revisions: { 1: HIDDEN } }));
+  const page = await open(world({ revisions: { 1: HIDDEN }, sources: { 1: HIDDEN_SOURCE } }));
   await page.waitForSelector('#hidden-warning');
   assert.match(await page.textContent('#hidden-warning'), /This plan holds 5 things the rendered view does not show\./,
     'listed and omitted findings are both counted');
@@ -309,7 +316,7 @@ test('a plan that hides content: the warning lists it as text, s and the buttons
 });
 
 test('the hidden-content warning and the source view in dark mode, at the smallest window', async () => {
-  const page = await open(world({ revisions: { 1: HIDDEN } }), { colorScheme: 'dark', width: 860, height: 560 });
+  const page = await open(world({ revisions: { 1: HIDDEN }, sources: { 1: HIDDEN_SOURCE } }), { colorScheme: 'dark', width: 860, height: 560 });
   await page.waitForSelector('#hidden-warning');
   const overflows = () => page.evaluate(() => [...document.querySelectorAll('#view, .review, #hidden-warning, .review-head')]
     .filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.id || el.className));
@@ -350,7 +357,7 @@ test('an interrupted run says so and offers Continue, which continues it', async
 });
 
 test('a revision opened from History has the same toggle and warning', async () => {
-  const w = world({ revisions: { 1: HIDDEN } });
+  const w = world({ revisions: { 1: HIDDEN }, sources: { 1: HIDDEN_SOURCE } });
   const first = w.inbox[0];
   w.history = [{ id: 1, runId: first.runId, toolCallId: first.toolCallId, path: first.path, title: first.title, revisionNo: 1,
     sha256: first.sha256, submittedAt: first.since, status: 'pending', feedback: null, decidedAt: null, prompt: first.prompt }];
@@ -370,8 +377,8 @@ test('a revision opened from History has the same toggle and warning', async () 
 
 test('a plan the engine could not render shows the reason above its source', async () => {
   const fallback = {
-    html: '<p class="render-fallback">This plan is too deeply nested to render; here is its source.</p>\n'
-      + '<pre class="plan-source"><code># Add caching\n\n' + '&gt; '.repeat(60) + 'deep</code></pre>',
+    pages: ['<p class="render-fallback">This plan is too deeply nested to render; here is its source.</p>\n'
+      + '<pre class="plan-source"><code># Add caching\n\n' + '&gt; '.repeat(60) + 'deep</code></pre>'],
     fallback: { reason: 'too-deep', depth: 150, limit: 100 },
   };
   const page = await open(world({ revisions: { 1: fallback } }));
@@ -408,6 +415,88 @@ test('a history of 10,000 revisions opens a page at a time and scrolls through t
     await page.waitForFunction((n) => document.querySelectorAll('#history-rows .row-item').length === n, pages * 100);
   }
   console.log(`history of 10,000: first page on screen ${opened} ms after the key`);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+/** A plan of `n` pages of 30 blocks each, as the engine sends a long one: block k is on line 2k + 1. */
+function longPlan(n) {
+  const pages = [];
+  for (let p = 0; p < n; p += 1) {
+    let html = '';
+    for (let b = 0; b < 30; b += 1) {
+      const k = p * 30 + b;
+      const line = 2 * k + 1;
+      html += b % 10 === 0
+        ? `<h2 data-sourcepos="${line}:1-${line}:12">Step ${k}</h2>\n`
+        : `<p data-sourcepos="${line}:1-${line}:40">Block ${k}: move table t${k} to the new layout and check its rows.</p>\n`;
+    }
+    pages.push(html);
+  }
+  return pages;
+}
+
+test('a long plan keeps only the pages near the screen; what scrolls in is marked, and nothing on screen jumps', async () => {
+  const pages = longPlan(120);
+  const lastLine = 2 * (120 * 30 - 1) + 1;
+  const w = world({ revisions: { 1: { pages } } });
+  // A comment on a block far down: marked when its page comes into the document.
+  w.comments = [{ id: 1, revisionId: 1, revisionNo: 1, lines: { start: lastLine, end: lastLine }, now: { start: lastLine, end: lastLine },
+    quote: 'Block', text: 'Check this one', author: 'Ana', createdAt: now, state: 'open' }];
+  const page = await open(w);
+  await page.waitForSelector('#plan [data-sourcepos]');
+  const shown = () => page.evaluate(() => ({
+    filled: [...document.querySelectorAll('#plan .plan-page')].filter((p) => p.firstChild).length,
+    pages: document.querySelectorAll('#plan .plan-page').length,
+    blocks: document.querySelectorAll('#plan [data-sourcepos]').length,
+  }));
+  const start = await shown();
+  assert.equal(start.pages, 120, 'every page has its box');
+  assert.ok(start.filled >= 1 && start.filled <= 8, `only the first pages are in the document: ${JSON.stringify(start)}`);
+  assert.equal(await page.locator(`#plan [data-sourcepos^="${lastLine}:"]`).count(), 0, 'the last block is not built yet');
+
+  // To the end: the last pages come, the first go; the comment's block is marked as it comes.
+  await page.evaluate(() => { const v = document.getElementById('view'); v.scrollTop = v.scrollHeight; });
+  const last = page.locator(`#plan [data-sourcepos^="${lastLine}:"]`);
+  await last.waitFor();
+  await page.waitForFunction(() => !document.querySelector('#plan .plan-page').firstChild);
+  assert.equal(await last.getAttribute('data-comments'), '1', 'the comment on the last block is marked');
+  const atEnd = await shown();
+  assert.ok(atEnd.filled <= 8, `far pages are emptied: ${JSON.stringify(atEnd)}`);
+
+  // Pages above the screen fill in as the plan scrolls up: what is on screen stays where it is.
+  for (let i = 0; i < 12; i += 1) {
+    const moved = await page.evaluate(async () => {
+      const view = document.getElementById('view');
+      view.scrollTop -= 700;
+      const box = view.getBoundingClientRect();
+      const block = [...document.querySelectorAll('#plan [data-sourcepos]')].find((el) => el.getBoundingClientRect().top >= box.top);
+      if (!block) return { blank: true };
+      const before = block.getBoundingClientRect().top;
+      const frame = () => new Promise((r) => requestAnimationFrame(r));
+      await frame(); await frame(); await frame();
+      return { block: block.dataset.sourcepos, before, after: block.getBoundingClientRect().top };
+    });
+    assert.ok(Math.abs(moved.after - moved.before) <= 1, `(scrollTop is whole pixels) a block on screen moved as pages above it filled: ${JSON.stringify(moved)}`);
+  }
+  assert.ok((await shown()).filled <= 8, 'pages far below are emptied again');
+
+  // Select a block, scroll it far away and back: still selected; then comment on it.
+  const line = await page.evaluate(() => {
+    const top = document.getElementById('view').getBoundingClientRect().top + 100;
+    const block = [...document.querySelectorAll('#plan p[data-sourcepos]')].find((el) => el.getBoundingClientRect().top >= top);
+    return Number(block.dataset.sourcepos.split(':')[0]);
+  });
+  const target = `#plan [data-sourcepos^="${line}:"]`;
+  await page.click(target);
+  assert.match(await page.textContent('#selected-lines'), new RegExp(`Line ${line} selected`));
+  const scrolled = await page.evaluate(() => document.getElementById('view').scrollTop);
+  await page.evaluate(() => { document.getElementById('view').scrollTop = 0; });
+  await page.waitForFunction((sel) => !document.querySelector(sel), target);
+  await page.evaluate((y) => { document.getElementById('view').scrollTop = y; }, scrolled);
+  await page.waitForSelector(target);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.classList.contains('line-selected'), target);
+  await page.screenshot({ path: join(ARTIFACTS, 'long-plan-chromium.png') });
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -482,6 +482,23 @@ proptest! {
         assert_safe(&render(&markdown))?;
     }
 
+    /// Any rendering cuts into pages that join back into it, each of which an HTML parser reads
+    /// on its own as it reads it in place (a page cut inside an element would be closed, or
+    /// re-nested, by the parser: the sanitiser, which re-serialises what it parses, is the judge).
+    #[test]
+    fn prop_any_rendering_cuts_into_whole_pages(markdown in markdown()) {
+        let html = render(&markdown).html;
+        let cut = pages(&html, 1);
+        prop_assert_eq!(cut.concat(), html.clone());
+        let reparse = |html: &str| {
+            let mut judge = sanitizer();
+            judge.add_generic_attributes(["title"]);
+            judge.clean(html).to_string()
+        };
+        let each: String = cut.iter().map(|page| reparse(page)).collect();
+        prop_assert_eq!(each, reparse(&html), "pages parse on their own as they do together");
+    }
+
     /// Deeply nested markdown of every kind: rendered or shown as source, never a crash.
     #[test]
     fn prop_render_deep_nesting_never_crashes(markdown in deep_markdown()) {

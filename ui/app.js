@@ -11,6 +11,7 @@ import { go } from './nav.js';
 import { renderInbox, refreshRuns, setInbox, openPending, showInbox } from './sidebar.js';
 import { onKey } from './keys.js';
 import { onLinkClick } from './plan.js';
+import { warmUpReview } from './review.js';
 import { openSettings, openHelp, initDialogs } from './settings.js';
 import './run.js';
 import './new-run.js';
@@ -56,6 +57,8 @@ async function boot() {
   }
   markInteractive();
   document.body.dataset.ready = 'true';
+  // Idle now: ready the first plan's way to the screen, unless one is on it already.
+  if (!document.querySelector('.review')) (window.requestIdleCallback || setTimeout)(warmUpReview);
 }
 
 boot();

@@ -8,6 +8,7 @@ import { markChunk, markSuspended } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { go } from './nav.js';
 import { setInbox } from './sidebar.js';
+import { prefetchRevision } from './review.js';
 
 /** A live stream's state: its transcript, whether it still runs, and how it stands. */
 export function newLive() {
@@ -52,7 +53,10 @@ function onRunEvent(live, event) {
   }
   updateStatus(live);
   const runId = live.runId || (event.data && event.data.runId);
-  const shown = state.view && state.view.runId === runId ? go('run', runId, { live, keepScroll: true }) : Promise.resolve();
+  // A run that stopped for a decision shows its review from the top; any other stays where it was.
+  const keepScroll = live.status !== 'suspended';
+  if (event.event === 'ended' && event.data.revisionId) prefetchRevision(event.data.revisionId);
+  const shown = state.view && state.view.runId === runId ? go('run', runId, { live, keepScroll }) : Promise.resolve();
   // The inbox watcher notices too, within a poll; this keeps the sidebar in step at once.
   shown.then(() => call('inbox')).then(setInbox).catch(showError);
 }

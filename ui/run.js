@@ -19,7 +19,8 @@ function openRun(runId, options) {
 }
 
 async function showRun(runId, { live, keepScroll, detail } = {}) {
-  const scroll = viewEl().scrollTop;
+  // Read only when needed: reading it lays out the view about to be replaced.
+  const scroll = keepScroll ? viewEl().scrollTop : 0;
   if (!detail) {
     try {
       detail = await call('run_detail', { runId });

@@ -85,6 +85,9 @@ pub struct RunEnd {
     pub status: plandesk::RunStatus,
     pub mode: String,
     pub error: Option<plandesk::chunk::ChunkError>,
+    /// The plan revision the run stopped on, if it did: the window fetches it while it reads
+    /// the run.
+    pub revision_id: Option<i64>,
 }
 
 impl From<Report> for RunEnd {
@@ -94,6 +97,9 @@ impl From<Report> for RunEnd {
             status: report.status,
             mode: report.mode,
             error: report.error,
+            revision_id: report
+                .pending
+                .and_then(|item| item.revision.map(|revision| revision.id)),
         }
     }
 }

@@ -319,9 +319,9 @@ fn provider_stream(provider: &str, plan: &str) {
     );
 }
 
-/// The app's approve path, engine side: `record_verdict` (durable before the app answers the
-/// click), then `continue_run` until its first chunk. 20 rounds, each a fresh run suspended on a
-/// ~200 KB plan.
+/// The app's approve path, engine side: `decide_and_tell` until the decision is durable (when
+/// the app answers the click) and until the resumed run's first chunk. 20 rounds, each a fresh
+/// run suspended on a ~200 KB plan.
 fn approve_to_first_chunk() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -357,16 +357,20 @@ fn approve_to_first_chunk() {
             revision: None,
         };
         let clicked = Instant::now();
+        let (mut recorded_at, mut first_chunk) = (None, None);
         runtime
-            .block_on(engine.record_verdict(&report.run_id, &verdict))
+            .block_on(engine.decide_and_tell(
+                &report.run_id,
+                &verdict,
+                &mut || {
+                    recorded_at.get_or_insert_with(|| clicked.elapsed());
+                },
+                &mut |_| {
+                    first_chunk.get_or_insert_with(|| clicked.elapsed());
+                },
+            ))
             .unwrap();
-        recorded.push(clicked.elapsed());
-        let mut first_chunk = None;
-        runtime
-            .block_on(engine.continue_run(&report.run_id, &mut |_| {
-                first_chunk.get_or_insert_with(|| clicked.elapsed());
-            }))
-            .unwrap();
+        recorded.push(recorded_at.expect("the decision is recorded"));
         first.push(first_chunk.expect("the resumed run streams"));
     }
     let ms = |d: &Duration| d.as_secs_f64() * 1000.0;

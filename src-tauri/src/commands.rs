@@ -130,13 +130,13 @@ pub async fn start_run(
     let id = run_id.clone();
     let prompt = request.prompt.trim().to_owned();
     state.drive(run_id.clone(), Some(on_event), move |mut sink| async move {
-        engine.start_as(id, &prompt, &options, &mut sink).await
+        Some(engine.start_as(id, &prompt, &options, &mut sink).await)
     });
     Ok(run_id)
 }
 
-/// Records the decision (durably, refused if the plan changed since it was shown), then lets
-/// the run carry on in the background, streaming into `on_event`.
+/// Records the decision (durably, refused if the plan changed since it was shown) and answers
+/// once it is recorded, while the run carries on in the background, streaming into `on_event`.
 #[tauri::command]
 pub async fn decide(
     state: State<'_, AppState>,
@@ -150,16 +150,38 @@ pub async fn decide(
         tool_call_id: Some(request.tool_call_id.clone()),
         revision: request.revision.clone(),
     };
-    state
-        .engine
-        .record_verdict(&request.run_id, &verdict)
-        .await?;
     let engine = state.engine.clone();
     let run_id = request.run_id.clone();
+    let (answer, recorded) = tokio::sync::oneshot::channel::<Result<()>>();
     state.drive(request.run_id, Some(on_event), move |mut sink| async move {
-        engine.continue_run(&run_id, &mut sink).await
+        let mut answer = Some(answer);
+        let outcome = engine
+            .decide_and_tell(
+                &run_id,
+                &verdict,
+                &mut || {
+                    if let Some(answer) = answer.take() {
+                        let _ = answer.send(Ok(()));
+                    }
+                },
+                &mut sink,
+            )
+            .await;
+        match (answer, outcome) {
+            // Refused before anything was recorded: the command says why; the stream, nothing.
+            (Some(answer), Err(err)) => {
+                let _ = answer.send(Err(err.into()));
+                None
+            }
+            (_, outcome) => Some(outcome),
+        }
     });
-    Ok(())
+    recorded.await.unwrap_or_else(|_| {
+        Err(IpcError::new(
+            "not-recorded",
+            "The decision was not recorded: the run was stopped before it could be.",
+        ))
+    })
 }
 
 #[tauri::command]
@@ -183,7 +205,7 @@ pub async fn send_message(
     let engine = state.engine.clone();
     let id = run_id.clone();
     state.drive(run_id, Some(on_event), move |mut sink| async move {
-        engine.send(&id, text.trim(), &mut sink).await
+        Some(engine.send(&id, text.trim(), &mut sink).await)
     });
     Ok(())
 }
@@ -199,7 +221,7 @@ pub async fn retry_run(
     let engine = state.engine.clone();
     let id = run_id.clone();
     state.drive(run_id, Some(on_event), move |mut sink| async move {
-        engine.continue_run(&id, &mut sink).await
+        Some(engine.continue_run(&id, &mut sink).await)
     });
     Ok(())
 }

@@ -124,12 +124,13 @@ impl AppState {
     }
 
     /// Runs `work` (a start, a continuation, a message) on its own task, streaming into
-    /// `channel`, and ends the channel with how it went. One task per run at a time; the engine
-    /// refuses a second driver itself.
+    /// `channel`, and ends the channel with how it went (`None`: the command that started it
+    /// has already answered with the error, and the channel says nothing more). One task per
+    /// run at a time; the engine refuses a second driver itself.
     pub fn drive<F, Fut>(&self, run_id: String, channel: Option<Channel<RunEvent>>, work: F)
     where
         F: FnOnce(ChannelSink) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Report, EngineError>> + Send + 'static,
+        Fut: Future<Output = Option<Result<Report, EngineError>>> + Send + 'static,
     {
         let task = self.next_task.fetch_add(1, Ordering::Relaxed);
         let driven = self.driven.clone();
@@ -148,7 +149,7 @@ impl AppState {
                         map.remove(&id);
                     }
                 }
-                if let Some(channel) = end {
+                if let (Some(channel), Some(outcome)) = (end, outcome) {
                     let event = match outcome {
                         Ok(report) => RunEvent::Ended(report.into()),
                         Err(err) => RunEvent::Refused(err.into()),

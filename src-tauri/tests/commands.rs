@@ -142,6 +142,31 @@ fn inbox_revision_and_a_stale_decision() {
     );
 }
 
+/// The window is told a decision is taken only once it is recorded: read at once, the plan is
+/// decided (the run goes on meanwhile, streaming into the channel).
+#[test]
+fn a_decision_is_recorded_when_it_is_answered() {
+    let fx = fixture();
+    let item = fx.ok("inbox", json!({}))[0].clone();
+    fx.ok(
+        "decide",
+        json!({"request": {"runId": item["runId"], "toolCallId": item["toolCallId"], "approve": true,
+                           "revision": item["sha256"]}, "onEvent": channel()}),
+    );
+    let thread = fx.ok("plan_thread", json!({"id": item["revisionId"]}));
+    assert_eq!(thread[0]["status"], "approved", "{thread}");
+    let again = fx.refused(
+        "decide",
+        json!({"request": {"runId": item["runId"], "toolCallId": item["toolCallId"], "approve": false,
+                           "revision": item["sha256"]}, "onEvent": channel()}),
+    );
+    // Decided (and, on the demo model, likely finished by now): the command itself refuses.
+    assert!(
+        ["already-decided", "not-suspended"].contains(&again["code"].as_str().unwrap()),
+        "{again}"
+    );
+}
+
 #[test]
 fn reject_with_feedback_then_compare_and_search_history() {
     let fx = fixture();

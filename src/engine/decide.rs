@@ -23,7 +23,23 @@ impl Engine {
         verdict: &Verdict,
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
+        self.decide_and_tell(run_id, verdict, &mut || {}, sink)
+            .await
+    }
+
+    /// [`decide`](Self::decide), calling `recorded` as soon as the decision is durable, for
+    /// hosts that acknowledge it then while the run goes on into `sink`. An error before that
+    /// means nothing was recorded. (One read and one claim of the run, where `record_verdict`
+    /// then `continue_run` take two of each.)
+    pub async fn decide_and_tell(
+        &self,
+        run_id: &str,
+        verdict: &Verdict,
+        recorded: &mut (dyn FnMut() + Send),
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
         if let Some(report) = self.decide_outside(run_id, verdict).await? {
+            recorded();
             return Ok(report);
         }
         let state = self.load(run_id).await?;
@@ -33,6 +49,7 @@ impl Engine {
             Some(&call_id),
             data,
             verdict.revision.as_deref(),
+            recorded,
             sink,
         )
         .await
@@ -64,7 +81,7 @@ impl Engine {
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
         let state = self.load(run_id).await?;
-        self.resume_with(state, tool_call_id, data, None, sink)
+        self.resume_with(state, tool_call_id, data, None, &mut || {}, sink)
             .await
     }
 
@@ -74,6 +91,7 @@ impl Engine {
         tool_call_id: Option<&str>,
         data: Value,
         expect_sha: Option<&str>,
+        recorded: &mut (dyn FnMut() + Send),
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
         let call_id = self
@@ -86,6 +104,7 @@ impl Engine {
         let went = async {
             self.record(&state, &call_id, &data, expect_sha).await?;
             crash_point("after-decision");
+            recorded();
             let model = model::from_spec(&state.model, &self.inner.cwd)?;
             state.begin_stream();
             self.apply_decisions(&mut state, &*model, sink).await

@@ -120,3 +120,35 @@ test('comment on selected lines, reject, see them addressed on the revision; com
     await app.close();
   }
 });
+
+test('a refused decision is answered once, by the command: the run stays as it was and its stream says nothing', async () => {
+  const fx = fixture();
+  revisingRun(fx);
+  const app = await openApp(PORT, fx);
+  try {
+    await app.find('#plan-title');
+    // What Approve sends, naming a revision that is not the one waiting.
+    await app.exec(`const { invoke, Channel } = window.__TAURI__.core;
+      const channel = new Channel();
+      window.__heard = [];
+      channel.onmessage = (m) => window.__heard.push(m);
+      const item = window.__plandesk.inbox[0];
+      invoke('decide', { request: { runId: item.runId, toolCallId: item.toolCallId, approve: true, revision: '0'.repeat(64) }, onEvent: channel })
+        .then(() => { window.__answer = { ok: true }; }, (e) => { window.__answer = e; });
+      return true;`);
+    await app.waitFor('window.__answer', { what: 'the answer to the decision' });
+    const answer = await app.exec('return window.__answer');
+    assert.equal(answer.code, 'stale-revision', JSON.stringify(answer));
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.deepEqual(await app.exec('return window.__heard'), [], 'the stream says nothing more');
+    const [item] = JSON.parse(cli(fx, ['--json', 'pending']));
+    assert.equal(item.revision.revisionNo, 1, 'the plan still waits');
+    assert.equal(item.revision.decision, null, 'undecided');
+    // The plan on screen is still the one to decide: Approve works (in build mode, the script's
+    // next write waits for approval).
+    await app.click('#approve');
+    await app.waitFor("document.querySelector('#review-slot h2')?.textContent === 'write_file wants to run'", { what: 'the next step', timeout: 30000 });
+  } finally {
+    await app.close();
+  }
+});

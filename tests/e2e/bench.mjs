@@ -16,6 +16,8 @@ const ROUNDS = Number(process.env.ROUNDS || 20);
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.round((xs.length - 1) * q)];
 const median = (xs) => quantile(xs, 0.5);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** How long the app, and the empty window, sit idle before their memory is read. */
+const IDLE_MS = 4000;
 
 function bigPlan() {
   let plan = '# Migrate the store to a new schema\n\n';
@@ -50,7 +52,7 @@ function appPids(fx) {
 async function emptyWindowPssMiB() {
   const empty = spawn(process.env.PLANDESK_EMPTY_WINDOW, [], { stdio: 'ignore' });
   try {
-    await sleep(4000);
+    await sleep(IDLE_MS);
     if (empty.exitCode !== null) throw new Error(`the empty window exited with ${empty.exitCode}`);
     return withChildren([empty.pid]).reduce((sum, pid) => sum + pss(pid), 0) / 1024;
   } finally {
@@ -82,7 +84,7 @@ try {
     const app = await openApp(PORT, fx);
     results.coldStartMs.push(performance.now() - launched);
     results.interactiveMs.push(await app.exec('return window.__plandesk.metrics.interactiveAt'));
-    await sleep(3000);
+    await sleep(IDLE_MS);
     results.idlePssMiB.push(appPids(fx).reduce((sum, pid) => sum + pss(pid), 0) / 1024);
 
     await app.click('#new-run');

@@ -152,3 +152,38 @@ test('a refused decision is answered once, by the command: the run stays as it w
     await app.close();
   }
 });
+
+test('a 200 KB plan in the real window: only the pages near the screen are built; scrolled to its end, its last step is there to select', async () => {
+  const fx = fixture();
+  let plan = '# Migrate the store\n\n';
+  for (let i = 0; plan.length < 200 * 1024; i += 1) {
+    plan += `## Step ${i}\n\nMove table \`t${i}\` to the new layout.\n\n- check ${i}: row counts match\n\n| table | rows |\n|---|---|\n| t${i} | ${i * 1000} |\n\n`;
+  }
+  const steps = plan.split('## Step ').length - 1;
+  const script = join(fx.root, 'script.json');
+  writeFileSync(script, JSON.stringify({ turns: [
+    { toolCalls: [{ toolName: 'write_file', args: { path: PLAN, content: plan } }, { toolName: 'submit_plan', args: { path: PLAN } }] },
+    { text: 'Building.' },
+  ] }));
+  cli(fx, ['--json', 'run', '--model', `scripted:${script}`, '--workspace', fx.workspace, 'Migrate the store']);
+  const app = await openApp(PORT, fx);
+  try {
+    await app.find('#plan [data-sourcepos]');
+    const built = () => app.exec(`return { pages: document.querySelectorAll('#plan .plan-page').length,
+      filled: [...document.querySelectorAll('#plan .plan-page')].filter((p) => p.firstChild).length,
+      elements: document.querySelectorAll('#plan *').length }`);
+    const first = await built();
+    assert.ok(first.pages > 20 && first.filled <= 6 && first.elements < 3000, JSON.stringify(first));
+    await app.exec("const v = document.getElementById('view'); v.scrollTop = v.scrollHeight; return true;");
+    const last = `Step ${steps - 1}`;
+    await app.waitFor(`[...document.querySelectorAll('#plan h2')].some((h) => h.textContent === '${last}')`, { what: 'the last step' });
+    await app.waitFor("!document.querySelector('#plan .plan-page').firstChild", { what: 'the first page emptied' });
+    const end = await built();
+    assert.ok(end.filled <= 6 && end.elements < 3000, JSON.stringify(end));
+    await app.exec(`[...document.querySelectorAll('#plan h2')].find((h) => h.textContent === '${last}').click(); return true;`);
+    assert.match(await app.text('#selected-lines'), /^Line \d+ selected$/);
+    await app.screenshot(join(ARTIFACTS, 'long-plan.png'));
+  } finally {
+    await app.close();
+  }
+});

@@ -15,6 +15,7 @@ const COMMANDS: &[&str] = &[
     "run_detail",
     "revision",
     "revision_source",
+    "revision_pages",
     "plan_thread",
     "compare",
     "history",

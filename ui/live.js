@@ -55,8 +55,9 @@ function onRunEvent(live, event) {
   const runId = live.runId || (event.data && event.data.runId);
   // A run that stopped for a decision shows its review from the top; any other stays where it was.
   const keepScroll = live.status !== 'suspended';
-  if (event.event === 'ended' && event.data.revisionId) prefetchRevision(event.data.revisionId);
-  const shown = state.view && state.view.runId === runId ? go('run', runId, { live, keepScroll }) : Promise.resolve();
+  const onScreen = Boolean(state.view && state.view.runId === runId);
+  if (onScreen && event.event === 'ended' && event.data.revisionId) prefetchRevision(event.data.revisionId);
+  const shown = onScreen ? go('run', runId, { live, keepScroll }) : Promise.resolve();
   // The inbox watcher notices too, within a poll; this keeps the sidebar in step at once.
   shown.then(() => call('inbox')).then(setInbox).catch(showError);
 }

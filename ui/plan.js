@@ -13,7 +13,7 @@ import { h } from './dom.js';
 import { showError } from './banner.js';
 import { viewEl } from './nav.js';
 
-/** HTML filled at once when a plan appears: the first screen, and more. */
+/** HTML filled at once when a plan appears (of what came with it): the first screen, and more. */
 const FIRST_BYTES = 16 * 1024;
 /** Pages within this much of the screen (above and below) are in the document. */
 const NEAR = '150%';
@@ -62,31 +62,46 @@ export function planView(revision, { id, scroller = viewEl() } = {}) {
   return { toggle, warning, rendered, source };
 }
 
-/** Fills `article` with the plan's pages, and keeps only those near the screen filled. */
+/**
+ * Fills `article` with the plan's pages, and keeps only those near the screen filled. The
+ * revision brings its first pages (`pages`) and every page's length (`pageBytes`); the others
+ * are fetched once the first are on screen.
+ */
 function paginate(article, revision, scroller) {
   const fills = [];
   article.onFill = (f) => fills.push(f);
-  const pages = (revision.pages || []).map((html, index) => ({ html, index, el: h('div', { class: 'plan-page' }), filled: false }));
+  const sizes = revision.pageBytes || revision.pages.map((html) => html.length);
+  const pages = sizes.map((bytes, index) => ({
+    html: revision.pages[index] ?? null, bytes, index, el: h('div', { class: 'plan-page' }), filled: false, wanted: false,
+  }));
   const fill = (page) => {
     page.el.innerHTML = page.html; // sanitised by the engine
     // The whole plan is rendered (its title heading too, as the CLI shows it): the head names it.
     if (page.index === 0 && revision.title) page.el.querySelector(':scope > h1:first-child')?.remove();
     page.el.style.height = '';
     page.filled = true;
+    page.wanted = false;
     for (const f of fills) f(page.el);
   };
+  // A page above the screen that changes height would move what is on screen: keep it still.
+  const reveal = (page, above) => {
+    const before = parseFloat(page.el.style.height) || 0;
+    fill(page);
+    if (above) scroller.scrollTop += page.el.getBoundingClientRect().height - before;
+  };
+  const sized = (page) => { page.el.style.height = `${Math.round(page.bytes * estimate.perByte)}px`; };
   const learn = (page, px) => {
     estimate.px += px;
-    estimate.bytes += page.html.length;
+    estimate.bytes += page.bytes;
     estimate.perByte = estimate.px / estimate.bytes;
   };
   let bytes = 0;
   for (const page of pages) {
-    if (bytes < FIRST_BYTES) {
+    if (bytes < FIRST_BYTES && page.html !== null) {
       fill(page);
-      bytes += page.html.length;
+      bytes += page.bytes;
     } else {
-      page.el.style.height = `${Math.round(page.html.length * estimate.perByte)}px`;
+      sized(page);
     }
     article.append(page.el);
   }
@@ -101,18 +116,16 @@ function paginate(article, revision, scroller) {
       // Laid out for the first time: what the first pages measure sizes the ones not shown yet.
       first = false;
       for (const page of pages) if (page.filled) learn(page, page.el.getBoundingClientRect().height);
-      for (const page of pages) if (!page.filled && !page.measured) page.el.style.height = `${Math.round(page.html.length * estimate.perByte)}px`;
+      for (const page of pages) if (!page.filled && !page.measured) sized(page);
     }
     for (const entry of entries) {
       const page = byEl.get(entry.target);
       if (entry.isIntersecting && !page.filled) {
-        const before = parseFloat(page.el.style.height) || 0;
-        fill(page);
-        // A page above the screen that changes height would move what is on screen: keep it still.
-        if (entry.rootBounds && entry.boundingClientRect.bottom <= entry.rootBounds.top) {
-          scroller.scrollTop += page.el.getBoundingClientRect().height - before;
-        }
-      } else if (!entry.isIntersecting && page.filled && !article.hidden && !selectedIn(page.el)) {
+        if (page.html === null) { page.wanted = true; continue; } // filled when it comes
+        reveal(page, entry.rootBounds && entry.boundingClientRect.bottom <= entry.rootBounds.top);
+      } else if (!entry.isIntersecting) {
+        page.wanted = false;
+        if (!page.filled || article.hidden || selectedIn(page.el)) continue;
         // Far from the screen: an empty box of the height it had.
         const height = page.el.getBoundingClientRect().height;
         if (!page.measured) learn(page, height);
@@ -124,6 +137,14 @@ function paginate(article, revision, scroller) {
     }
   }, { root: scroller, rootMargin: `${NEAR} 0px` });
   for (const page of pages) observer.observe(page.el);
+
+  const from = pages.findIndex((p) => p.html === null);
+  if (from < 0) return;
+  call('revision_pages', { id: revision.id, from }).then((rest) => {
+    rest.forEach((html, i) => { if (pages[from + i]) pages[from + i].html = html; });
+    const top = scroller.getBoundingClientRect().top;
+    for (const page of pages) if (page.wanted && page.html !== null) reveal(page, page.el.getBoundingClientRect().bottom <= top);
+  }, showError);
 }
 
 /** Whether the person's text selection reaches into `el` (its page stays while it does). */

@@ -306,6 +306,21 @@ pub async fn revision(state: State<'_, AppState>, id: i64) -> Result<RevisionVie
     Ok(state.engine.review().view(id).await?.into())
 }
 
+/// A revision's plan pages from `from` on (`revision` sends the first ones).
+#[tauri::command]
+pub async fn revision_pages(
+    state: State<'_, AppState>,
+    id: i64,
+    from: usize,
+) -> Result<Vec<String>> {
+    let view = state.engine.review().view(id).await?;
+    Ok(crate::ipc::plan_pages(&view.html)
+        .into_iter()
+        .skip(from)
+        .map(str::to_owned)
+        .collect())
+}
+
 /// A revision's exact text, for the source view and the editor (not sent with `revision`: a
 /// long plan's second and third copies would slow every plan's way to the screen).
 #[tauri::command]

@@ -271,15 +271,22 @@ impl From<&Revision> for RevisionSummary {
 /// HTML per page of a plan sent to the window (about a screen and a half of an ordinary plan):
 /// the window keeps only the pages near the screen in its document.
 pub const PAGE_BYTES: usize = 8 * 1024;
+/// HTML sent with a revision: its first pages, more than a screen of any plan. The rest comes
+/// with `revision_pages`, after the plan is on screen.
+pub const FIRST_BYTES: usize = 16 * 1024;
 
-/// A revision to review: the summary and its plan's sanitised HTML, in pages of whole blocks
-/// (joined, the whole plan, title heading and body). Its text is [`RevisionSource`].
+/// A revision to review: the summary and its plan's sanitised HTML in pages of whole blocks
+/// (joined, the whole plan, title heading and body), the first of them (at least
+/// [`FIRST_BYTES`] when the plan has that much). Its text is [`RevisionSource`].
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionView {
     #[serde(flatten)]
     pub summary: RevisionSummary,
     pub pages: Vec<String>,
+    /// The length of every page's HTML, the pages not sent included (the window sizes their
+    /// places from it).
+    pub page_bytes: Vec<usize>,
     pub fallback: Option<plandesk::plan::render::Fallback>,
     /// What the agent gets that the rendered view hides (the UI flags the plan).
     pub hidden: Vec<plandesk::plan::render::HiddenContent>,
@@ -297,14 +304,32 @@ pub struct RevisionSource {
     pub source_html: String,
 }
 
+/// A plan's HTML in pages (see [`PAGE_BYTES`]).
+pub fn plan_pages(html: &str) -> Vec<&str> {
+    plandesk::plan::render::pages(html, PAGE_BYTES)
+}
+
+/// The pages sent with a revision: enough for [`FIRST_BYTES`].
+fn first_pages<'a>(pages: &[&'a str]) -> Vec<&'a str> {
+    let mut bytes = 0;
+    pages
+        .iter()
+        .take_while(|page| {
+            let more = bytes < FIRST_BYTES;
+            bytes += page.len();
+            more
+        })
+        .copied()
+        .collect()
+}
+
 impl From<plandesk::review::RevisionView> for RevisionView {
     fn from(view: plandesk::review::RevisionView) -> Self {
+        let all = plan_pages(&view.html);
         Self {
             summary: (&view.revision).into(),
-            pages: plandesk::plan::render::pages(&view.html, PAGE_BYTES)
-                .into_iter()
-                .map(str::to_owned)
-                .collect(),
+            pages: first_pages(&all).into_iter().map(str::to_owned).collect(),
+            page_bytes: all.iter().map(|page| page.len()).collect(),
             fallback: view.fallback,
             hidden: view.hidden,
             hidden_omitted: view.hidden_omitted,

@@ -206,6 +206,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             commands::run_detail,
             commands::revision,
             commands::revision_source,
+            commands::revision_pages,
             commands::plan_thread,
             commands::compare,
             commands::history,

@@ -111,6 +111,19 @@ fn inbox_revision_and_a_stale_decision() {
         pages.concat().contains("<h2 data-sourcepos="),
         "rendered, each block with its lines: {pages:?}"
     );
+    assert_eq!(
+        revision["pageBytes"],
+        json!(pages.iter().map(|p| p.len()).collect::<Vec<_>>()),
+        "a short plan comes whole"
+    );
+    assert_eq!(
+        fx.ok(
+            "revision_pages",
+            json!({"id": item["revisionId"], "from": 0})
+        ),
+        json!(pages),
+        "the pages, from the first"
+    );
     assert!(
         revision.get("markdown").is_none() && revision.get("sourceHtml").is_none(),
         "the text comes on its own, when asked for"

@@ -74,6 +74,7 @@ function installFake(world) {
         pages: [`<h2>Steps</h2><ol><li>Do ${item.title}</li></ol><p><a href="https://example.com/doc" rel="noopener noreferrer">docs</a></p>`],
         revisionsInThread: 1, fallback: null, hidden: [], hiddenOmitted: 0, ...(world.revisions?.[id] || {}) };
     },
+    revision_pages: ({ id, from }) => (world.pageSets?.[id] || []).slice(from),
     revision_source: ({ id }) => {
       const item = world.inbox.find((i) => i.revisionId === id);
       return { markdown: `# ${item.title}\n\n## Steps\n\n1. Do ${item.title}\n`,
@@ -439,7 +440,8 @@ function longPlan(n) {
 test('a long plan keeps only the pages near the screen; what scrolls in is marked, and nothing on screen jumps', async () => {
   const pages = longPlan(120);
   const lastLine = 2 * (120 * 30 - 1) + 1;
-  const w = world({ revisions: { 1: { pages } } });
+  // As the engine sends it: the first pages with the revision, the rest when asked for.
+  const w = world({ revisions: { 1: { pages: pages.slice(0, 2), pageBytes: pages.map((p) => p.length) } }, pageSets: { 1: pages } });
   // A comment on a block far down: marked when its page comes into the document.
   w.comments = [{ id: 1, revisionId: 1, revisionNo: 1, lines: { start: lastLine, end: lastLine }, now: { start: lastLine, end: lastLine },
     quote: 'Block', text: 'Check this one', author: 'Ana', createdAt: now, state: 'open' }];
@@ -454,6 +456,7 @@ test('a long plan keeps only the pages near the screen; what scrolls in is marke
   assert.equal(start.pages, 120, 'every page has its box');
   assert.ok(start.filled >= 1 && start.filled <= 8, `only the first pages are in the document: ${JSON.stringify(start)}`);
   assert.equal(await page.locator(`#plan [data-sourcepos^="${lastLine}:"]`).count(), 0, 'the last block is not built yet');
+  assert.deepEqual((await calls(page, 'revision_pages')).map((c) => c.args), [{ id: 1, from: 2 }], 'the rest is fetched once');
 
   // To the end: the last pages come, the first go; the comment's block is marked as it comes.
   await page.evaluate(() => { const v = document.getElementById('view'); v.scrollTop = v.scrollHeight; });

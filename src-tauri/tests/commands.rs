@@ -180,6 +180,57 @@ fn a_decision_is_recorded_when_it_is_answered() {
     );
 }
 
+/// A decision that meets the run still held by the driver that made its plan pending (it lets
+/// go right after: a reviewer that quick, here or on a team store, once got "busy") waits for
+/// it; a run held for longer is refused as busy, and nothing is recorded.
+#[test]
+fn a_decision_waits_a_moment_for_the_driver_to_let_go_of_the_run() {
+    use plandesk::store::{Lease, SqliteStore, Store};
+    let fx = fixture();
+    let item = fx.ok("inbox", json!({}))[0].clone();
+    let run_id = item["runId"].as_str().unwrap().to_owned();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = SqliteStore::open(&fx.data).unwrap();
+    let holder = plandesk::lease::new_holder();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let hold = |until| {
+        let lease = Lease {
+            holder: &holder,
+            until,
+            now,
+        };
+        let claimed = runtime.block_on(store.claim(&run_id, &lease)).unwrap();
+        assert_eq!(claimed, plandesk::store::ClaimOutcome::Claimed);
+    };
+    let decide = |approve: bool| {
+        fx.invoke(
+            "decide",
+            json!({"request": {"runId": run_id, "toolCallId": item["toolCallId"], "approve": approve,
+                               "feedback": "Shorter", "revision": item["sha256"]}, "onEvent": channel()}),
+        )
+    };
+
+    // Held for longer than a decision waits: refused, nothing recorded.
+    hold(now + 60_000);
+    let refused = decide(false).unwrap_err();
+    assert_eq!(refused["code"], "busy", "{refused}");
+    assert_eq!(fx.ok("inbox", json!({}))[0]["sha256"], item["sha256"]);
+
+    // Let go 300 ms after the decision is sent: it waits, and is recorded.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            runtime.block_on(store.release(&run_id, &holder)).unwrap();
+        });
+        decide(true).unwrap();
+    });
+    let thread = fx.ok("plan_thread", json!({"id": item["revisionId"]}));
+    assert_eq!(thread[0]["status"], "approved", "{thread}");
+}
+
 #[test]
 fn reject_with_feedback_then_compare_and_search_history() {
     let fx = fixture();

@@ -145,7 +145,7 @@ impl Engine {
     }
 
     /// Persists the suspension (its plan revisions and open items included), then announces
-    /// the earliest open call (a plan rendered first, in a process that will show it).
+    /// the earliest open call.
     pub(super) async fn announce_suspension(
         &self,
         state: &mut RunState,
@@ -155,6 +155,23 @@ impl Engine {
             return Ok(());
         };
         let call = &first.call;
+        // In a process that will show the plan, it is rendered before it becomes pending: once
+        // it is, a reviewer (here or elsewhere) may decide it, and this driver should let go of
+        // the run at once, not after a rendering.
+        if let CallStatus::Suspended { suspend_payload } = &first.status {
+            if call.tool_name == SUBMIT_PLAN
+                && self
+                    .inner
+                    .prerender
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                let plan = super::persist::plan_text(suspend_payload);
+                self.inner
+                    .review
+                    .prerender(plan.sha256, plan_markdown(&plan.title, &plan.body))
+                    .await;
+            }
+        }
         self.save(
             state,
             Some((
@@ -166,18 +183,6 @@ impl Engine {
         crash_point("after-suspend");
         let chunk = match &first.status {
             CallStatus::Suspended { suspend_payload } => {
-                if call.tool_name == SUBMIT_PLAN
-                    && self
-                        .inner
-                        .prerender
-                        .load(std::sync::atomic::Ordering::Relaxed)
-                {
-                    let plan = super::persist::plan_text(suspend_payload);
-                    self.inner
-                        .review
-                        .prerender(plan.sha256, plan_markdown(&plan.title, &plan.body))
-                        .await;
-                }
                 let mode = match &state.phase {
                     Phase::Suspended { step } => step.mode.as_str(),
                     _ => state.mode.as_str(),

@@ -131,10 +131,10 @@ impl Review {
     }
 
     /// Renders a just-submitted plan, so that showing it finds it ready; returns when it is.
-    /// For a process that will show it (the app): the run announces the plan after this, so
-    /// the window's way from the announcement to the plan on screen holds no rendering (and
-    /// no renderer competing with the window for the machine). `sha` and `markdown` as in
-    /// [`Revision`].
+    /// For a process that will show it (the app): the run makes the plan pending and announces
+    /// it after this, so the window's way from the announcement to the plan on screen holds no
+    /// rendering (and no renderer competing with the window for the machine). `sha` and
+    /// `markdown` as in [`Revision`].
     pub async fn prerender(&self, sha: String, markdown: String) {
         let renders = self.renders.clone();
         // A failed render thread is rendered again, and reported, when the plan is shown.

@@ -153,6 +153,17 @@ pub async fn decide(
         tool_call_id: Some(request.tool_call_id.clone()),
         revision: request.revision.clone(),
     };
+    // Going on in this window already (nothing waits for a decision while it does): refused at
+    // once, before a task for the decision would take the place of the one running.
+    if state.driving(&request.run_id) {
+        return Err(IpcError::new(
+            "busy",
+            format!(
+                "run {} is going on in this window; wait for it to stop",
+                request.run_id
+            ),
+        ));
+    }
     let engine = state.engine.clone();
     let run_id = request.run_id.clone();
     let (answer, recorded) = tokio::sync::oneshot::channel::<Result<()>>();

@@ -168,6 +168,14 @@ impl AppState {
         );
     }
 
+    /// Whether a task of this window is carrying the run on right now.
+    pub fn driving(&self, run_id: &str) -> bool {
+        self.driven
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(run_id)
+    }
+
     /// Cancels the run's task (its HTTP stream closes with it); `false` if none runs.
     pub fn cancel(&self, run_id: &str) -> bool {
         let driven = self

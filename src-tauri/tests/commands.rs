@@ -231,6 +231,45 @@ fn a_decision_waits_a_moment_for_the_driver_to_let_go_of_the_run() {
     assert_eq!(thread[0]["status"], "approved", "{thread}");
 }
 
+/// A decision for a run this window is carrying on right now (its model is answering) is
+/// refused at once: its task must not take the place of the running one (Stop would then stop
+/// the wrong task).
+#[test]
+fn a_decision_for_a_run_going_on_in_the_window_is_refused_at_once() {
+    let fx = fixture();
+    // A model server that takes the request and never answers.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = server.incoming().take(4).collect();
+        std::thread::sleep(Duration::from_secs(30));
+        drop(held);
+    });
+    let run_id = fx.ok(
+        "start_run",
+        json!({"request": {"workspace": fx.workspace.display().to_string(), "prompt": "Wait",
+                           "model": format!("ollama:m@http://127.0.0.1:{port}/v1/")},
+               "onEvent": channel()}),
+    );
+    let started = Instant::now();
+    let refused = fx.refused(
+        "decide",
+        json!({"request": {"runId": run_id, "toolCallId": "call-1", "approve": true},
+               "onEvent": channel()}),
+    );
+    assert_eq!(refused["code"], "busy", "{refused}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "refused at once, not after waiting: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        fx.ok("cancel_run", json!({"runId": run_id})),
+        json!(true),
+        "the run's own task is still the one Stop stops"
+    );
+}
+
 #[test]
 fn reject_with_feedback_then_compare_and_search_history() {
     let fx = fixture();

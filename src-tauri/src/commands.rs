@@ -134,7 +134,7 @@ pub async fn start_run(
     let prompt = request.prompt.trim().to_owned();
     state.drive(run_id.clone(), Some(on_event), move |mut sink| async move {
         Some(engine.start_as(id, &prompt, &options, &mut sink).await)
-    });
+    })?;
     Ok(run_id)
 }
 
@@ -153,17 +153,6 @@ pub async fn decide(
         tool_call_id: Some(request.tool_call_id.clone()),
         revision: request.revision.clone(),
     };
-    // Going on in this window already (nothing waits for a decision while it does): refused at
-    // once, before a task for the decision would take the place of the one running.
-    if state.driving(&request.run_id) {
-        return Err(IpcError::new(
-            "busy",
-            format!(
-                "run {} is going on in this window; wait for it to stop",
-                request.run_id
-            ),
-        ));
-    }
     let engine = state.engine.clone();
     let run_id = request.run_id.clone();
     let (answer, recorded) = tokio::sync::oneshot::channel::<Result<()>>();
@@ -200,7 +189,7 @@ pub async fn decide(
             }
             (_, outcome) => Some(outcome),
         }
-    });
+    })?;
     recorded.await.unwrap_or_else(|_| {
         Err(IpcError::new(
             "not-recorded",
@@ -231,8 +220,7 @@ pub async fn send_message(
     let id = run_id.clone();
     state.drive(run_id, Some(on_event), move |mut sink| async move {
         Some(engine.send(&id, text.trim(), &mut sink).await)
-    });
-    Ok(())
+    })
 }
 
 /// Calls the model again for a run that failed (or was interrupted or cancelled).
@@ -247,8 +235,7 @@ pub async fn retry_run(
     let id = run_id.clone();
     state.drive(run_id, Some(on_event), move |mut sink| async move {
         Some(engine.continue_run(&id, &mut sink).await)
-    });
-    Ok(())
+    })
 }
 
 #[tauri::command]

@@ -126,8 +126,15 @@ impl AppState {
     /// Runs `work` (a start, a continuation, a message) on its own task, streaming into
     /// `channel`, and ends the channel with how it went (`None`: the command that started it
     /// has already answered with the error, and the channel says nothing more). One task per
-    /// run at a time; the engine refuses a second driver itself.
-    pub fn drive<F, Fut>(&self, run_id: String, channel: Option<Channel<RunEvent>>, work: F)
+    /// run at a time: a run this window is carrying on already is refused at once (a second
+    /// task would take the first one's place, and Stop would stop the wrong one); the engine
+    /// refuses a second driver in another process itself.
+    pub fn drive<F, Fut>(
+        &self,
+        run_id: String,
+        channel: Option<Channel<RunEvent>>,
+        work: F,
+    ) -> Result<(), ipc::IpcError>
     where
         F: FnOnce(ChannelSink) -> Fut + Send + 'static,
         Fut: Future<Output = Option<Result<Report, EngineError>>> + Send + 'static,
@@ -139,6 +146,12 @@ impl AppState {
         let id = run_id.clone();
         // Held while spawning, so the task cannot finish and deregister before it is registered.
         let mut map = driven.lock().unwrap_or_else(|p| p.into_inner());
+        if map.contains_key(&run_id) {
+            return Err(ipc::IpcError::new(
+                "busy",
+                format!("run {run_id} is going on in this window; wait for it to stop"),
+            ));
+        }
         let handle = tauri::async_runtime::spawn({
             let driven = driven.clone();
             async move {
@@ -166,14 +179,7 @@ impl AppState {
                 channel,
             },
         );
-    }
-
-    /// Whether a task of this window is carrying the run on right now.
-    pub fn driving(&self, run_id: &str) -> bool {
-        self.driven
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(run_id)
+        Ok(())
     }
 
     /// Cancels the run's task (its HTTP stream closes with it); `false` if none runs.

@@ -232,11 +232,11 @@ fn a_decision_waits_a_moment_for_the_driver_to_let_go_of_the_run() {
     assert_eq!(thread[0]["status"], "approved", "{thread}");
 }
 
-/// A decision for a run this window is carrying on right now (its model is answering) is
-/// refused at once: its task must not take the place of the running one (Stop would then stop
-/// the wrong task).
+/// A decision, a message or a retry for a run this window is carrying on right now (its model
+/// is answering) is refused at once: its task must not take the place of the running one (Stop
+/// would then stop the wrong task).
 #[test]
-fn a_decision_for_a_run_going_on_in_the_window_is_refused_at_once() {
+fn a_run_going_on_in_the_window_takes_no_second_task() {
     let fx = fixture();
     // A model server that takes the request and never answers.
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -264,6 +264,28 @@ fn a_decision_for_a_run_going_on_in_the_window_is_refused_at_once() {
         "refused at once, not after waiting: {:?}",
         started.elapsed()
     );
+    // So are a message and a retry (each would have started a second task for the run), once
+    // the run is stored (both read it first).
+    let until = Instant::now() + Duration::from_secs(20);
+    while !fx
+        .ok("runs", json!({}))
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["id"] == run_id)
+    {
+        assert!(Instant::now() < until, "the run was never stored");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (cmd, body) in [
+        (
+            "send_message",
+            json!({"runId": run_id, "text": "More", "onEvent": channel()}),
+        ),
+        ("retry_run", json!({"runId": run_id, "onEvent": channel()})),
+    ] {
+        assert_eq!(fx.refused(cmd, body)["code"], "busy", "{cmd}");
+    }
     assert_eq!(
         fx.ok("cancel_run", json!({"runId": run_id})),
         json!(true),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use plandesk::engine::RunView;
 use plandesk::message::Message;
 use plandesk::model::select;
-use plandesk::{Engine, EngineError, RunStatus, StartOptions, Verdict};
+use plandesk::{Engine, RunStatus, StartOptions, Verdict};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
@@ -23,9 +23,6 @@ type Result<T> = std::result::Result<T, IpcError>;
 const NOTIFICATIONS: &str = "notifications";
 const NOTIFICATION_TITLES: &str = "notification_titles";
 const START_AT_LOGIN: &str = crate::autostart::SETTING;
-/// How long a decision waits for the process that made its plan pending to let go of the run
-/// (it does right after; a reviewer as quick as that should not be told the run is busy).
-const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The settings as stored (`on`/`off`), defaults where unset.
 pub async fn load_settings(engine: &Engine) -> Result<Settings> {
@@ -158,29 +155,18 @@ pub async fn decide(
     let (answer, recorded) = tokio::sync::oneshot::channel::<Result<()>>();
     state.drive(request.run_id, Some(on_event), move |mut sink| async move {
         let mut answer = Some(answer);
-        let patience = std::time::Instant::now() + BUSY_PATIENCE;
-        let outcome = loop {
-            let outcome = engine
-                .decide_and_tell(
-                    &run_id,
-                    &verdict,
-                    &mut || {
-                        if let Some(answer) = answer.take() {
-                            let _ = answer.send(Ok(()));
-                        }
-                    },
-                    &mut sink,
-                )
-                .await;
-            match outcome {
-                Err(EngineError::Busy { .. })
-                    if answer.is_some() && std::time::Instant::now() < patience =>
-                {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                }
-                outcome => break outcome,
-            }
-        };
+        let outcome = engine
+            .decide_and_tell(
+                &run_id,
+                &verdict,
+                &mut || {
+                    if let Some(answer) = answer.take() {
+                        let _ = answer.send(Ok(()));
+                    }
+                },
+                &mut sink,
+            )
+            .await;
         match (answer, outcome) {
             // Refused before anything was recorded: the command says why; the stream, nothing.
             (Some(answer), Err(err)) => {
@@ -325,8 +311,8 @@ pub async fn revision_pages(
     id: i64,
     from: usize,
 ) -> Result<Vec<String>> {
-    let view = state.engine.review().view(id).await?;
-    Ok(crate::ipc::plan_pages(&view.html)
+    let (_, rendered) = state.engine.review().rendering(id).await?;
+    Ok(crate::ipc::plan_pages(&rendered.rendered.html)
         .into_iter()
         .skip(from)
         .map(str::to_owned)
@@ -337,10 +323,10 @@ pub async fn revision_pages(
 /// long plan's second and third copies would slow every plan's way to the screen).
 #[tauri::command]
 pub async fn revision_source(state: State<'_, AppState>, id: i64) -> Result<RevisionSource> {
-    let view = state.engine.review().view(id).await?;
+    let (revision, rendered) = state.engine.review().rendering(id).await?;
     Ok(RevisionSource {
-        markdown: view.markdown,
-        source_html: view.source_html,
+        markdown: revision.markdown(),
+        source_html: rendered.source_html.clone(),
     })
 }
 

@@ -14,6 +14,11 @@ use crate::store::EventKind;
 use crate::tool::submit_plan::{self, TOOL_ID as SUBMIT_PLAN};
 use crate::tool::{approval_schema, schema, ToolOutcome};
 
+/// How long a decision waits for another driver to let go of the run before it is refused as
+/// busy, and how often it looks.
+const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+const BUSY_RETRY: std::time::Duration = std::time::Duration::from_millis(20);
+
 impl Engine {
     /// A person's decision, filled in as a host: for a plan, the resume data echoes the stored
     /// path, title and plan; for an approval, `{approved, reason?}`. Recorded, then applied.
@@ -29,9 +34,40 @@ impl Engine {
 
     /// [`decide`](Self::decide), calling `recorded` as soon as the decision is durable, for
     /// hosts that acknowledge it then while the run goes on into `sink`. An error before that
-    /// means nothing was recorded. (One read and one claim of the run, where `record_verdict`
-    /// then `continue_run` take two of each.)
+    /// means nothing was recorded. A run still held by the driver that made its plan pending
+    /// (it lets go right after) is waited for, up to 2 s: a reviewer that quick,
+    /// here or on a team store, is not told the run is busy.
     pub async fn decide_and_tell(
+        &self,
+        run_id: &str,
+        verdict: &Verdict,
+        recorded: &mut (dyn FnMut() + Send),
+        sink: &mut dyn ChunkSink,
+    ) -> Result<Report, EngineError> {
+        let patience = std::time::Instant::now() + BUSY_PATIENCE;
+        loop {
+            let mut told = false;
+            let outcome = self
+                .decide_once(
+                    run_id,
+                    verdict,
+                    &mut || {
+                        told = true;
+                        recorded();
+                    },
+                    sink,
+                )
+                .await;
+            match outcome {
+                Err(EngineError::Busy { .. }) if !told && std::time::Instant::now() < patience => {
+                    tokio::time::sleep(BUSY_RETRY).await;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn decide_once(
         &self,
         run_id: &str,
         verdict: &Verdict,
@@ -53,23 +89,6 @@ impl Engine {
             sink,
         )
         .await
-    }
-
-    /// Records a person's decision durably and returns without applying it, for hosts that
-    /// acknowledge the decision at once and stream the run's continuation separately
-    /// (`continue_run` applies it, from this process or any other).
-    pub async fn record_verdict(&self, run_id: &str, verdict: &Verdict) -> Result<(), EngineError> {
-        if self.decide_outside(run_id, verdict).await?.is_some() {
-            return Ok(());
-        }
-        let state = self.load(run_id).await?;
-        let (call_id, data) = self.verdict_data(&state, verdict).await?;
-        let claim = self.claim(run_id).await?;
-        let recorded = self
-            .record(&state, &call_id, &data, verdict.revision.as_deref())
-            .await;
-        claim.release().await;
-        recorded
     }
 
     /// Resumes a suspended run with raw resume data, for the named call or the earliest open.

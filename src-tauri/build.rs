@@ -13,6 +13,7 @@ const COMMANDS: &[&str] = &[
     "inbox",
     "runs",
     "run_detail",
+    "tool_call",
     "revision",
     "revision_source",
     "revision_pages",

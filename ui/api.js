@@ -9,6 +9,11 @@ export function call(command, args = {}) {
 }
 
 /** A channel for one run's events: chunks, then how the stream ended. */
+/** What reads a tool call of the run `runId` in full (`run_detail` sends long ones as previews). */
+export function wholeToolCall(runId) {
+  return (toolCallId) => call('tool_call', { runId, toolCallId });
+}
+
 export function runChannel(onEvent) {
   const channel = new (tauri().core.Channel)();
   channel.onmessage = onEvent;

@@ -1,6 +1,6 @@
 // Live streams: a run's channel, and what its chunks and its end do to the screen. Chunks that
 // arrive before the run's view is built are kept, in order, in the stream's transcript.
-import { call, runChannel } from './api.js';
+import { call, runChannel, wholeToolCall } from './api.js';
 import { h, clear } from './dom.js';
 import { Transcript } from './transcript.js';
 import { state } from './state.js';
@@ -96,7 +96,7 @@ export async function follow(runId, invoke, { said } = {}) {
       showError(e);
       return e;
     }
-    live.transcript.load(detail.transcript);
+    live.transcript.load(detail.transcript, wholeToolCall(runId));
   }
   if (said) live.transcript.user(said);
   state.live.set(runId, live);

@@ -1,7 +1,7 @@
 // The run view: a run's transcript (live while it streams), what waits for a decision, and what
 // can happen next: a message, a retry after a failed model call, or Continue after the process
 // driving it stopped.
-import { call } from './api.js';
+import { call, wholeToolCall } from './api.js';
 import { h, clear, age, when, badge, shorten, agentName } from './dom.js';
 import { Transcript } from './transcript.js';
 import { state } from './state.js';
@@ -38,12 +38,12 @@ async function showRun(runId, { live, keepScroll, detail } = {}) {
     if (!live.running) {
       // The stream is over: the stored transcript is the truth from here on.
       transcript = new Transcript();
-      transcript.load(detail.transcript);
+      transcript.load(detail.transcript, wholeToolCall(runId));
       state.live.delete(runId);
     }
   } else {
     transcript = new Transcript();
-    transcript.load(detail.transcript);
+    transcript.load(detail.transcript, wholeToolCall(runId));
   }
   // `transcript` and `detail`: what is on screen, for a decision or a message to carry on.
   setView({ name: 'run', runId, pendingKey, stream: live && live.running ? live : null, transcript, detail });

@@ -24,6 +24,35 @@ function resultSummary(result) {
   return shorten(pretty(result), 90);
 }
 
+/** "12 KB", "1.4 MB". */
+function size(bytes) {
+  if (bytes < 1000 * 1000) return `${Math.round(bytes / 1000)} KB`;
+  return `${(bytes / 1000 / 1000).toFixed(1)} MB`;
+}
+
+/**
+ * Makes `details` (a tool call's line, whose `pre` shows a preview of `fullBytes`) show the
+ * whole value the first time it is opened: `whole()` fetches it.
+ */
+function wholeOnOpen(details, fullBytes, whole) {
+  const pre = details.querySelector('pre');
+  const note = h('div', { class: 'preview-note' }, `The start of ${size(fullBytes)}: all of it shows when this is opened.`);
+  pre.before(note);
+  let asked = false;
+  details.addEventListener('toggle', () => {
+    if (!details.open || asked) return;
+    asked = true;
+    note.textContent = `Loading all ${size(fullBytes)}…`;
+    whole().then((value) => {
+      pre.textContent = pretty(value);
+      note.remove();
+    }, (e) => {
+      asked = false; // opening it again tries again
+      note.textContent = `Only the start is shown: the rest could not be read (${e && e.message ? e.message : e}).`;
+    });
+  });
+}
+
 export class Transcript {
   constructor() {
     this.el = h('div', { class: 'transcript', 'aria-live': 'polite', 'aria-label': 'Transcript' });
@@ -31,14 +60,23 @@ export class Transcript {
     this.calls = new Map(); // tool call id -> details element
   }
 
-  /** Items as `run_detail` returns them. */
-  load(items) {
+  /** Items as `run_detail` returns them; long arguments and results come as previews (their
+   * `fullBytes` says how long they are), which `whole(toolCallId)` reads in full when opened. */
+  load(items, whole) {
     for (const item of items) {
       switch (item.kind) {
         case 'user': this.user(item.text); break;
         case 'assistant': this.el.append(h('div', { class: 'msg assistant' }, item.text)); break;
-        case 'tool-call': this.call(item.toolCallId, item.toolName, item.args); break;
-        case 'tool-result': this.result(item.toolCallId, item.toolName, item.result); break;
+        case 'tool-call': {
+          const details = this.call(item.toolCallId, item.toolName, item.args);
+          if (item.fullBytes) wholeOnOpen(details, item.fullBytes, () => whole(item.toolCallId).then((full) => full.args));
+          break;
+        }
+        case 'tool-result': {
+          const details = this.result(item.toolCallId, item.toolName, item.result);
+          if (item.fullBytes) wholeOnOpen(details, item.fullBytes, () => whole(item.toolCallId).then((full) => full.result));
+          break;
+        }
         default: break;
       }
     }
@@ -69,6 +107,7 @@ export class Transcript {
     this.el.append(details);
     const call = this.calls.get(id);
     if (call) call.stateEl.textContent = failed ? 'failed' : 'done';
+    return details;
   }
 
   /** Applies one chunk of the live stream. */

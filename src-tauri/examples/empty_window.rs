@@ -1,8 +1,11 @@
 //! The floor for the app's memory benchmark (`./x bench app`): a Tauri window on the same
-//! WebKitGTK, with the same config, showing a page of one line and doing nothing else.
+//! WebKitGTK, with the same config and painting, showing a page of one line and doing nothing else.
 //! Plandesk's idle memory is reported as a multiple of this one's.
 
 fn main() {
+    // Painted as Plandesk paints (on the CPU when the machine has no GPU): the floor is what a
+    // window costs, not how it paints.
+    plandesk_app::rendering::choose();
     let context = tauri::generate_context!();
     let built = tauri::Builder::default()
         // A page served by the app itself, as Plandesk's is (WebKit starts no web process for

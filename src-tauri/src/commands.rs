@@ -13,8 +13,9 @@ use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::ipc::{
-    AppInfo, Comparison, DecideRequest, HistoryFilter, InboxItem, IpcError, RevisionSource,
-    RevisionSummary, RevisionView, RunDetail, RunEvent, Settings, StartRequest, TranscriptItem,
+    preview, AppInfo, Comparison, DecideRequest, HistoryFilter, InboxItem, IpcError,
+    RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEvent, Settings, StartRequest,
+    ToolCallFull, TranscriptItem,
 };
 use crate::AppState;
 
@@ -266,21 +267,29 @@ fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
                         text: content.clone(),
                     });
                 }
-                items.extend(tool_calls.iter().map(|c| TranscriptItem::ToolCall {
-                    tool_call_id: c.tool_call_id.clone(),
-                    tool_name: c.tool_name.clone(),
-                    args: c.args.clone(),
+                items.extend(tool_calls.iter().map(|c| {
+                    let (args, full_bytes) = preview(&c.args);
+                    TranscriptItem::ToolCall {
+                        tool_call_id: c.tool_call_id.clone(),
+                        tool_name: c.tool_name.clone(),
+                        args,
+                        full_bytes,
+                    }
                 }));
             }
             Message::Tool {
                 tool_call_id,
                 tool_name,
                 result,
-            } => items.push(TranscriptItem::ToolResult {
-                tool_call_id: tool_call_id.clone(),
-                tool_name: tool_name.clone(),
-                result: result.clone(),
-            }),
+            } => {
+                let (result, full_bytes) = preview(result);
+                items.push(TranscriptItem::ToolResult {
+                    tool_call_id: tool_call_id.clone(),
+                    tool_name: tool_name.clone(),
+                    result,
+                    full_bytes,
+                });
+            }
         }
     }
     items
@@ -297,6 +306,41 @@ pub async fn run_detail(state: State<'_, AppState>, run_id: String) -> Result<Ru
         waiting: detail.waiting,
         interrupted: detail.interrupted,
     })
+}
+
+/// A tool call of a run's transcript in full: its arguments and its result (`run_detail`
+/// sends long ones as previews).
+#[tauri::command]
+pub async fn tool_call(
+    state: State<'_, AppState>,
+    run_id: String,
+    tool_call_id: String,
+) -> Result<ToolCallFull> {
+    let detail = state.engine.run_detail(&run_id).await?;
+    let mut args = None;
+    let mut result = None;
+    for message in &detail.messages {
+        match message {
+            Message::Assistant { tool_calls, .. } => {
+                if let Some(call) = tool_calls.iter().find(|c| c.tool_call_id == tool_call_id) {
+                    args = Some(call.args.clone());
+                }
+            }
+            Message::Tool {
+                tool_call_id: id,
+                result: output,
+                ..
+            } if *id == tool_call_id => result = Some(output.clone()),
+            _ => {}
+        }
+    }
+    let args = args.ok_or_else(|| {
+        IpcError::new(
+            "unknown-tool-call",
+            format!("run {run_id} has no tool call {tool_call_id:?}"),
+        )
+    })?;
+    Ok(ToolCallFull { args, result })
 }
 
 #[tauri::command]

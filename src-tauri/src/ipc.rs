@@ -376,15 +376,96 @@ pub enum TranscriptItem {
     ToolCall {
         tool_call_id: String,
         tool_name: String,
-        /// Sent as the stored JSON, not re-parsed on the way.
+        /// The stored JSON as it is, or its [`preview`] when it is long.
         args: Json,
+        /// The whole arguments' length in bytes, when `args` is a preview (`tool_call` has them).
+        full_bytes: Option<usize>,
     },
     #[serde(rename_all = "camelCase")]
     ToolResult {
         tool_call_id: String,
         tool_name: String,
+        /// As `args` above.
         result: Json,
+        full_bytes: Option<usize>,
     },
+}
+
+/// A tool call's arguments and result in full (`tool_call`), for a transcript line whose
+/// preview was opened. `result` is none while the call waits.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCallFull {
+    pub args: Json,
+    pub result: Option<Json>,
+}
+
+/// Tool arguments or results longer than this reach the window as a [`preview`]: a 200 KB
+/// `write_file` would otherwise ride along, folded away, with every read of its run.
+pub const FULL_UP_TO: usize = 8 * 1024;
+/// How much of a long value its preview keeps: characters in all, per string, and items per
+/// list or object.
+const PREVIEW_BUDGET: usize = 4 * 1024;
+const PREVIEW_STRING: usize = 600;
+const PREVIEW_ITEMS: usize = 20;
+
+/// `json` as it is when it is short (and `None`); else a preview of it and its length in bytes.
+/// The preview is the same value with long strings, lists and objects cut short (still JSON of
+/// the same shape, so a `path` argument still names the file); never longer than the value.
+pub fn preview(json: &Json) -> (Json, Option<usize>) {
+    let full = json.text().len();
+    if full <= FULL_UP_TO {
+        return (json.clone(), None);
+    }
+    let mut value = json.value();
+    let mut budget = PREVIEW_BUDGET;
+    cut(&mut value, &mut budget);
+    (Json::new(&value), Some(full))
+}
+
+/// Cuts `value` to what `budget` (characters) allows, spending it in document order: every
+/// value costs at least 2, so a preview holds a bounded number of values whatever the shape.
+fn cut(value: &mut Value, budget: &mut usize) {
+    *budget = budget.saturating_sub(2);
+    match value {
+        Value::String(text) => {
+            let keep = PREVIEW_STRING.min(*budget);
+            match text.char_indices().nth(keep) {
+                Some((at, _)) => {
+                    text.truncate(at);
+                    *budget -= keep;
+                }
+                None => *budget = budget.saturating_sub(text.chars().count()),
+            }
+        }
+        Value::Array(items) => {
+            let mut kept = 0;
+            for item in items.iter_mut() {
+                if *budget == 0 || kept == PREVIEW_ITEMS {
+                    break;
+                }
+                cut(item, budget);
+                kept += 1;
+            }
+            items.truncate(kept);
+        }
+        Value::Object(map) => {
+            let mut kept = 0;
+            for (key, item) in map.iter_mut() {
+                if *budget == 0 || kept == PREVIEW_ITEMS {
+                    break;
+                }
+                *budget = budget.saturating_sub(key.chars().count() + 1);
+                cut(item, budget);
+                kept += 1;
+            }
+            let mut seen = 0;
+            map.retain(|_, _| {
+                seen += 1;
+                seen <= kept
+            });
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => *budget = budget.saturating_sub(4),
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -420,4 +501,64 @@ pub struct AppInfo {
     pub open_tool_call_id: Option<String>,
     /// Why the plan asked for could not be opened.
     pub open_error: Option<IpcError>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_short_value_goes_as_it_is() {
+        let args = Json::new(&json!({"path": "a.md", "content": "x".repeat(FULL_UP_TO - 40)}));
+        let (sent, full) = preview(&args);
+        assert_eq!((sent.text(), full), (args.text(), None));
+    }
+
+    #[test]
+    fn a_long_value_goes_as_a_preview_of_the_same_shape() {
+        let content = "é".repeat(100_000); // two bytes a character: cut on a character
+        let args = Json::new(&json!({"content": content, "path": "plans/big.md"}));
+        let (sent, full) = preview(&args);
+        assert_eq!(full, Some(args.text().len()));
+        let value = sent.value();
+        assert_eq!(value["path"], "plans/big.md", "a path still names the file");
+        assert_eq!(value["content"], "é".repeat(PREVIEW_STRING));
+    }
+
+    #[test]
+    fn a_preview_is_bounded_whatever_the_shape() {
+        let wide: Vec<_> = (0..50_000).collect();
+        let many_keys: serde_json::Map<_, _> =
+            (0..5_000).map(|i| (format!("key{i}"), json!(i))).collect();
+        let mut deep = json!("x".repeat(20_000));
+        for _ in 0..100 {
+            deep = json!([deep, "y".repeat(1_000)]);
+        }
+        let strings: Vec<_> = (0..1_000).map(|i| "z".repeat(100 + i)).collect();
+        let mut bushy = json!([]);
+        for _ in 0..4 {
+            bushy = json!(vec![bushy; 30]);
+        }
+        for value in [
+            json!(wide),
+            Value::Object(many_keys),
+            deep,
+            json!(strings),
+            json!({"a": {"b": {"c": strings}}}),
+            bushy,
+        ] {
+            let json = Json::new(&value);
+            let (sent, full) = preview(&json);
+            assert_eq!(full, Some(json.text().len()));
+            assert!(
+                sent.text().len() <= 2 * PREVIEW_BUDGET,
+                "{} bytes from {}",
+                sent.text().len(),
+                &json.text()[..80]
+            );
+        }
+    }
 }

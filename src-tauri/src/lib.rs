@@ -7,6 +7,7 @@ pub mod commands;
 pub mod inbox;
 pub mod instance;
 pub mod ipc;
+pub mod rendering;
 pub mod reviewing;
 
 use std::collections::HashMap;
@@ -218,6 +219,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             commands::inbox,
             commands::runs,
             commands::run_detail,
+            commands::tool_call,
             commands::revision,
             commands::revision_source,
             commands::revision_pages,

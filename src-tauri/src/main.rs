@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use plandesk_app::instance::{self, Launch};
 
 fn main() -> ExitCode {
+    plandesk_app::rendering::choose();
     let options = match instance::parse(std::env::args().skip(1)) {
         Ok(Launch::Run(options)) => options,
         Ok(Launch::Help) => {

@@ -23,17 +23,23 @@ struct Fixture {
 
 /// A store with one demo run waiting on its plan, and the app over it.
 fn fixture() -> Fixture {
+    fixture_with(|_| "demo".into())
+}
+
+/// As [`fixture`], the run on the model `model(workspace)` names.
+fn fixture_with(model: impl FnOnce(&Path) -> String) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(workspace.join("src")).unwrap();
     std::fs::write(workspace.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let model = model(&workspace);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let engine = Engine::open(&data).unwrap();
     let report = runtime
         .block_on(engine.start(
             "Add a --verbose flag",
-            &StartOptions::new(workspace.clone(), "demo"),
+            &StartOptions::new(workspace.clone(), &model),
             &mut |_| {},
         ))
         .unwrap();
@@ -152,6 +158,90 @@ fn inbox_revision_and_a_stale_decision() {
         fx.ok("inbox", json!({})),
         inbox,
         "a refused decision changes nothing"
+    );
+}
+
+/// A run read for the window carries long tool arguments and results as previews; opened, a
+/// tool call comes whole.
+#[test]
+fn long_tool_arguments_and_results_come_as_previews_then_whole() {
+    let content = "Move a table, then check the counts.\n".repeat(5_000);
+    let notes = "A line of notes to read.\n".repeat(4_000);
+    let fx = fixture_with(|workspace| {
+        std::fs::write(workspace.join("notes.txt"), &notes).unwrap();
+        let script = workspace.join("script.json");
+        let turns = json!({"turns": [{"toolCalls": [
+            {"toolCallId": "read", "toolName": "read_file", "args": {"path": "notes.txt"}},
+            {"toolCallId": "write", "toolName": "write_file",
+             "args": {"path": ".plandesk/plans/big.md", "content": format!("# Big\n\n{content}")}},
+        ]}, {"toolCalls": [
+            {"toolCallId": "plan", "toolName": "submit_plan", "args": {"path": ".plandesk/plans/big.md"}},
+        ]}]});
+        std::fs::write(&script, turns.to_string()).unwrap();
+        format!("scripted:{}", script.display())
+    });
+    let inbox = fx.ok("inbox", json!({}));
+    let run_id = inbox[0]["runId"].clone();
+    let detail = fx.ok("run_detail", json!({"runId": run_id}));
+    assert!(
+        detail.to_string().len() < 16 * 1024,
+        "{} bytes: the long values went whole",
+        detail.to_string().len()
+    );
+    let items = detail["transcript"].as_array().unwrap();
+    let find = |kind: &str, id: &str| {
+        items
+            .iter()
+            .find(|i| i["kind"] == kind && i["toolCallId"] == id)
+            .unwrap_or_else(|| panic!("no {kind} {id} in {items:?}"))
+            .clone()
+    };
+    let write = find("tool-call", "write");
+    assert_eq!(write["args"]["path"], ".plandesk/plans/big.md");
+    let shown = write["args"]["content"].as_str().unwrap();
+    assert!(
+        shown.len() < 1024 && content.starts_with(&shown["# Big\n\n".len()..]),
+        "the start of the plan: {shown:?}"
+    );
+    let whole = fx.ok("tool_call", json!({"runId": run_id, "toolCallId": "write"}));
+    assert_eq!(
+        write["fullBytes"],
+        json!(whole["args"].to_string().len()),
+        "the preview says how long the whole is"
+    );
+    assert_eq!(
+        whole["args"]["content"],
+        json!(format!("# Big\n\n{content}"))
+    );
+    assert!(whole["result"].is_object(), "written: {}", whole["result"]);
+
+    let read = find("tool-result", "read");
+    assert!(read["fullBytes"].as_u64().unwrap() > notes.len() as u64);
+    assert!(read["result"]["content"].as_str().unwrap().len() < 1024);
+    let whole = fx.ok("tool_call", json!({"runId": run_id, "toolCallId": "read"}));
+    assert!(
+        whole["result"]["content"]
+            .as_str()
+            .unwrap()
+            .contains(&notes[..2000]),
+        "the file as it was read: {}",
+        &whole["result"].to_string()[..200]
+    );
+    assert_eq!(
+        find("tool-call", "plan")["fullBytes"],
+        Value::Null,
+        "short: as it is"
+    );
+    assert_eq!(
+        find("tool-call", "plan")["args"],
+        json!({"path": ".plandesk/plans/big.md"})
+    );
+
+    let unknown = fx.refused("tool_call", json!({"runId": run_id, "toolCallId": "nope"}));
+    assert_eq!(unknown["code"], "unknown-tool-call", "{unknown}");
+    assert!(
+        unknown["message"].as_str().unwrap().contains("nope"),
+        "{unknown}"
     );
 }
 

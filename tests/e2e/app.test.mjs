@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import {
   ARTIFACTS, CTRL_ENTER, cli, fixture, killApp, openApp, startDriver, startNotificationDaemon, watchNotifications,
@@ -201,6 +201,35 @@ test('hostile plan markdown shows as text and runs nothing', async () => {
     for (const answer of denied) assert.match(answer, /^denied/, `only the app's commands are allowed: ${denied}`);
   } finally {
     await app.close();
+  }
+});
+
+test('with no GPU to paint with, the window paints on the CPU; a setting of its own is left alone', async () => {
+  const gpu = existsSync('/dev/dri') && readdirSync('/dev/dri').some((name) => name.startsWith('renderD'));
+  /** WebKit's painting switch as the web process of the app on `fx` sees it. */
+  const painting = (fx) => {
+    const [app] = execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n');
+    const web = execFileSync('pgrep', ['-P', app], { encoding: 'utf8' }).trim().split('\n')
+      .find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('WebKitWebProcess'));
+    assert.ok(web, 'the app has a web process');
+    const line = readFileSync(`/proc/${web}/environ`, 'utf8').split('\0').find((l) => l.startsWith('WEBKIT_SKIA_ENABLE_CPU_RENDERING='));
+    return line ? line.split('=')[1] : null;
+  };
+  const fx = fixture();
+  const app = await openApp(PORT, fx);
+  try {
+    assert.equal(painting(fx), gpu ? null : '1', gpu ? 'a GPU: WebKit chooses' : 'no GPU: on the CPU');
+  } finally {
+    await app.close();
+  }
+  const own = await startDriver(PORT + 4, { WEBKIT_SKIA_ENABLE_CPU_RENDERING: '0' });
+  const fx2 = fixture();
+  const app2 = await openApp(PORT + 4, fx2);
+  try {
+    assert.equal(painting(fx2), '0', "the person's own choice stands");
+  } finally {
+    await app2.close();
+    own.stop();
   }
 });
 

@@ -183,6 +183,15 @@ test('a 200 KB plan in the real window: only the pages near the screen are built
     await app.exec(`[...document.querySelectorAll('#plan h2')].find((h) => h.textContent === '${last}').click(); return true;`);
     assert.match(await app.text('#selected-lines'), /^Line \d+ selected$/);
     await app.screenshot(join(ARTIFACTS, 'long-plan.png'));
+    // The way here, folded below the plan: the 200 KB write shows its start, and all of it when opened.
+    const write = "[...document.querySelectorAll('details.tool')].find((d) => d.querySelector('.name').textContent === 'write_file')";
+    await app.exec(`document.querySelector('.transcript-fold').open = true; ${write}.scrollIntoView(); return true;`);
+    assert.match(await app.exec(`return ${write}.querySelector('.preview-note').textContent`), /^The start of 2\d\d KB: all of it shows when this is opened\.$/);
+    assert.ok(await app.exec(`return ${write}.querySelector('pre').textContent.length`) < 2000, 'a preview');
+    await app.exec(`${write}.querySelector('summary').click(); return true;`);
+    await app.waitFor(`!${write}.querySelector('.preview-note')`, { what: 'the whole write' });
+    assert.equal(await app.exec(`return JSON.parse(${write}.querySelector('pre').textContent).content`), plan);
+    await app.screenshot(join(ARTIFACTS, 'long-tool-call.png'));
   } finally {
     await app.close();
   }

@@ -74,6 +74,12 @@ function installFake(world) {
         pages: [`<h2>Steps</h2><ol><li>Do ${item.title}</li></ol><p><a href="https://example.com/doc" rel="noopener noreferrer">docs</a></p>`],
         revisionsInThread: 1, fallback: null, hidden: [], hiddenOmitted: 0, ...(world.revisions?.[id] || {}) };
     },
+    tool_call: ({ runId, toolCallId }) => {
+      const full = world.toolCalls?.[`${runId}/${toolCallId}`];
+      if (!full) throw { code: 'unknown-tool-call', message: `run ${runId} has no tool call "${toolCallId}"` };
+      if (world.toolCallFailsOnce) { world.toolCallFailsOnce = false; throw { code: 'store-file', message: 'the store could not be read' }; }
+      return full;
+    },
     revision_pages: ({ id, from }) => (world.pageSets?.[id] || []).slice(from),
     revision_source: ({ id }) => {
       const item = world.inbox.find((i) => i.revisionId === id);
@@ -353,6 +359,42 @@ test('an interrupted run says so and offers Continue, which continues it', async
   await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'retry_run'));
   const [retry] = await calls(page, 'retry_run');
   assert.equal(retry.args.runId, 'run9');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a long tool argument in a transcript shows its start, and all of it once opened', async () => {
+  const w = world();
+  const content = '# Plan\n\n' + 'Move a table, then check the counts.\n'.repeat(6000);
+  w.details = { run1: { transcript: [
+    { kind: 'user', text: 'Prompt 1' },
+    { kind: 'tool-call', toolCallId: 'w1', toolName: 'write_file', args: { content: content.slice(0, 600), path: '.plandesk/plans/p1.md' }, fullBytes: 222345 },
+    { kind: 'tool-result', toolCallId: 'w1', toolName: 'write_file', result: { written: true }, fullBytes: null },
+    { kind: 'tool-call', toolCallId: 's1', toolName: 'submit_plan', args: { path: '.plandesk/plans/p1.md' }, fullBytes: null },
+  ] } };
+  w.toolCalls = { 'run1/w1': { args: { content, path: '.plandesk/plans/p1.md' }, result: { written: true } } };
+  w.toolCallFailsOnce = true;
+  const page = await open(w);
+  await page.waitForSelector('#plan-title');
+  await page.click('.transcript-fold > summary');
+  const write = page.locator('details.tool[data-call-id="w1"]');
+  assert.equal(await write.locator('.arg').textContent(), '.plandesk/plans/p1.md', 'the summary names the file');
+  assert.equal(await write.locator('.preview-note').textContent(), 'The start of 222 KB: all of it shows when this is opened.');
+  assert.equal(await page.locator('details.tool[data-call-id="s1"] .preview-note').count(), 0, 'a short one is whole');
+  await write.locator('summary').click();
+  await page.waitForFunction(() => /could not be read/.test(document.querySelector('details.tool[data-call-id="w1"] .preview-note')?.textContent));
+  assert.match(await write.locator('.preview-note').textContent(), /Only the start is shown: the rest could not be read \(the store could not be read\)/);
+  assert.ok((await write.locator('pre').textContent()).length < 2000, 'the preview stays');
+  // Closed and opened again: asked again, and now all of it shows.
+  await write.locator('summary').click();
+  await write.locator('summary').click();
+  await page.waitForFunction(() => !document.querySelector('details.tool[data-call-id="w1"] .preview-note'));
+  const shown = await write.locator('pre').textContent();
+  assert.equal(JSON.parse(shown).content, content);
+  await write.locator('summary').click();
+  await write.locator('summary').click();
+  assert.equal((await calls(page, 'tool_call')).length, 2, 'fetched once it came, not at every opening');
+  assert.deepEqual((await calls(page, 'tool_call'))[1].args, { runId: 'run1', toolCallId: 'w1' });
   assert.deepEqual(page.errors, []);
   await page.close();
 });

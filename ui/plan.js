@@ -13,8 +13,9 @@ import { h } from './dom.js';
 import { showError } from './banner.js';
 import { viewEl } from './nav.js';
 
-/** HTML filled at once when a plan appears (of what came with it): the first screen, and more. */
-const FIRST_BYTES = 16 * 1024;
+/** HTML filled at once when a plan appears (of what came with it): the first screen. The pages
+ * near it are filled as soon as it is laid out (by the observer below). */
+const FIRST_BYTES = 4 * 1024;
 /** Pages within this much of the screen (above and below) are in the document. */
 const NEAR = '150%';
 /** Estimated height of a page not yet shown, per byte of its HTML; refined by each page shown. */

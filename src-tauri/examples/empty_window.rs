@@ -3,7 +3,7 @@
 //! Plandesk's idle memory is reported as a multiple of this one's.
 
 fn main() {
-    // Painted as Plandesk paints (on the CPU when the machine has no GPU): the floor is what a
+    // Painted as Plandesk paints (without GL when the machine has no GPU): the floor is what a
     // window costs, not how it paints.
     plandesk_app::rendering::choose();
     let context = tauri::generate_context!();

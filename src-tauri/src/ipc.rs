@@ -268,9 +268,10 @@ impl From<&Revision> for RevisionSummary {
     }
 }
 
-/// HTML per page of a plan sent to the window (about a screen and a half of an ordinary plan):
-/// the window keeps only the pages near the screen in its document.
-pub const PAGE_BYTES: usize = 8 * 1024;
+/// HTML per page of a plan sent to the window (about a screen of an ordinary plan): the window
+/// keeps only the pages near the screen in its document, and lays out only the first screen's
+/// before the plan is shown.
+pub const PAGE_BYTES: usize = 2 * 1024;
 /// HTML sent with a revision: its first pages, more than a screen of any plan. The rest comes
 /// with `revision_pages`, after the plan is on screen.
 pub const FIRST_BYTES: usize = 16 * 1024;

@@ -204,29 +204,28 @@ test('hostile plan markdown shows as text and runs nothing', async () => {
   }
 });
 
-test('with no GPU to paint with, the window paints on the CPU; a setting of its own is left alone', async () => {
+test('with no GPU to paint with, the window paints without GL; a rendering switch of its own is left alone', async () => {
   const gpu = existsSync('/dev/dri') && readdirSync('/dev/dri').some((name) => name.startsWith('renderD'));
-  /** WebKit's painting switch as the web process of the app on `fx` sees it. */
-  const painting = (fx) => {
+  /** WebKit's rendering switches as the web process of the app on `fx` sees them. */
+  const switches = (fx) => {
     const [app] = execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n');
     const web = execFileSync('pgrep', ['-P', app], { encoding: 'utf8' }).trim().split('\n')
       .find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('WebKitWebProcess'));
     assert.ok(web, 'the app has a web process');
-    const line = readFileSync(`/proc/${web}/environ`, 'utf8').split('\0').find((l) => l.startsWith('WEBKIT_SKIA_ENABLE_CPU_RENDERING='));
-    return line ? line.split('=')[1] : null;
+    return readFileSync(`/proc/${web}/environ`, 'utf8').split('\0').filter((l) => /^WEBKIT_(DISABLE_DMABUF_RENDERER|DISABLE_COMPOSITING_MODE|SKIA_ENABLE_CPU_RENDERING)=/.test(l));
   };
   const fx = fixture();
   const app = await openApp(PORT, fx);
   try {
-    assert.equal(painting(fx), gpu ? null : '1', gpu ? 'a GPU: WebKit chooses' : 'no GPU: on the CPU');
+    assert.deepEqual(switches(fx), gpu ? [] : ['WEBKIT_DISABLE_DMABUF_RENDERER=1'], gpu ? 'a GPU: WebKit chooses' : 'no GPU: no GL');
   } finally {
     await app.close();
   }
-  const own = await startDriver(PORT + 4, { WEBKIT_SKIA_ENABLE_CPU_RENDERING: '0' });
+  const own = await startDriver(PORT + 4, { WEBKIT_SKIA_ENABLE_CPU_RENDERING: '1' });
   const fx2 = fixture();
   const app2 = await openApp(PORT + 4, fx2);
   try {
-    assert.equal(painting(fx2), '0', "the person's own choice stands");
+    assert.deepEqual(switches(fx2), ['WEBKIT_SKIA_ENABLE_CPU_RENDERING=1'], "the person's own choice stands alone");
   } finally {
     await app2.close();
     own.stop();

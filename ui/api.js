@@ -8,12 +8,12 @@ export function call(command, args = {}) {
   return tauri().core.invoke(command, args);
 }
 
-/** A channel for one run's events: chunks, then how the stream ended. */
 /** What reads a tool call of the run `runId` in full (`run_detail` sends long ones as previews). */
 export function wholeToolCall(runId) {
   return (toolCallId) => call('tool_call', { runId, toolCallId });
 }
 
+/** A channel for one run's events: chunks, then how the stream ended. */
 export function runChannel(onEvent) {
   const channel = new (tauri().core.Channel)();
   channel.onmessage = onEvent;

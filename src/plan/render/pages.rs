@@ -56,12 +56,12 @@ fn split(html: &[u8], page_bytes: usize) -> Option<Vec<usize>> {
         let end = tag_end(html, open)?;
         let closing = html.get(open + 1) == Some(&b'/');
         let name = tag_name(&html[open + if closing { 2 } else { 1 }..end]);
-        if name.is_empty() || RAW_TEXT.contains(&name.to_ascii_lowercase().as_slice()) {
+        if name.is_empty() || is_one_of(name, RAW_TEXT) {
             return None;
         }
         if closing {
             depth = depth.checked_sub(1)?;
-        } else if !VOID.contains(&name.to_ascii_lowercase().as_slice()) && html[end - 1] != b'/' {
+        } else if !is_one_of(name, VOID) && html[end - 1] != b'/' {
             depth += 1;
         }
         at = end + 1;
@@ -78,6 +78,11 @@ fn split(html: &[u8], page_bytes: usize) -> Option<Vec<usize>> {
         cuts.pop();
     }
     Some(cuts)
+}
+
+/// Whether the element `name` is one of `names` (lowercase), in any case; no copy per tag.
+fn is_one_of(name: &[u8], names: &[&[u8]]) -> bool {
+    names.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
 
 /// The `>` that ends the tag starting at `open`, outside quoted attribute values.

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::StoreError;
 use crate::clock::Millis;
 
 /// Declares a string-backed enum: `as_str` for the database, `parse` for reading it back, and
@@ -436,6 +437,51 @@ pub struct NewDecision<'a> {
     pub by: &'a Actor,
     /// The exact text the agent is answered with, for the audit trail.
     pub answer: Option<&'a str>,
+}
+
+impl NewDecision<'_> {
+    /// The row this decision is once inserted as `id`, on the plan revision `revision_id`: what
+    /// a read of it would give, without reading (and parsing) its resume data back.
+    pub fn stored_as(&self, id: i64, revision_id: Option<i64>) -> DecisionRow {
+        DecisionRow {
+            id,
+            run_id: self.run_id.to_owned(),
+            tool_call_id: self.tool_call_id.to_owned(),
+            revision_id,
+            action: self.action,
+            feedback: self.feedback.map(str::to_owned),
+            resume_data: self.resume_data.clone(),
+            decided_at: self.at,
+            decided_by: Some(self.by.name.clone()),
+        }
+    }
+}
+
+/// The plan revision an open item waits on, as a decision or an edit checks it: which one it
+/// is, without its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingPlan {
+    pub id: i64,
+    pub sha256: String,
+    pub revision_no: i64,
+    pub path: String,
+}
+
+impl WaitingPlan {
+    /// Refuses a decision made on another revision: `expect` must be the start of this one's
+    /// sha256 (any case).
+    pub fn check_seen(&self, expect: &str) -> Result<(), StoreError> {
+        let expect = expect.to_ascii_lowercase();
+        if expect.is_empty() || !self.sha256.starts_with(&expect) {
+            return Err(StoreError::StaleRevision {
+                given: expect,
+                pending_no: self.revision_no,
+                pending_sha: self.sha256.chars().take(12).collect(),
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A submitted plan, never overwritten.

@@ -341,6 +341,18 @@ async fn a_decision_is_bound_to_the_revision_seen(location: StoreLocation) {
         .await
         .unwrap();
     assert_eq!(made.revision_id, Some(revision.id));
+    // What the record answers is what is stored (it is not read back), and the audit trail
+    // names the revision decided: the edit.
+    assert_eq!(
+        store.decision("r", "c1").await.unwrap().as_ref(),
+        Some(&made)
+    );
+    let trail = store.audit(Some("r")).await.unwrap();
+    let entry = trail.last().unwrap();
+    assert_eq!(
+        (entry.kind.as_str(), entry.revision_sha.as_deref()),
+        ("decided", Some(edited.sha256.as_str()))
+    );
     let err = store
         .record_decision(&decision("c1", Action::Rejected, None))
         .await

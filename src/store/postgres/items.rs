@@ -251,18 +251,21 @@ pub(super) async fn open(
     .collect()
 }
 
-/// The revision an open item waits on (`None` for an item without a plan), after checking that
-/// the item is open and, with `expect_sha`, that its plan is the one the person saw.
+/// The plan revision an open item waits on (`None` for an item without a plan), after checking
+/// that the item is open and, with `expect_sha`, that its plan is the one the person saw. Its
+/// text is not read: a decision only needs to know which revision it is.
 pub(super) async fn open_revision(
     tx: &Tx<'_>,
     run_id: &str,
     tool_call_id: &str,
     expect_sha: Option<&str>,
-) -> Result<Option<i64>, StoreError> {
+) -> Result<Option<WaitingPlan>, StoreError> {
     let open = row(
         tx,
         "find open item",
-        "SELECT revision_id FROM pending WHERE run_id = $1 AND tool_call_id = $2",
+        "SELECT p.revision_id, v.sha256, v.revision_no, v.path
+         FROM pending p LEFT JOIN plan_revisions v ON v.id = p.revision_id
+         WHERE p.run_id = $1 AND p.tool_call_id = $2",
         &[&run_id, &tool_call_id],
     )
     .await?;
@@ -275,32 +278,32 @@ pub(super) async fn open_revision(
             tool_call_id: tool_call_id.to_owned(),
         });
     };
-    let revision_id: Option<i64> = col(&open, 0)?;
-    if let (Some(expect), Some(revision_id)) = (expect_sha, revision_id) {
-        let revision = revisions::one(tx, revision_id).await?;
-        let expect = expect.to_ascii_lowercase();
-        if expect.is_empty() || !revision.sha256.starts_with(&expect) {
-            return Err(StoreError::StaleRevision {
-                given: expect,
-                pending_no: revision.revision_no,
-                pending_sha: revision.sha256.chars().take(12).collect(),
-                path: revision.path,
-            });
-        }
+    let waiting = match col::<Option<i64>>(&open, 0)? {
+        Some(id) => Some(WaitingPlan {
+            id,
+            sha256: col(&open, 1)?,
+            revision_no: col(&open, 2)?,
+            path: col(&open, 3)?,
+        }),
+        None => None,
+    };
+    if let (Some(expect), Some(plan)) = (expect_sha, &waiting) {
+        plan.check_seen(expect)?;
     }
-    Ok(revision_id)
+    Ok(waiting)
 }
 
 /// Checks the item is open (and, with `expect_sha`, that its plan is the one the person saw),
 /// records the decision, closes the item and logs it: all or nothing.
 pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
-    let revision_id = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha).await?;
-    execute(
+    let plan = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha).await?;
+    let revision_id = plan.as_ref().map(|p| p.id);
+    let inserted = row(
         tx,
         "insert decision",
         "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data,
                                 decided_at, decided_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
         &[
             &d.run_id,
             &d.tool_call_id,
@@ -313,6 +316,15 @@ pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionR
         ],
     )
     .await?;
+    let id: i64 = match inserted {
+        Some(inserted) => col(&inserted, 0)?,
+        None => {
+            return Err(StoreError::Invalid {
+                run_id: d.run_id.to_owned(),
+                message: "inserting the decision returned no row".into(),
+            })
+        }
+    };
     execute(
         tx,
         "close item",
@@ -327,10 +339,6 @@ pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionR
         "revisionId": revision_id,
     });
     log::event(tx, d.run_id, d.at, EventKind::Decided, &data).await?;
-    let sha = match revision_id {
-        Some(id) => Some(revisions::one(tx, id).await?.sha256),
-        None => None,
-    };
     log::append(
         tx,
         log::Entry {
@@ -339,7 +347,7 @@ pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionR
             process: &d.by.process,
             run_id: d.run_id,
             kind: AuditKind::Decided,
-            revision_sha: sha.as_deref(),
+            revision_sha: plan.as_ref().map(|p| p.sha256.as_str()),
             data: json!({
                 "toolCallId": d.tool_call_id,
                 "action": d.action,
@@ -350,10 +358,5 @@ pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionR
     )
     .await?;
     runs::settle_session(tx, d.run_id, d.at).await?;
-    decision(tx, d.run_id, d.tool_call_id)
-        .await?
-        .ok_or_else(|| StoreError::Invalid {
-            run_id: d.run_id.to_owned(),
-            message: "the decision vanished inside its own transaction".into(),
-        })
+    Ok(d.stored_as(id, revision_id))
 }

@@ -184,13 +184,12 @@ pub(super) async fn edit(tx: &Tx<'_>, e: &NewEdit<'_>) -> Result<RevisionRow, St
             message: format!("item {} has no plan to edit", e.tool_call_id),
         });
     };
-    let before = one(tx, edited).await?;
     let plan = e.plan;
     let id = insert(
         tx,
         e.run_id,
         e.tool_call_id,
-        &before.path,
+        &edited.path,
         plan,
         e.at,
         Some(&e.by.name),
@@ -203,8 +202,8 @@ pub(super) async fn edit(tx: &Tx<'_>, e: &NewEdit<'_>) -> Result<RevisionRow, St
         &[&e.run_id, &e.tool_call_id, &id],
     )
     .await?;
-    let data = json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": before.path,
-                      "editedRevisionId": edited, "author": e.by.name});
+    let data = json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": edited.path,
+                      "editedRevisionId": edited.id, "author": e.by.name});
     log::event(tx, e.run_id, e.at, EventKind::PlanSubmitted, &data).await?;
     log::append(
         tx,
@@ -215,8 +214,8 @@ pub(super) async fn edit(tx: &Tx<'_>, e: &NewEdit<'_>) -> Result<RevisionRow, St
             run_id: e.run_id,
             kind: AuditKind::Edited,
             revision_sha: Some(&plan.sha256),
-            data: json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": before.path,
-                         "editedSha": before.sha256, "title": plan.title}),
+            data: json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": edited.path,
+                         "editedSha": edited.sha256, "title": plan.title}),
         },
     )
     .await?;

@@ -3,7 +3,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 
-use super::{audit, events, query, revisions, runs, word};
+use super::{audit, events, query, runs, word};
 use crate::store::*;
 
 const COLUMNS: &str =
@@ -44,23 +44,37 @@ pub(super) fn find(
     .map_err(query("find decision"))
 }
 
-/// The revision an open item waits on (`None` for an item without a plan), after checking that
-/// the item is open and, with `expect_sha`, that its plan is the one the person saw.
+/// The plan revision an open item waits on (`None` for an item without a plan), after checking
+/// that the item is open and, with `expect_sha`, that its plan is the one the person saw. Its
+/// text is not read: a decision only needs to know which revision it is.
 pub(super) fn open_revision(
     tx: &Connection,
     run_id: &str,
     tool_call_id: &str,
     expect_sha: Option<&str>,
-) -> Result<Option<i64>, StoreError> {
-    let open: Option<Option<i64>> = tx
-        .query_row(
-            "SELECT revision_id FROM pending WHERE run_id = ?1 AND tool_call_id = ?2",
-            params![run_id, tool_call_id],
-            |r| r.get(0),
+) -> Result<Option<WaitingPlan>, StoreError> {
+    let open = tx
+        .prepare_cached(
+            "SELECT p.revision_id, v.sha256, v.revision_no, v.path
+             FROM pending p LEFT JOIN plan_revisions v ON v.id = p.revision_id
+             WHERE p.run_id = ?1 AND p.tool_call_id = ?2",
         )
-        .optional()
+        .and_then(|mut stmt| {
+            stmt.query_row(params![run_id, tool_call_id], |r| {
+                Ok(match r.get::<_, Option<i64>>(0)? {
+                    Some(id) => Some(WaitingPlan {
+                        id,
+                        sha256: r.get(1)?,
+                        revision_no: r.get(2)?,
+                        path: r.get(3)?,
+                    }),
+                    None => None,
+                })
+            })
+            .optional()
+        })
         .map_err(query("find open item"))?;
-    let Some(revision_id) = open else {
+    let Some(waiting) = open else {
         if let Some(existing) = find(tx, run_id, tool_call_id)? {
             return Err(StoreError::already_decided(run_id, tool_call_id, &existing));
         }
@@ -69,25 +83,17 @@ pub(super) fn open_revision(
             tool_call_id: tool_call_id.to_owned(),
         });
     };
-    if let (Some(expect), Some(revision_id)) = (expect_sha, revision_id) {
-        let revision = revisions::one(tx, revision_id)?;
-        let expect = expect.to_ascii_lowercase();
-        if expect.is_empty() || !revision.sha256.starts_with(&expect) {
-            return Err(StoreError::StaleRevision {
-                given: expect,
-                pending_no: revision.revision_no,
-                pending_sha: revision.sha256.chars().take(12).collect(),
-                path: revision.path,
-            });
-        }
+    if let (Some(expect), Some(plan)) = (expect_sha, &waiting) {
+        plan.check_seen(expect)?;
     }
-    Ok(revision_id)
+    Ok(waiting)
 }
 
 /// Checks the item is open (and, with `expect_sha`, that its plan is the one the person saw),
 /// records the decision, closes the item and logs it: all or nothing.
 pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
-    let revision_id = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha)?;
+    let plan = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha)?;
+    let revision_id = plan.as_ref().map(|p| p.id);
     tx.execute(
         "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at, decided_by)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -103,6 +109,7 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
         ],
     )
     .map_err(query("insert decision"))?;
+    let id = tx.last_insert_rowid();
     tx.execute(
         "DELETE FROM pending WHERE run_id = ?1 AND tool_call_id = ?2",
         params![d.run_id, d.tool_call_id],
@@ -115,10 +122,6 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
         "revisionId": revision_id,
     });
     events::insert(tx, d.run_id, d.at, EventKind::Decided, &data)?;
-    let sha: Option<String> = match revision_id {
-        Some(id) => Some(revisions::one(tx, id)?.sha256),
-        None => None,
-    };
     audit::append(
         tx,
         audit::Entry {
@@ -127,7 +130,7 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
             process: &d.by.process,
             run_id: d.run_id,
             kind: AuditKind::Decided,
-            revision_sha: sha.as_deref(),
+            revision_sha: plan.as_ref().map(|p| p.sha256.as_str()),
             data: json!({
                 "toolCallId": d.tool_call_id,
                 "action": d.action,
@@ -137,8 +140,5 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
         },
     )?;
     runs::settle_session(tx, d.run_id, d.at)?;
-    find(tx, d.run_id, d.tool_call_id)?.ok_or_else(|| StoreError::Invalid {
-        run_id: d.run_id.to_owned(),
-        message: "the decision vanished inside its own transaction".into(),
-    })
+    Ok(d.stored_as(id, revision_id))
 }

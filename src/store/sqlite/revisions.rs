@@ -103,13 +103,12 @@ pub(super) fn edit(tx: &Connection, e: &NewEdit<'_>) -> Result<RevisionRow, Stor
             message: format!("item {} has no plan to edit", e.tool_call_id),
         });
     };
-    let before = one(tx, edited)?;
     let plan = e.plan;
     tx.execute(
         "INSERT INTO plan_revisions (run_id, tool_call_id, path, title, body, sha256, revision_no, submitted_at, author)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6,
                  (SELECT COUNT(*) + 1 FROM plan_revisions WHERE run_id = ?1 AND path = ?3), ?7, ?8)",
-        params![e.run_id, e.tool_call_id, before.path, plan.title, plan.body, plan.sha256, e.at, e.by.name],
+        params![e.run_id, e.tool_call_id, edited.path, plan.title, plan.body, plan.sha256, e.at, e.by.name],
     )
     .map_err(query("insert edited revision"))?;
     let id = tx.last_insert_rowid();
@@ -118,8 +117,8 @@ pub(super) fn edit(tx: &Connection, e: &NewEdit<'_>) -> Result<RevisionRow, Stor
         params![e.run_id, e.tool_call_id, id],
     )
     .map_err(query("point the item at the edit"))?;
-    let data = json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": before.path,
-                      "editedRevisionId": edited, "author": e.by.name});
+    let data = json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": edited.path,
+                      "editedRevisionId": edited.id, "author": e.by.name});
     events::insert(tx, e.run_id, e.at, EventKind::PlanSubmitted, &data)?;
     audit::append(
         tx,
@@ -130,8 +129,8 @@ pub(super) fn edit(tx: &Connection, e: &NewEdit<'_>) -> Result<RevisionRow, Stor
             run_id: e.run_id,
             kind: AuditKind::Edited,
             revision_sha: Some(&plan.sha256),
-            data: json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": before.path,
-                         "editedSha": before.sha256, "title": plan.title}),
+            data: json!({"revisionId": id, "toolCallId": e.tool_call_id, "path": edited.path,
+                         "editedSha": edited.sha256, "title": plan.title}),
         },
     )?;
     one(tx, id)

@@ -25,17 +25,26 @@ export function clear(el) {
   return el;
 }
 
+// Date formats, each made once, when first used: `toLocaleString` with options builds a new
+// formatter (ICU's locale data) on every call, and lists call it once per row.
+const formats = {};
+function format(name, options) {
+  formats[name] ||= new Intl.DateTimeFormat(undefined, options);
+  return formats[name];
+}
+
 /** "3 min ago", "2 h ago", or a date. */
 export function age(millis, now = Date.now()) {
   const s = Math.max(0, Math.round((now - millis) / 1000));
   if (s < 45) return 'just now';
   if (s < 3600) return `${Math.round(s / 60)} min ago`;
   if (s < 86400) return `${Math.round(s / 3600)} h ago`;
-  return new Date(millis).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+  return Number.isFinite(millis) ? format('day', { month: 'short', day: 'numeric' }).format(millis) : '';
 }
 
+/** A moment, to the minute, as the person's locale writes it. */
 export function when(millis) {
-  return new Date(millis).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  return Number.isFinite(millis) ? format('moment', { dateStyle: 'medium', timeStyle: 'short' }).format(millis) : '';
 }
 
 export function badge(status) {

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use plandesk::{Chunk, ChunkSink, Engine, EngineError, Report};
 use tauri::ipc::Channel;
+use tauri::webview::PageLoadEvent;
 use tauri::{Manager, Runtime, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 
 use crate::ipc::RunEvent;
@@ -281,20 +282,26 @@ pub fn run(options: Options) -> Result<(), String> {
                 let on = tauri::async_runtime::block_on(autostart::settle(&engine, entry));
                 state.keep_in_tray.store(on, Ordering::Relaxed);
             }
+            // Mapped only once its page has loaded (see `show_when_loaded`).
             let window =
                 WebviewWindowBuilder::new(app, WINDOW, WebviewUrl::App("index.html".into()))
                     .title("Plandesk")
                     .inner_size(1200.0, 800.0)
                     .min_inner_size(860.0, 560.0)
-                    .visible(!hidden)
+                    .visible(false)
                     // Nothing but the app itself is ever shown in the window: links in plans go to
                     // the system browser through `open_link`.
                     .on_navigation(|url| {
                         matches!(url.scheme(), "tauri") || url.host_str() == Some("tauri.localhost")
                     })
+                    .on_page_load(move |window, payload| {
+                        if !hidden && payload.event() == PageLoadEvent::Finished {
+                            show_once(&window);
+                        }
+                    })
                     .build()?;
             if !hidden {
-                let _ = window.set_focus();
+                show_when_loaded(window);
             }
             inbox::install_tray(app.handle());
             inbox::watch(app.handle().clone(), engine.clone());
@@ -316,6 +323,29 @@ pub fn run(options: Options) -> Result<(), String> {
         .map_err(|e| format!("the app stopped: {e}"))?;
     drop(presence);
     Ok(())
+}
+
+/// How long a launch waits for the page to load before it shows the window anyway.
+const SHOW_ANYWAY: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Shows the window once its page has loaded (`on_page_load` calls [`show_once`]), or after
+/// [`SHOW_ANYWAY`] if it never reports that. Mapped any earlier, GTK asks WebKit to paint it
+/// before the web process has drawn anything, and WebKit holds the main thread until it has,
+/// for up to 500 ms: about one launch in fifteen here stalled so, in every rendering mode.
+fn show_when_loaded<R: Runtime>(window: tauri::WebviewWindow<R>) {
+    tauri::async_runtime::spawn(async move {
+        tokio::time::sleep(SHOW_ANYWAY).await;
+        show_once(&window);
+    });
+}
+
+/// Shows and focuses the window the first time it is called for it at launch.
+fn show_once<R: Runtime>(window: &tauri::WebviewWindow<R>) {
+    static SHOWN: AtomicBool = AtomicBool::new(false);
+    if !SHOWN.swap(true, Ordering::Relaxed) {
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
 }
 
 /// Whether a D-Bus session bus can be found (the single-instance plugin needs one).

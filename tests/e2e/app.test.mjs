@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import {
-  ARTIFACTS, CTRL_ENTER, cli, fixture, killApp, openApp, startDriver, startNotificationDaemon, watchNotifications,
+  APP, ARTIFACTS, CTRL_ENTER, cli, fixture, killApp, openApp, startDriver, startNotificationDaemon, watchNotifications,
 } from './harness.mjs';
+import { Session } from './webdriver.mjs';
 
 const PORT = 4444;
 let driver;
@@ -229,6 +230,35 @@ test('with no GPU to paint with, the window paints without GL; a rendering switc
   } finally {
     await app2.close();
     own.stop();
+  }
+});
+
+test('the window is mapped once its page has loaded; a --hidden launch maps none, even later', async () => {
+  /** How the app's windows (named Plandesk) are mapped on the display. */
+  const mapStates = () => execFileSync('xwininfo', ['-root', '-tree'], { encoding: 'utf8' }).split('\n')
+    .filter((line) => line.includes('"Plandesk'))
+    .map((line) => /Map State: (\w+)/.exec(execFileSync('xwininfo', ['-id', line.trim().split(' ')[0]], { encoding: 'utf8' }))[1]);
+  const fx = fixture();
+  const app = await openApp(PORT, fx);
+  try {
+    // Built hidden, shown once the page has loaded (mapped earlier, WebKit may hold the main
+    // thread for up to 500 ms waiting for a first paint: `./x bench app`'s cold start shows it).
+    await app.waitFor("document.visibilityState === 'visible'", { what: 'the page to be visible' });
+    assert.ok(mapStates().includes('IsViewable'), `the window is on screen: ${mapStates()}`);
+    await app.screenshot(join(ARTIFACTS, 'launched.png'));
+  } finally {
+    await app.close();
+  }
+  const fx2 = fixture();
+  const hidden = await Session.start(PORT, APP, ['--data-dir', fx2.data, '--workspace', fx2.workspace, '--hidden']);
+  try {
+    await hidden.waitFor("document.readyState === 'complete'", { what: 'the page to load' });
+    // Past the time after which a launch shows a window whose page never reported loading.
+    await new Promise((r) => setTimeout(r, 3500));
+    assert.deepEqual(mapStates().filter((state) => state === 'IsViewable'), [], 'nothing of a hidden launch is on screen');
+    assert.equal(await hidden.exec('return document.visibilityState'), 'hidden');
+  } finally {
+    await hidden.close();
   }
 });
 

@@ -330,8 +330,8 @@ const SHOW_ANYWAY: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Shows the window once its page has loaded (`on_page_load` calls [`show_once`]), or after
 /// [`SHOW_ANYWAY`] if it never reports that. Mapped any earlier, GTK asks WebKit to paint it
-/// before the web process has drawn anything, and WebKit holds the main thread until it has,
-/// for up to 500 ms: about one launch in fifteen here stalled so, in every rendering mode.
+/// before the web process has drawn anything, and WebKit may hold the main thread until it
+/// has, for up to 500 ms (a timed wait that ran out in 6 of 20 launches here; none since).
 fn show_when_loaded<R: Runtime>(window: tauri::WebviewWindow<R>) {
     tauri::async_runtime::spawn(async move {
         tokio::time::sleep(SHOW_ANYWAY).await;

@@ -236,7 +236,7 @@ pub async fn inbox_items(engine: &Engine) -> Result<Vec<InboxItem>> {
         .inbox()
         .await?
         .iter()
-        .map(InboxItem::from)
+        .map(InboxItem::listed)
         .collect())
 }
 

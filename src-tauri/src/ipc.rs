@@ -190,6 +190,9 @@ pub struct InboxItem {
     pub kind: plandesk::store::ItemKind,
     pub tool_name: String,
     pub args: Value,
+    /// The whole arguments' length in bytes when `args` is a [`preview`] (in the inbox's list;
+    /// the run's detail, which a review is drawn from, has them whole).
+    pub args_full_bytes: Option<usize>,
     pub since: i64,
     pub prompt: String,
     pub workspace: String,
@@ -203,13 +206,27 @@ pub struct InboxItem {
 
 impl From<&ReviewItem> for InboxItem {
     fn from(item: &ReviewItem) -> Self {
+        Self::with_args(item, item.args.clone(), None)
+    }
+}
+
+impl InboxItem {
+    /// An item for the inbox's list: long arguments as a [`preview`] (a pending approval of a
+    /// 200 KB write would otherwise go whole to the window with every change to the inbox).
+    pub fn listed(item: &ReviewItem) -> Self {
+        let (args, full) = preview(&Json::new(&item.args));
+        Self::with_args(item, args.value(), full)
+    }
+
+    fn with_args(item: &ReviewItem, args: Value, args_full_bytes: Option<usize>) -> Self {
         let revision = item.revision.as_ref();
         Self {
             run_id: item.run_id.clone(),
             tool_call_id: item.tool_call_id.clone(),
             kind: item.kind,
             tool_name: item.tool_name.clone(),
-            args: item.args.clone(),
+            args,
+            args_full_bytes,
             since: item.since,
             prompt: item.prompt.clone(),
             workspace: item.workspace.clone(),

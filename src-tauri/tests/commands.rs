@@ -245,6 +245,60 @@ fn long_tool_arguments_and_results_come_as_previews_then_whole() {
     );
 }
 
+/// The inbox lists a pending approval with its long arguments as a preview (they went to the
+/// window whole with every change to the inbox); the run's detail, which the review is drawn
+/// from, has them whole.
+#[test]
+fn the_inbox_lists_long_approval_arguments_as_a_preview_and_the_review_has_them_whole() {
+    let content = "fn step() {}\n".repeat(10_000);
+    let fx = fixture_with(|workspace| {
+        let script = workspace.join("script.json");
+        let turns = json!({"turns": [{"toolCalls": [
+            {"toolCallId": "draft", "toolName": "write_file",
+             "args": {"path": ".plandesk/plans/steps.md", "content": "# Steps\n\nWrite the steps.\n"}},
+            {"toolCallId": "plan", "toolName": "submit_plan", "args": {"path": ".plandesk/plans/steps.md"}},
+        ]}, {"toolCalls": [
+            {"toolCallId": "big", "toolName": "write_file", "args": {"path": "src/steps.rs", "content": content}},
+        ]}]});
+        std::fs::write(&script, turns.to_string()).unwrap();
+        format!("scripted:{}", script.display())
+    });
+    let plan = fx.ok("inbox", json!({}))[0].clone();
+    fx.ok(
+        "decide",
+        json!({"request": {"runId": plan["runId"], "toolCallId": plan["toolCallId"], "approve": true,
+                           "revision": plan["sha256"]}, "onEvent": channel()}),
+    );
+    let inbox = fx.wait_inbox("the write to approve", |items| {
+        items[0]["kind"] == "approval"
+    });
+    let listed = &inbox[0];
+    assert_eq!(
+        listed["args"]["path"], "src/steps.rs",
+        "the preview names the file"
+    );
+    assert!(listed["args"]["content"].as_str().unwrap().len() < 1024);
+    assert!(
+        inbox.to_string().len() < 8 * 1024,
+        "{} bytes: the arguments went whole",
+        inbox.to_string().len()
+    );
+    let detail = fx.ok("run_detail", json!({"runId": listed["runId"]}));
+    let pending = &detail["pending"][0];
+    assert_eq!(pending["toolCallId"], "big");
+    assert_eq!(
+        pending["args"]["content"],
+        json!(content),
+        "the review shows all of it"
+    );
+    assert_eq!(pending["argsFullBytes"], Value::Null);
+    assert_eq!(
+        listed["argsFullBytes"],
+        json!(pending["args"].to_string().len()),
+        "the preview says how long the whole is"
+    );
+}
+
 /// The window is told a decision is taken only once it is recorded: read at once, the plan is
 /// decided (the run goes on meanwhile, streaming into the channel).
 #[test]

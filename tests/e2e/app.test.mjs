@@ -282,12 +282,14 @@ test('after approval a file write asks first; declining it with a reason; a fail
   const fx = fixture();
   const script = join(fx.root, 'script.json');
   const planText = '# Add a greeting\n\n1. Write src/greet.rs\n';
+  // Long enough to reach the inbox as a preview: the card to approve shows all of it.
+  const greeting = `pub fn greet() {}\n${'// greeting line\n'.repeat(1500)}// the last line\n`;
   writeFileSync(script, JSON.stringify({ turns: [
     { toolCalls: [
       { toolName: 'write_file', args: { path: '.plandesk/plans/greet.md', content: planText } },
       { toolName: 'submit_plan', args: { path: '.plandesk/plans/greet.md' } },
     ] },
-    { text: 'Writing the file.', toolCalls: [{ toolName: 'write_file', args: { path: 'src/greet.rs', content: 'pub fn greet() {}\n' } }] },
+    { text: 'Writing the file.', toolCalls: [{ toolName: 'write_file', args: { path: 'src/greet.rs', content: greeting } }] },
   ] }));
   cli(fx, ['run', '--model', `scripted:${script}`, '--workspace', fx.workspace, 'Add a greeting']);
   const app = await openApp(PORT, fx);
@@ -295,7 +297,10 @@ test('after approval a file write asks first; declining it with a reason; a fail
     await app.find('#plan-title');
     await app.click('#approve');
     await app.waitFor("document.querySelector('.review h2')?.textContent === 'write_file wants to run'", { what: 'the approval card' });
-    assert.match(await app.text('.review'), /src\/greet\.rs[\s\S]*pub fn greet\(\) \{\}/, 'path and content are shown');
+    assert.match(await app.text('.review'), /src\/greet\.rs[\s\S]*pub fn greet\(\) \{\}[\s\S]*\/\/ the last line/, 'path and all of the content are shown');
+    assert.match(await app.text('#inbox'), /write_file src\/greet\.rs/, 'the inbox names the file');
+    await app.exec("document.querySelector('.approval-content').scrollTop = 1e9");
+    await app.screenshot(join(ARTIFACTS, 'approval.png'));
     await app.type('#feedback', 'Not in this change');
     await app.click('#reject');
     // The script has no third turn: the next model call fails, and the app offers a retry.

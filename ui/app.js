@@ -30,17 +30,14 @@ async function boot() {
   document.addEventListener('keydown', onKey);
   document.addEventListener('click', onLinkClick);
   try {
-    // Asked together, not one round trip after another; listening before reading, so a
-    // change between the two is not missed.
-    [state.info] = await Promise.all([
-      call('app_info'),
-      listen('inbox-changed', setInbox),
-      listen('open-plan', openPending),
-      listen('open-inbox', showInbox),
-      listen('open-failed', showError),
-    ]);
-    [state.inbox] = await Promise.all([call('inbox'), refreshRuns()]);
+    state.info = await call('app_info');
+    await listen('inbox-changed', setInbox);
+    await listen('open-plan', openPending);
+    await listen('open-inbox', showInbox);
+    await listen('open-failed', showError);
+    state.inbox = await call('inbox');
     renderInbox();
+    await refreshRuns();
   } catch (e) {
     showError(e);
     return;

@@ -33,18 +33,23 @@ function format(name, options) {
   return formats[name];
 }
 
+/** Whether `millis` is a time a Date can hold (a formatter throws on any other). */
+function isTime(millis) {
+  return Number.isFinite(millis) && Math.abs(millis) <= 8.64e15;
+}
+
 /** "3 min ago", "2 h ago", or a date. */
 export function age(millis, now = Date.now()) {
   const s = Math.max(0, Math.round((now - millis) / 1000));
   if (s < 45) return 'just now';
   if (s < 3600) return `${Math.round(s / 60)} min ago`;
   if (s < 86400) return `${Math.round(s / 3600)} h ago`;
-  return Number.isFinite(millis) ? format('day', { month: 'short', day: 'numeric' }).format(millis) : '';
+  return isTime(millis) ? format('day', { month: 'short', day: 'numeric' }).format(millis) : '';
 }
 
 /** A moment, to the minute, as the person's locale writes it. */
 export function when(millis) {
-  return Number.isFinite(millis) ? format('moment', { dateStyle: 'medium', timeStyle: 'short' }).format(millis) : '';
+  return isTime(millis) ? format('moment', { dateStyle: 'medium', timeStyle: 'short' }).format(millis) : '';
 }
 
 export function badge(status) {

@@ -15,8 +15,9 @@ test('dates read as the locale writes them; one formatter each serves every row'
 });
 
 test('a missing or broken time shows nothing rather than "Invalid Date" or an exception', () => {
-  for (const bad of [undefined, null, NaN, Infinity, '2026-12-03']) {
+  for (const bad of [undefined, null, NaN, Infinity, '2026-12-03', 8.64e15 + 1, -1e17]) {
     assert.equal(when(bad), '');
   }
   assert.equal(age(NaN, Date.now()), '');
+  assert.equal(age(-1e17, Date.now()), '');
 });

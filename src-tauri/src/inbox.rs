@@ -166,6 +166,7 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
 
 /// Shows, raises and focuses the window; with a plan, opens it there.
 pub(crate) fn bring_forward<R: Runtime>(app: &AppHandle<R>, open: Option<&OpenPlan>) {
+    crate::window_settled();
     if let Some(window) = app.get_webview_window(WINDOW) {
         let _ = window.unminimize();
         let _ = window.show();

@@ -204,6 +204,8 @@ pub struct InboxItem {
     pub sha256: Option<String>,
 }
 
+/// An item with its arguments whole, as a review is drawn from (a run's detail); a list of
+/// items uses [`InboxItem::listed`].
 impl From<&ReviewItem> for InboxItem {
     fn from(item: &ReviewItem) -> Self {
         Self::with_args(item, item.args.clone(), None)

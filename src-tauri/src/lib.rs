@@ -315,6 +315,7 @@ pub fn run(options: Options) -> Result<(), String> {
                     .load(Ordering::Relaxed)
                 {
                     api.prevent_close();
+                    window_settled();
                     let _ = window.hide();
                 }
             }
@@ -339,13 +340,21 @@ fn show_when_loaded<R: Runtime>(window: tauri::WebviewWindow<R>) {
     });
 }
 
-/// Shows and focuses the window the first time it is called for it at launch.
+/// Whether the launch's own showing of the window is done with: it showed it, or the person
+/// already showed it (tray, a second launch, a notification) or closed it to the tray.
+static LAUNCH_SHOWN: AtomicBool = AtomicBool::new(false);
+
+/// Shows and focuses the window, unless the launch's showing is done with.
 fn show_once<R: Runtime>(window: &tauri::WebviewWindow<R>) {
-    static SHOWN: AtomicBool = AtomicBool::new(false);
-    if !SHOWN.swap(true, Ordering::Relaxed) {
+    if !LAUNCH_SHOWN.swap(true, Ordering::Relaxed) {
         let _ = window.show();
         let _ = window.set_focus();
     }
+}
+
+/// The person showed or hid the window: a launch still waiting for its page leaves it so.
+pub(crate) fn window_settled() {
+    LAUNCH_SHOWN.store(true, Ordering::Relaxed);
 }
 
 /// Whether a D-Bus session bus can be found (the single-instance plugin needs one).

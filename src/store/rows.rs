@@ -440,8 +440,8 @@ pub struct NewDecision<'a> {
 }
 
 impl NewDecision<'_> {
-    /// The row this decision becomes once inserted as `id`, on the plan revision `revision_id`:
-    /// what a read of it would give, without reading (and parsing) its resume data back.
+    /// The row this decision becomes once inserted as `id`, on the plan revision `revision_id`,
+    /// built from what was written rather than read (and its resume data parsed) back.
     pub fn stored_as(&self, id: i64, revision_id: Option<i64>) -> DecisionRow {
         DecisionRow {
             id,

@@ -355,7 +355,7 @@ pub async fn revision_pages(
     id: i64,
     from: usize,
 ) -> Result<Vec<String>> {
-    let (_, rendered) = state.engine.review().rendering(id).await?;
+    let (_, _, rendered) = state.engine.review().rendering(id).await?;
     Ok(crate::ipc::plan_pages(&rendered.rendered.html)
         .into_iter()
         .skip(from)
@@ -367,9 +367,9 @@ pub async fn revision_pages(
 /// long plan's second and third copies would slow every plan's way to the screen).
 #[tauri::command]
 pub async fn revision_source(state: State<'_, AppState>, id: i64) -> Result<RevisionSource> {
-    let (revision, rendered) = state.engine.review().rendering(id).await?;
+    let (_, markdown, rendered) = state.engine.review().rendering(id).await?;
     Ok(RevisionSource {
-        markdown: revision.markdown(),
+        markdown,
         source_html: rendered.source_html.clone(),
     })
 }

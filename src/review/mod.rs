@@ -289,9 +289,8 @@ impl Review {
 
     /// A revision as a person reviews it: the whole plan rendered, and its source text.
     pub async fn view(&self, id: i64) -> Result<RevisionView, ReviewError> {
-        let (revision, rendered) = self.rendering(id).await?;
+        let (revision, markdown, rendered) = self.rendering(id).await?;
         let thread = self.thread(&revision).await?;
-        let markdown = revision.markdown();
         Ok(view_from(
             revision,
             markdown,
@@ -300,16 +299,27 @@ impl Review {
         ))
     }
 
-    /// A revision and its rendering (kept: shared, not copied), for a host that wants parts of
-    /// it without the whole [`view`](Self::view).
-    pub async fn rendering(&self, id: i64) -> Result<(Revision, Arc<RenderedPlan>), ReviewError> {
+    /// A revision, the markdown it is rendered from (title heading and body) and its rendering
+    /// (kept: shared, not copied), for a host that wants parts of it without the whole
+    /// [`view`](Self::view).
+    pub async fn rendering(
+        &self,
+        id: i64,
+    ) -> Result<(Revision, String, Arc<RenderedPlan>), ReviewError> {
         let revision = self.revision_by_id(id).await?;
         let markdown = revision.markdown();
         let (renders, sha) = (self.renders.clone(), revision.sha256.clone());
-        let rendered = tokio::task::spawn_blocking(move || renders.get(&sha, &markdown))
-            .await
-            .unwrap_or_else(|_| Arc::new(RenderedPlan::of(&revision.markdown())));
-        Ok((revision, rendered))
+        let rendered = tokio::task::spawn_blocking(move || {
+            let rendered = renders.get(&sha, &markdown);
+            (markdown, rendered)
+        })
+        .await;
+        let (markdown, rendered) = rendered.unwrap_or_else(|_| {
+            let markdown = revision.markdown();
+            let rendered = Arc::new(RenderedPlan::of(&markdown));
+            (markdown, rendered)
+        });
+        Ok((revision, markdown, rendered))
     }
 
     /// Two revisions of one plan side by side, older on the left, with the decisions between.

@@ -216,8 +216,8 @@ impl InboxItem {
     /// An item for the inbox's list: long arguments as a [`preview`] (a pending approval of a
     /// 200 KB write would otherwise go whole to the window with every change to the inbox).
     pub fn listed(item: &ReviewItem) -> Self {
-        let (args, full) = preview(&Json::new(&item.args));
-        Self::with_args(item, args.value(), full)
+        let (args, full) = preview_value(&item.args);
+        Self::with_args(item, args, full)
     }
 
     fn with_args(item: &ReviewItem, args: Value, args_full_bytes: Option<usize>) -> Self {
@@ -433,13 +433,30 @@ const PREVIEW_ITEMS: usize = 20;
 /// the same shape, so a `path` argument still names the file); never longer than the value.
 pub fn preview(json: &Json) -> (Json, Option<usize>) {
     let full = json.text().len();
-    if full <= FULL_UP_TO {
-        return (json.clone(), None);
+    match shortened(full, || json.value()) {
+        Some(value) => (Json::new(&value), Some(full)),
+        None => (json.clone(), None),
     }
-    let mut value = json.value();
-    let mut budget = PREVIEW_BUDGET;
-    cut(&mut value, &mut budget);
-    (Json::new(&value), Some(full))
+}
+
+/// [`preview`] of a value already parsed (its length is that of its compact JSON text).
+pub fn preview_value(value: &Value) -> (Value, Option<usize>) {
+    // A Value always serializes (its map keys are strings).
+    let full = serde_json::to_vec(value).map_or(0, |text| text.len());
+    match shortened(full, || value.clone()) {
+        Some(value) => (value, Some(full)),
+        None => (value.clone(), None),
+    }
+}
+
+/// The preview of a value `full` bytes long, if it is too long to go as it is.
+fn shortened(full: usize, value: impl FnOnce() -> Value) -> Option<Value> {
+    (full > FULL_UP_TO).then(|| {
+        let mut value = value();
+        let mut budget = PREVIEW_BUDGET;
+        cut(&mut value, &mut budget);
+        value
+    })
 }
 
 /// Cuts `value` to what `budget` (characters) allows, spending it in document order: every
@@ -546,6 +563,18 @@ mod tests {
         let value = sent.value();
         assert_eq!(value["path"], "plans/big.md", "a path still names the file");
         assert_eq!(value["content"], "é".repeat(PREVIEW_STRING));
+    }
+
+    #[test]
+    fn a_parsed_value_previews_as_its_text_does() {
+        for value in [
+            json!({"path": "a.md", "content": "x".repeat(FULL_UP_TO - 40)}),
+            json!({"content": "é".repeat(100_000), "path": "plans/big.md"}),
+        ] {
+            let (text, text_full) = preview(&Json::new(&value));
+            let (parsed, parsed_full) = preview_value(&value);
+            assert_eq!((parsed, parsed_full), (text.value(), text_full));
+        }
     }
 
     #[test]

@@ -10,6 +10,9 @@ import { go } from './nav.js';
 import { setInbox } from './sidebar.js';
 import { prefetchRevision } from './review.js';
 
+/** How long a continuation waits for its run's first answer before its view switches anyway. */
+const SWITCH_MS = 100;
+
 /** A live stream's state: its transcript, whether it still runs, and how it stands. */
 export function newLive() {
   const live = { transcript: new Transcript(), running: true, status: 'running', runId: null };
@@ -18,10 +21,12 @@ export function newLive() {
 }
 
 function onRunEvent(live, event) {
+  // A continuation's view is drawn when its run first answers (see follow).
+  if (live.draw) live.draw();
   if (event.event === 'chunk') {
     const chunk = event.data;
     live.runId = chunk.runId;
-    live.transcript.chunk(chunk);
+    live.transcript.chunk(chunk, wholeToolCall(chunk.runId));
     if (chunk.type === 'start') {
       live.started = true;
       // The run's view switches to this stream, unless it shows it already.
@@ -35,7 +40,7 @@ function onRunEvent(live, event) {
     if (chunk.type === 'error') {
       live.error = chunk.payload.error;
     }
-    markChunk();
+    if (state.view && state.view.stream === live) markChunk(live.transcript.el);
     updateStatus(live);
     return;
   }
@@ -100,13 +105,26 @@ export async function follow(runId, invoke, { said } = {}) {
   }
   if (said) live.transcript.user(said);
   state.live.set(runId, live);
-  // Asked first, then drawn: the backend records the decision while the view switches to the
-  // stream, and the first chunk lands on a view already built.
+  // Asked first, drawn when the run answers: the backend records the decision and starts the
+  // run while nothing else competes with it for the machine (a frame drawn meanwhile, on a
+  // machine that paints on its CPU, costs as much as the whole answer), and the view switches
+  // to the stream with its first chunk in it. If the run has not answered within SWITCH_MS,
+  // the view switches anyway, to say it is working.
   const answer = invoke(live.channel);
-  const drawn = go('run', runId, { live, detail: { ...detail, pending: [], error: null, interrupted: false } });
+  let drawn = null;
+  const switched = new Promise((resolve) => {
+    live.draw = () => {
+      live.draw = null;
+      drawn = go('run', runId, { live, detail: { ...detail, pending: [], error: null, interrupted: false } });
+      resolve();
+    };
+  });
+  const late = setTimeout(() => live.draw && live.draw(), SWITCH_MS);
   try {
     await answer;
   } catch (e) {
+    clearTimeout(late);
+    live.draw = null;
     live.running = false;
     state.live.delete(runId);
     await drawn;
@@ -114,6 +132,8 @@ export async function follow(runId, invoke, { said } = {}) {
     showError(e);
     return e;
   }
+  await switched;
+  clearTimeout(late);
   await drawn;
   return null;
 }

@@ -37,9 +37,10 @@ export function markDecisionAnswered() {
   }
 }
 
-/** A chunk arrived on a live stream. */
-export function markChunk() {
+/** A chunk is in the view on screen (`el`, the stream's transcript, is laid out to time it). */
+export function markChunk(el) {
   if (metrics.awaitFirstChunk) {
+    el.getBoundingClientRect();
     metrics.firstResumedChunk = performance.now() - metrics.awaitFirstChunk;
     metrics.awaitFirstChunk = null;
   }

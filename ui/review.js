@@ -114,14 +114,17 @@ function renderApproval(item, slot) {
 
 /** Sends a decision; `text` is the feedback of a rejection or the note of an approval. */
 async function decide(item, revision, approve, text) {
+  // Once: a second click (or key) before the view switches to the run does nothing. The
+  // buttons are not redrawn as disabled: the view switches as soon as the run answers.
+  if (item.deciding) return;
+  item.deciding = true;
   markDecisionClicked();
-  document.querySelectorAll('#approve, #reject').forEach((b) => { b.disabled = true; });
   text = text && text.trim() ? text.trim() : null;
   const error = await follow(item.runId, (channel) => call('decide', {
     request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null, revision: revision ? revision.sha256 : null },
     onEvent: channel,
   }).then((answer) => { markDecisionAnswered(); return answer; }));
-  // Refused: follow() has put the run back on screen as it stands, with the reason.
+  // Refused: follow() has put the run back on screen as it stands (a new review), with the reason.
   if (error) return;
   // Rejected without feedback: the run waits for the person's next message.
   if (!approve && !text && item.kind === 'plan') $('message')?.focus();

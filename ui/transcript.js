@@ -110,9 +110,13 @@ export class Transcript {
     return details;
   }
 
-  /** Applies one chunk of the live stream. */
-  chunk(chunk) {
+  /** Applies one chunk of the live stream. Long arguments and results come as previews, as in
+   * `load` (`argsFullBytes`, `resultFullBytes`), read in full by `whole(toolCallId)`. */
+  chunk(chunk, whole) {
     const p = chunk.payload || {};
+    const wholeOf = (details, bytes, pick) => {
+      if (bytes) wholeOnOpen(details, bytes, () => whole(p.toolCallId).then(pick));
+    };
     switch (chunk.type) {
       case 'text-start': {
         const el = h('div', { class: 'msg assistant streaming' });
@@ -130,9 +134,10 @@ export class Transcript {
         if (el) el.classList.remove('streaming');
         break;
       }
-      case 'tool-call': this.call(p.toolCallId, p.toolName, p.args); break;
-      case 'tool-result': this.result(p.toolCallId, p.toolName, p.result); break;
-      case 'tool-error': this.result(p.toolCallId, p.toolName, p.error, true); break;
+      case 'tool-call': wholeOf(this.call(p.toolCallId, p.toolName, p.args), chunk.argsFullBytes, (full) => full.args); break;
+      case 'tool-result': wholeOf(this.result(p.toolCallId, p.toolName, p.result), chunk.resultFullBytes, (full) => full.result); break;
+      // Stored as {error}: the whole message, as the line showed its start.
+      case 'tool-error': wholeOf(this.result(p.toolCallId, p.toolName, p.error, true), chunk.resultFullBytes, (full) => full.result?.error ?? full.result); break;
       case 'tool-call-suspended':
       case 'tool-call-approval': {
         const call = this.calls.get(p.toolCallId);

@@ -65,7 +65,7 @@ impl From<plandesk::model::ModelError> for IpcError {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", content = "data", rename_all = "camelCase")]
 pub enum RunEvent {
-    Chunk(Chunk),
+    Chunk(LiveChunk),
     /// The stream ended; where the run stands (what waits in it, `run_detail` says: a plan
     /// here would be a second copy of what the window is about to fetch).
     Ended(RunEnd),
@@ -75,6 +75,72 @@ pub enum RunEvent {
     Cancelled {
         run_id: String,
     },
+}
+
+/// A chunk as the window gets it: the engine's chunk, its long values cut to previews the way
+/// `run_detail` sends a transcript (the window never shows more of them, folded in a line, and
+/// a 200 KB plan in a `tool-result` would otherwise cross the IPC whole, at the moment a person
+/// waits for the run to go on). The values are in the store before the chunk is sent, so
+/// `tool_call` reads them whole when a line is opened. Hosts other than the window (the CLI,
+/// MCP) get the engine's chunks as they are.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveChunk {
+    #[serde(flatten)]
+    pub chunk: Chunk,
+    /// The whole `args`' length in bytes, when the payload's `args` is a preview.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args_full_bytes: Option<usize>,
+    /// The whole `result` (a `tool-result`) or `error` (a `tool-error`)'s length in bytes,
+    /// when it is a preview.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_full_bytes: Option<usize>,
+}
+
+impl From<Chunk> for LiveChunk {
+    fn from(mut chunk: Chunk) -> Self {
+        use plandesk::chunk::ChunkKind as K;
+        let (mut args_full_bytes, mut result_full_bytes) = (None, None);
+        match &mut chunk.kind {
+            K::ToolCall(call) => args_full_bytes = shorten(&mut call.args),
+            K::ToolResult(p) => {
+                args_full_bytes = shorten(&mut p.args);
+                result_full_bytes = shorten(&mut p.result);
+            }
+            K::ToolError(p) => {
+                args_full_bytes = shorten(&mut p.args);
+                result_full_bytes = shorten_text(&mut p.error);
+            }
+            K::ToolCallSuspended(p) => {
+                args_full_bytes = shorten(&mut p.args);
+                // The plan itself: the window reads its revision.
+                shorten(&mut p.suspend_payload);
+            }
+            K::ToolCallApproval(p) => args_full_bytes = shorten(&mut p.args),
+            K::ToolOutputDenied(p) => args_full_bytes = shorten(&mut p.args),
+            // A step's output repeats what streamed in it; the window does not show it.
+            K::StepFinish(p) => shorten_output(&mut p.output),
+            K::Finish(p) => shorten_output(&mut p.output),
+            K::Start(_)
+            | K::StepStart(_)
+            | K::TextStart(_)
+            | K::TextDelta(_)
+            | K::TextEnd(_)
+            | K::Error(_) => {}
+        }
+        Self {
+            chunk,
+            args_full_bytes,
+            result_full_bytes,
+        }
+    }
+}
+
+fn shorten_output(output: &mut plandesk::chunk::StepOutput) {
+    shorten_text(&mut output.text);
+    for call in &mut output.tool_calls {
+        shorten(&mut call.args);
+    }
 }
 
 /// Where a run stands when its stream ends.
@@ -441,12 +507,48 @@ pub fn preview(json: &Json) -> (Json, Option<usize>) {
 
 /// [`preview`] of a value already parsed (its length is that of its compact JSON text).
 pub fn preview_value(value: &Value) -> (Value, Option<usize>) {
-    // A Value always serializes (its map keys are strings).
-    let full = serde_json::to_vec(value).map_or(0, |text| text.len());
-    match shortened(full, || value.clone()) {
-        Some(value) => (value, Some(full)),
-        None => (value.clone(), None),
+    let mut value = value.clone();
+    let full = shorten(&mut value);
+    (value, full)
+}
+
+/// Cuts `value` to its [`preview`] in place, if it is too long to go as it is; its whole
+/// length in bytes then.
+fn shorten(value: &mut Value) -> Option<usize> {
+    let full = json_len(value);
+    let cut_to = shortened(full, || std::mem::take(value))?;
+    *value = cut_to;
+    Some(full)
+}
+
+/// The length of `value`'s compact JSON text, counted as it is written out, not kept.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
+    let mut count = Count(0);
+    // A Value always serializes (its map keys are strings).
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// Cuts a long text to the start a preview keeps, in place; its whole length in bytes then.
+fn shorten_text(text: &mut String) -> Option<usize> {
+    let full = text.len();
+    if full <= FULL_UP_TO {
+        return None;
+    }
+    if let Some((at, _)) = text.char_indices().nth(PREVIEW_BUDGET) {
+        text.truncate(at);
+    }
+    Some(full)
 }
 
 /// The preview of a value `full` bytes long, if it is too long to go as it is.
@@ -608,6 +710,160 @@ mod tests {
                 sent.text().len(),
                 &json.text()[..80]
             );
+        }
+    }
+
+    /// The Tauri channel sends a message under this size with the chunk itself; a larger one
+    /// makes the window fetch it in a second round trip.
+    const CHANNEL_DIRECT: usize = 8192;
+
+    fn sent(chunk: Chunk) -> Value {
+        serde_json::to_value(LiveChunk::from(chunk)).unwrap()
+    }
+
+    #[test]
+    fn a_live_chunk_keeps_its_wire_form_and_cuts_long_values_to_previews() {
+        use plandesk::chunk::*;
+        let plan = "Move a table, then check the counts.\n".repeat(6_000);
+        let submitted = json!({"toolId": "submit_plan", "content": "Plan approved.", "isError": false,
+            "submittedPlan": {"title": "Migrate", "path": "plans/big.md", "plan": plan}});
+        let result = Chunk::new(
+            "run-1",
+            ChunkKind::ToolResult(ToolResultPayload {
+                tool_call_id: "call-1".into(),
+                tool_name: "submit_plan".into(),
+                args: json!({"path": "plans/big.md"}),
+                result: submitted.clone(),
+            }),
+        );
+        let wire = sent(result);
+        let text = wire.to_string();
+        assert!(text.len() < CHANNEL_DIRECT, "{} bytes", text.len());
+        assert_eq!(wire["type"], "tool-result");
+        assert_eq!(
+            (&wire["runId"], &wire["from"]),
+            (&json!("run-1"), &json!("AGENT"))
+        );
+        assert_eq!(wire["payload"]["toolCallId"], "call-1");
+        assert_eq!(wire["payload"]["args"], json!({"path": "plans/big.md"}));
+        assert_eq!(wire["payload"]["result"]["content"], "Plan approved.");
+        assert_eq!(
+            wire["payload"]["result"]["submittedPlan"]["path"],
+            "plans/big.md"
+        );
+        assert_eq!(wire["resultFullBytes"], json_len(&submitted));
+        assert!(
+            wire.get("argsFullBytes").is_none(),
+            "short arguments go whole"
+        );
+
+        let content = "é".repeat(100_000);
+        let write = Chunk::new(
+            "run-1",
+            ChunkKind::ToolCall(ToolCall {
+                tool_call_id: "call-0".into(),
+                tool_name: "write_file".into(),
+                args: json!({"path": "plans/big.md", "content": content}),
+            }),
+        );
+        let wire = sent(write.clone());
+        assert!(wire.to_string().len() < CHANNEL_DIRECT);
+        assert_eq!(
+            wire["payload"]["args"]["path"], "plans/big.md",
+            "the line still names the file"
+        );
+        assert_eq!(
+            wire["argsFullBytes"],
+            serde_json::to_string(&json!({"path": "plans/big.md", "content": content}))
+                .unwrap()
+                .len()
+        );
+
+        // Every other kind that carries a model's or a tool's values.
+        let output = StepOutput {
+            text: "t".repeat(50_000),
+            tool_calls: vec![ToolCall {
+                tool_call_id: "call-0".into(),
+                tool_name: "write_file".into(),
+                args: json!({"content": content}),
+            }],
+            usage: None,
+        };
+        let done = StepResult {
+            reason: "stop".into(),
+            is_continued: false,
+        };
+        let big = json!({"content": content});
+        for chunk in [
+            ChunkKind::ToolError(ToolErrorPayload {
+                tool_call_id: "c".into(),
+                tool_name: "t".into(),
+                args: big.clone(),
+                error: "e".repeat(50_000),
+            }),
+            ChunkKind::ToolCallSuspended(SuspendedPayload {
+                tool_call_id: "c".into(),
+                tool_name: "t".into(),
+                args: big.clone(),
+                suspend_payload: submitted.clone(),
+                resume_schema: "{}".into(),
+            }),
+            ChunkKind::ToolCallApproval(ApprovalPayload {
+                tool_call_id: "c".into(),
+                tool_name: "t".into(),
+                args: big.clone(),
+                resume_schema: "{}".into(),
+            }),
+            ChunkKind::ToolOutputDenied(DeniedPayload {
+                tool_call_id: "c".into(),
+                tool_name: "t".into(),
+                args: big.clone(),
+                reason: "no".into(),
+            }),
+            ChunkKind::StepFinish(StepFinishPayload {
+                message_id: "m".into(),
+                step_result: done.clone(),
+                output: output.clone(),
+            }),
+            ChunkKind::Finish(FinishPayload {
+                step_result: done.clone(),
+                output: output.clone(),
+                usage: None,
+            }),
+        ] {
+            let name = chunk.type_name();
+            let wire = sent(Chunk::new("run-1", chunk));
+            assert_eq!(wire["type"], name);
+            assert!(
+                wire.to_string().len() < CHANNEL_DIRECT,
+                "{name}: {} bytes",
+                wire.to_string().len()
+            );
+        }
+    }
+
+    #[test]
+    fn a_live_chunk_with_short_values_is_the_engines_chunk_as_it_is() {
+        use plandesk::chunk::*;
+        for kind in [
+            ChunkKind::ToolCall(ToolCall {
+                tool_call_id: "c".into(),
+                tool_name: "read_file".into(),
+                args: json!({"path": "a.md"}),
+            }),
+            ChunkKind::TextDelta(TextDeltaPayload {
+                id: "t".into(),
+                text: "x".repeat(FULL_UP_TO * 2),
+            }),
+            ChunkKind::ToolError(ToolErrorPayload {
+                tool_call_id: "c".into(),
+                tool_name: "t".into(),
+                args: json!({}),
+                error: "e".repeat(FULL_UP_TO),
+            }),
+        ] {
+            let chunk = Chunk::new("run-1", kind);
+            assert_eq!(sent(chunk.clone()), serde_json::to_value(&chunk).unwrap());
         }
     }
 }

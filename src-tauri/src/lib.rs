@@ -92,7 +92,7 @@ impl std::fmt::Debug for ChannelSink {
 impl ChunkSink for ChannelSink {
     fn emit(&mut self, chunk: Chunk) {
         if let Some(channel) = &self.0 {
-            let _ = channel.send(RunEvent::Chunk(chunk));
+            let _ = channel.send(RunEvent::Chunk(chunk.into()));
         }
     }
 }

@@ -100,7 +100,8 @@ function installFake(world) {
   };
   window.__TAURI__ = {
     core: {
-      Channel: class { constructor() { this.onmessage = () => {}; } },
+      // Kept so a test can stream chunks into a run, as the backend does.
+      Channel: class { constructor() { this.onmessage = () => {}; (window.__channels ||= []).push(this); } },
       invoke: async (cmd, args) => {
         window.__calls.push({ cmd, args: JSON.parse(JSON.stringify(args || {}, (k, v) => (v && v.onmessage ? '[channel]' : v))) });
         const handler = handlers[cmd];
@@ -192,12 +193,12 @@ test('a decision on a plan that changed is refused with a clear banner', async (
   await page.close();
 });
 
-test('Approve switches the run to its stream at once, before the backend answers, without reading the run again', async () => {
+test('Approve switches the run to its stream even while the backend has not answered, without reading the run again', async () => {
   const page = await open(world({ holdDecision: true }));
   await page.waitForSelector('#approve');
   const reads = (await calls(page, 'run_detail')).length;
   await page.click('#approve');
-  // The decision is still being recorded: the view already shows the run going on.
+  // The decision is still being recorded and no chunk came: the view soon shows the run going on.
   await page.waitForSelector('.run-status .spinner');
   assert.equal(await page.$('#approve'), null, 'the review is gone from the view');
   assert.match(await page.textContent('.meta-line'), /running/);
@@ -206,6 +207,37 @@ test('Approve switches the run to its stream at once, before the backend answers
   assert.equal(decision.args.request.approve, true);
   assert.equal((await calls(page, 'run_detail')).length, reads, 'the click did not read the run again');
   await page.screenshot({ path: join(ARTIFACTS, 'approved-streaming-chromium.png') });
+  await page.evaluate(() => window.__answerDecision());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('Approve: one decision however often it is clicked; the stream shows its first chunk, a long result as a preview read whole when opened', async () => {
+  const w = world({ holdDecision: true });
+  const plan = 'Move a table, then check the counts.\n'.repeat(6000);
+  const result = { toolId: 'submit_plan', content: 'Plan approved. Proceed with implementation following the approved plan.', isError: false,
+    submittedPlan: { title: 'Add caching', path: '.plandesk/plans/p1.md', plan } };
+  w.toolCalls = { 'run1/call1': { args: { path: '.plandesk/plans/p1.md' }, result } };
+  const page = await open(w);
+  await page.waitForSelector('#approve');
+  await page.evaluate(() => { window.__channels = []; });
+  await page.click('#approve');
+  await page.keyboard.press('a');
+  await page.evaluate(() => document.getElementById('approve')?.click());
+  assert.equal((await calls(page, 'decide')).length, 1, 'one decision');
+  // The first chunk, as the backend sends it to the window: the plan in the result cut short.
+  await page.evaluate(([r]) => window.__channels[0].onmessage({ event: 'chunk', data: { type: 'tool-result', runId: 'run1', from: 'AGENT',
+    payload: { toolCallId: 'call1', toolName: 'submit_plan', args: { path: '.plandesk/plans/p1.md' },
+      result: { ...r, submittedPlan: { ...r.submittedPlan, plan: r.submittedPlan.plan.slice(0, 600) } } },
+    resultFullBytes: JSON.stringify(r).length } }), [result]);
+  assert.equal(await page.$('#approve'), null, 'the review is gone from the view');
+  const line = page.locator('.transcript details.tool.result').last();
+  assert.match(await line.locator('.arg').textContent(), /^Plan approved\./);
+  assert.match(await line.locator('.preview-note').textContent(), /^The start of 22\d KB: all of it shows when this is opened\.$/);
+  await line.locator('summary').click();
+  await page.waitForFunction(() => !document.querySelector('.transcript details.tool.result:last-of-type .preview-note'));
+  assert.equal(JSON.parse(await line.locator('pre').textContent()).submittedPlan.plan, plan);
+  assert.deepEqual((await calls(page, 'tool_call')).map((c) => c.args), [{ runId: 'run1', toolCallId: 'call1' }]);
   await page.evaluate(() => window.__answerDecision());
   assert.deepEqual(page.errors, []);
   await page.close();

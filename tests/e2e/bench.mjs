@@ -1,7 +1,7 @@
 // App benchmarks (not tests): `./x bench app`. The real app under Xvfb, driven by WebDriver.
 //  - cold start to interactive (launch -> UI ready)
 //  - suspension -> plan rendered in the webview, for a ~200 KB plan
-//  - click Approve -> first chunk of the resumed run
+//  - click Approve -> first chunk of the resumed run, laid out in the view on screen
 //  - idle memory of the app and its WebKit processes (PSS, after a few idle seconds), and of an
 //    empty Tauri window on the same machine (the floor: `src-tauri/examples/empty_window.rs`),
 //    each measured while the other is not running

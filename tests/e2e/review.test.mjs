@@ -153,7 +153,7 @@ test('a refused decision is answered once, by the command: the run stays as it w
   }
 });
 
-test('a 200 KB plan in the real window: only the pages near the screen are built; scrolled to its end, its last step is there to select', async () => {
+test('a 200 KB plan in the real window: only the pages near the screen are built; scrolled to its end, its last step is there to select; approved, it comes back in a result shown by its start', async () => {
   const fx = fixture();
   let plan = '# Migrate the store\n\n';
   for (let i = 0; plan.length < 200 * 1024; i += 1) {
@@ -192,6 +192,18 @@ test('a 200 KB plan in the real window: only the pages near the screen are built
     await app.waitFor(`!${write}.querySelector('.preview-note')`, { what: 'the whole write' });
     assert.equal(await app.exec(`return JSON.parse(${write}.querySelector('pre').textContent).content`), plan);
     await app.screenshot(join(ARTIFACTS, 'long-tool-call.png'));
+    // Approved, the run goes on: its plan comes back in submit_plan's result, which the run's
+    // view shows by its start (as the stream brought it, or read back once it ended), and whole when opened.
+    await app.click('#approve');
+    const result = "[...document.querySelectorAll('details.tool.result')].find((d) => d.querySelector('.name').textContent === 'submit_plan →')";
+    await app.waitFor(`${result}?.querySelector('.preview-note')`, { what: "submit_plan's result" });
+    assert.match(await app.exec(`return ${result}.querySelector('.preview-note').textContent`), /^The start of 2\d\d KB: all of it shows when this is opened\.$/);
+    assert.match(await app.exec(`return ${result}.querySelector('.arg').textContent`), /^Plan approved\./);
+    await app.exec(`${result}.scrollIntoView(); ${result}.querySelector('summary').click(); return true;`);
+    await app.waitFor(`!${result}.querySelector('.preview-note')`, { what: 'the whole result' });
+    const shown = JSON.parse(await app.exec(`return ${result}.querySelector('pre').textContent`));
+    assert.equal(shown.submittedPlan.plan, plan.replace(/^# Migrate the store\n+/, '').trimEnd());
+    await app.screenshot(join(ARTIFACTS, 'long-tool-result.png'));
   } finally {
     await app.close();
   }

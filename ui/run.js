@@ -121,14 +121,19 @@ function renderFooter(detail, footer) {
   const feedbackWait = detail.waiting === 'feedback';
   const box = h('textarea', { id: 'message', rows: '3', 'aria-label': 'Your next message',
     placeholder: feedbackWait ? 'The plan was sent back: tell the agent what to change.' : 'Send the agent another message.' });
-  const send = h('button', { id: 'send', class: 'primary', type: 'button', onclick: () => sendMessage(run.id, box.value) }, 'Send', h('kbd', {}, 'Ctrl+Enter'));
+  // Once: a second click (or Ctrl+Enter) before the view switches to the run sends nothing more.
+  let sent = false;
+  const send = h('button', { id: 'send', class: 'primary', type: 'button', onclick: () => {
+    if (sent || !box.value.trim()) return;
+    sent = true;
+    sendMessage(run.id, box.value);
+  } }, 'Send', h('kbd', {}, 'Ctrl+Enter'));
   footer.append(h('div', { class: 'card form' },
     h('label', {}, feedbackWait ? 'Waiting for your instructions' : 'Message', box), h('div', { class: 'actions' }, send)));
   if (feedbackWait) box.focus();
 }
 
 async function sendMessage(runId, text) {
-  if (!text.trim()) return;
   await follow(runId, (channel) => call('send_message', { runId, text, onEvent: channel }), { said: text.trim() });
 }
 

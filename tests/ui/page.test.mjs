@@ -94,6 +94,7 @@ function installFake(world) {
       return null;
     },
     retry_run: ({ runId }) => { world.retried = runId; return null; },
+    send_message: () => new Promise((resolve) => { window.__answerMessage = () => resolve(null); }),
     history: () => world.history || [],
     comments: () => world.comments || [],
     open_link: () => null,
@@ -239,6 +240,28 @@ test('Approve: one decision however often it is clicked; the stream shows its fi
   assert.equal(JSON.parse(await line.locator('pre').textContent()).submittedPlan.plan, plan);
   assert.deepEqual((await calls(page, 'tool_call')).map((c) => c.args), [{ runId: 'run1', toolCallId: 'call1' }]);
   await page.evaluate(() => window.__answerDecision());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a message is sent once however often Send is pressed; it shows at once, and the stream follows it', async () => {
+  const w = world();
+  w.runs.push({ id: 'run9', prompt: 'Add caching', model: 'demo', mode: 'build', status: 'finished', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null });
+  w.details = { run9: { waiting: 'finished' } };
+  const page = await open(w);
+  await page.click('#runs li[data-run-id="run9"]');
+  await page.waitForSelector('#message');
+  await page.fill('#message', 'Now add a test');
+  await page.evaluate(() => { window.__channels = []; });
+  await page.click('#send');
+  await page.click('#send');
+  await page.press('#message', 'Control+Enter');
+  assert.equal((await calls(page, 'send_message')).length, 1, 'one message');
+  assert.match(await page.textContent('.transcript'), /Now add a test/, 'what was said shows at once');
+  await page.evaluate(() => window.__channels[0].onmessage({ event: 'chunk', data: { type: 'step-start', runId: 'run9', from: 'AGENT', payload: { messageId: 'm2' } } }));
+  await page.waitForSelector('.run-status .spinner');
+  assert.equal(await page.$('#message'), null, 'the view follows the stream');
+  await page.evaluate(() => window.__answerMessage());
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -4,7 +4,7 @@ import { call, runChannel, wholeToolCall } from './api.js';
 import { h, clear } from './dom.js';
 import { Transcript } from './transcript.js';
 import { state } from './state.js';
-import { markChunk, markSuspended } from './metrics.js';
+import { markChunk, markRefused, markSuspended } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { go } from './nav.js';
 import { setInbox } from './sidebar.js';
@@ -40,7 +40,7 @@ function onRunEvent(live, event) {
     if (chunk.type === 'error') {
       live.error = chunk.payload.error;
     }
-    if (state.view && state.view.stream === live) markChunk(live.transcript.el);
+    markChunk(chunk.runId, state.view && state.view.stream === live ? live.transcript.el : null);
     updateStatus(live);
     return;
   }
@@ -76,11 +76,11 @@ export function updateStatus(live) {
 }
 
 /**
- * Carries a run on (a decision, a message, a retry): its view shows the stream at once, the
- * stored transcript first, while `invoke(channel)` asks the backend to start the continuation,
- * whose chunks append below it in order. If the backend refuses (decided elsewhere meanwhile,
- * a newer revision), the view goes back to the run as it stands, and says why. Returns the
- * error that stopped it, or null.
+ * Carries a run on (a decision, a message, a retry): `invoke(channel)` asks the backend to start
+ * the continuation, and the view switches to its stream, the stored transcript first and its
+ * chunks below it in order, once the run first answers (or after SWITCH_MS). If the backend
+ * refuses (decided elsewhere meanwhile, a newer revision), the view goes back to the run as it
+ * stands, and says why. Returns the error that stopped it, or null.
  */
 export async function follow(runId, invoke, { said } = {}) {
   hideBanner();
@@ -110,12 +110,15 @@ export async function follow(runId, invoke, { said } = {}) {
   // machine that paints on its CPU, costs as much as the whole answer), and the view switches
   // to the stream with its first chunk in it. If the run has not answered within SWITCH_MS,
   // the view switches anyway, to say it is working.
+  // A person who has moved on meanwhile (the next plan, another view) stays where they went: the
+  // stream goes on, and the run shows it when opened.
   const answer = invoke(live.channel);
+  const from = state.view;
   let drawn = null;
   const switched = new Promise((resolve) => {
     live.draw = () => {
       live.draw = null;
-      drawn = go('run', runId, { live, detail: { ...detail, pending: [], error: null, interrupted: false } });
+      if (state.view === from) drawn = go('run', runId, { live, detail: { ...detail, pending: [], error: null, interrupted: false } });
       resolve();
     };
   });
@@ -124,6 +127,7 @@ export async function follow(runId, invoke, { said } = {}) {
     await answer;
   } catch (e) {
     clearTimeout(late);
+    markRefused();
     live.draw = null;
     live.running = false;
     state.live.delete(runId);

@@ -23,8 +23,9 @@ export function markPlanRendered(plan) {
   }
 }
 
-/** Approve or Reject was clicked: the answer and the next chunk are timed from here. */
-export function markDecisionClicked() {
+/** Approve or Reject was clicked on `runId`: the answer and its next chunk are timed from here. */
+export function markDecisionClicked(runId) {
+  metrics.awaitRun = runId;
   metrics.awaitFirstChunk = performance.now();
   metrics.decisionSentAt = metrics.awaitFirstChunk;
 }
@@ -37,11 +38,20 @@ export function markDecisionAnswered() {
   }
 }
 
-/** A chunk is in the view on screen (`el`, the stream's transcript, is laid out to time it). */
-export function markChunk(el) {
-  if (metrics.awaitFirstChunk) {
-    el.getBoundingClientRect();
-    metrics.firstResumedChunk = performance.now() - metrics.awaitFirstChunk;
+/** A chunk of `runId` arrived: in the view on screen when `el` (the stream's transcript, laid
+ * out to time it) is given; else off screen (the person moved on), which is not timed. */
+export function markChunk(runId, el) {
+  if (metrics.awaitFirstChunk && runId === metrics.awaitRun) {
+    if (el) {
+      el.getBoundingClientRect();
+      metrics.firstResumedChunk = performance.now() - metrics.awaitFirstChunk;
+    }
     metrics.awaitFirstChunk = null;
   }
+}
+
+/** The backend refused the decision: nothing more to time for it. */
+export function markRefused() {
+  metrics.awaitFirstChunk = null;
+  metrics.decisionSentAt = null;
 }

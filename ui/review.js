@@ -118,7 +118,7 @@ async function decide(item, revision, approve, text) {
   // buttons are not redrawn as disabled: the view switches as soon as the run answers.
   if (item.deciding) return;
   item.deciding = true;
-  markDecisionClicked();
+  markDecisionClicked(item.runId);
   text = text && text.trim() ? text.trim() : null;
   const error = await follow(item.runId, (channel) => call('decide', {
     request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null, revision: revision ? revision.sha256 : null },

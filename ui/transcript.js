@@ -53,11 +53,16 @@ function wholeOnOpen(details, fullBytes, whole) {
   });
 }
 
+/** Chunks sent only once the model's turn before them is stored. */
+const AFTER_TURN = new Set(['tool-result', 'tool-error', 'tool-call-suspended', 'tool-call-approval', 'tool-output-denied',
+  'step-finish', 'finish']);
+
 export class Transcript {
   constructor() {
     this.el = h('div', { class: 'transcript', 'aria-live': 'polite', 'aria-label': 'Transcript' });
     this.texts = new Map(); // text id -> element
     this.calls = new Map(); // tool call id -> details element
+    this.unstored = []; // resolves a promise each, once the model's turn so far is stored
   }
 
   /** Items as `run_detail` returns them; long arguments and results come as previews (their
@@ -114,8 +119,11 @@ export class Transcript {
    * `load` (`argsFullBytes`, `resultFullBytes`), read in full by `whole(toolCallId)`. */
   chunk(chunk, whole) {
     const p = chunk.payload || {};
-    const wholeOf = (details, bytes, pick) => {
-      if (bytes) wholeOnOpen(details, bytes, () => whole(p.toolCallId).then(pick));
+    if (AFTER_TURN.has(chunk.type)) {
+      for (const stored of this.unstored.splice(0)) stored();
+    }
+    const wholeOf = (details, bytes, pick, ready = Promise.resolve()) => {
+      if (bytes) wholeOnOpen(details, bytes, () => ready.then(() => whole(p.toolCallId)).then(pick));
     };
     switch (chunk.type) {
       case 'text-start': {
@@ -134,7 +142,13 @@ export class Transcript {
         if (el) el.classList.remove('streaming');
         break;
       }
-      case 'tool-call': wholeOf(this.call(p.toolCallId, p.toolName, p.args), chunk.argsFullBytes, (full) => full.args); break;
+      case 'tool-call': {
+        // It streams in while the model is still answering; the backend stores the turn once the
+        // model is done, so all of it can be read from then on (the chunks in AFTER_TURN).
+        const stored = new Promise((resolve) => this.unstored.push(resolve));
+        wholeOf(this.call(p.toolCallId, p.toolName, p.args), chunk.argsFullBytes, (full) => full.args, stored);
+        break;
+      }
       case 'tool-result': wholeOf(this.result(p.toolCallId, p.toolName, p.result), chunk.resultFullBytes, (full) => full.result); break;
       // Stored as {error}: the whole message, as the line showed its start.
       case 'tool-error': wholeOf(this.result(p.toolCallId, p.toolName, p.error, true), chunk.resultFullBytes, (full) => full.result?.error ?? full.result); break;

@@ -80,9 +80,11 @@ pub enum RunEvent {
 /// A chunk as the window gets it: the engine's chunk, its long values cut to previews the way
 /// `run_detail` sends a transcript (the window never shows more of them, folded in a line, and
 /// a 200 KB plan in a `tool-result` would otherwise cross the IPC whole, at the moment a person
-/// waits for the run to go on). The values are in the store before the chunk is sent, so
-/// `tool_call` reads them whole when a line is opened. Hosts other than the window (the CLI,
-/// MCP) get the engine's chunks as they are.
+/// waits for the run to go on). `tool_call` reads a value whole when its line is opened: a
+/// tool's result is stored before its chunk is sent, a model's tool call once the model's turn
+/// is over (the window waits for that). Hosts other than the window (the CLI, MCP) get the
+/// engine's chunks as they are. A chunk stays under the 8 KB Tauri sends with its message
+/// unless a step's output lists many long calls (the window then fetches it, as before).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LiveChunk {
@@ -539,15 +541,18 @@ fn json_len(value: &Value) -> usize {
     count.0
 }
 
-/// Cuts a long text to the start a preview keeps, in place; its whole length in bytes then.
+/// Cuts a text longer than [`FULL_UP_TO`] bytes to its first [`PREVIEW_BUDGET`] bytes (on a
+/// character), in place; its whole length in bytes then.
 fn shorten_text(text: &mut String) -> Option<usize> {
     let full = text.len();
     if full <= FULL_UP_TO {
         return None;
     }
-    if let Some((at, _)) = text.char_indices().nth(PREVIEW_BUDGET) {
-        text.truncate(at);
+    let mut at = PREVIEW_BUDGET;
+    while !text.is_char_boundary(at) {
+        at -= 1;
     }
+    text.truncate(at);
     Some(full)
 }
 
@@ -717,8 +722,12 @@ mod tests {
     /// makes the window fetch it in a second round trip.
     const CHANNEL_DIRECT: usize = 8192;
 
-    fn sent(chunk: Chunk) -> Value {
-        serde_json::to_value(LiveChunk::from(chunk)).unwrap()
+    /// The chunk as the window gets it, and the length of the whole message the channel sends.
+    fn sent(chunk: Chunk) -> (Value, usize) {
+        let text = serde_json::to_string(&RunEvent::Chunk(chunk.into())).unwrap();
+        let mut event: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(event["event"], "chunk");
+        (event["data"].take(), text.len())
     }
 
     #[test]
@@ -736,9 +745,8 @@ mod tests {
                 result: submitted.clone(),
             }),
         );
-        let wire = sent(result);
-        let text = wire.to_string();
-        assert!(text.len() < CHANNEL_DIRECT, "{} bytes", text.len());
+        let (wire, bytes) = sent(result);
+        assert!(bytes < CHANNEL_DIRECT, "{bytes} bytes");
         assert_eq!(wire["type"], "tool-result");
         assert_eq!(
             (&wire["runId"], &wire["from"]),
@@ -766,8 +774,8 @@ mod tests {
                 args: json!({"path": "plans/big.md", "content": content}),
             }),
         );
-        let wire = sent(write.clone());
-        assert!(wire.to_string().len() < CHANNEL_DIRECT);
+        let (wire, bytes) = sent(write.clone());
+        assert!(bytes < CHANNEL_DIRECT, "{bytes} bytes");
         assert_eq!(
             wire["payload"]["args"]["path"], "plans/big.md",
             "the line still names the file"
@@ -832,13 +840,9 @@ mod tests {
             }),
         ] {
             let name = chunk.type_name();
-            let wire = sent(Chunk::new("run-1", chunk));
+            let (wire, bytes) = sent(Chunk::new("run-1", chunk));
             assert_eq!(wire["type"], name);
-            assert!(
-                wire.to_string().len() < CHANNEL_DIRECT,
-                "{name}: {} bytes",
-                wire.to_string().len()
-            );
+            assert!(bytes < CHANNEL_DIRECT, "{name}: {bytes} bytes");
         }
     }
 
@@ -863,7 +867,28 @@ mod tests {
             }),
         ] {
             let chunk = Chunk::new("run-1", kind);
-            assert_eq!(sent(chunk.clone()), serde_json::to_value(&chunk).unwrap());
+            assert_eq!(sent(chunk.clone()).0, serde_json::to_value(&chunk).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_long_text_is_cut_on_a_character_to_its_preview_and_a_short_one_is_left() {
+        let mut short = "x".repeat(FULL_UP_TO);
+        assert_eq!(shorten_text(&mut short), None);
+        assert_eq!(short.len(), FULL_UP_TO);
+        for unit in ["e", "é", "漢", "🦀"] {
+            let mut text = unit.repeat(FULL_UP_TO + 1); // over 8 KB, up to 32 KB
+            let full = text.len();
+            assert_eq!(shorten_text(&mut text), Some(full), "{unit}");
+            assert!(
+                text.len() <= PREVIEW_BUDGET && text.len() > PREVIEW_BUDGET - 4,
+                "{unit}: {}",
+                text.len()
+            );
+            assert!(
+                text.chars().all(|c| c.to_string() == unit),
+                "{unit}: cut on a character"
+            );
         }
     }
 }

@@ -154,6 +154,23 @@ test('j/k move through the inbox and open each plan; a approves the plan on scre
   await page.close();
 });
 
+test('a then j: the next plan opens and stays, while the approved run goes on out of sight', async () => {
+  const page = await open(world({ holdDecision: true }));
+  await page.waitForSelector('#plan-title');
+  await page.keyboard.press('a');
+  await page.keyboard.press('j');
+  await page.waitForFunction(() => document.querySelector('#plan-title')?.textContent === 'Fix the login bug');
+  // Past the moment the approved run's view would have switched to its stream (100 ms).
+  await page.waitForTimeout(300);
+  assert.equal(await page.textContent('#plan-title'), 'Fix the login bug', 'the plan the person went to');
+  assert.equal((await calls(page, 'decide')).length, 1);
+  await page.evaluate(() => window.__answerDecision());
+  await page.waitForTimeout(50);
+  assert.equal(await page.textContent('#plan-title'), 'Fix the login bug');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('r focuses the feedback box and Ctrl+Enter rejects with the feedback', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan-title');
@@ -222,9 +239,12 @@ test('Approve: one decision however often it is clicked; the stream shows its fi
   const page = await open(w);
   await page.waitForSelector('#approve');
   await page.evaluate(() => { window.__channels = []; });
-  await page.click('#approve');
-  await page.keyboard.press('a');
-  await page.evaluate(() => document.getElementById('approve')?.click());
+  // Three times in one go (the view switches as soon as the run answers, at most 100 ms on).
+  await page.evaluate(() => {
+    document.getElementById('approve').click();
+    document.getElementById('approve').click();
+    document.body.dispatchEvent(new KeyboardEvent('keydown', { key: 'a', bubbles: true }));
+  });
   assert.equal((await calls(page, 'decide')).length, 1, 'one decision');
   // The first chunk, as the backend sends it to the window: the plan in the result cut short.
   await page.evaluate(([r]) => window.__channels[0].onmessage({ event: 'chunk', data: { type: 'tool-result', runId: 'run1', from: 'AGENT',
@@ -252,15 +272,48 @@ test('a message is sent once however often Send is pressed; it shows at once, an
   await page.click('#runs li[data-run-id="run9"]');
   await page.waitForSelector('#message');
   await page.fill('#message', 'Now add a test');
-  await page.evaluate(() => { window.__channels = []; });
-  await page.click('#send');
-  await page.click('#send');
-  await page.press('#message', 'Control+Enter');
+  await page.evaluate(() => {
+    window.__channels = [];
+    document.getElementById('send').click();
+    document.getElementById('send').click();
+    document.getElementById('message').dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', ctrlKey: true, bubbles: true }));
+  });
   assert.equal((await calls(page, 'send_message')).length, 1, 'one message');
   assert.match(await page.textContent('.transcript'), /Now add a test/, 'what was said shows at once');
   await page.evaluate(() => window.__channels[0].onmessage({ event: 'chunk', data: { type: 'step-start', runId: 'run9', from: 'AGENT', payload: { messageId: 'm2' } } }));
   await page.waitForSelector('.run-status .spinner');
   assert.equal(await page.$('#message'), null, 'the view follows the stream');
+  await page.evaluate(() => window.__answerMessage());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a long tool call streaming in shows its start; opened before its turn is stored, all of it shows once it is', async () => {
+  const w = world();
+  w.runs.push({ id: 'run9', prompt: 'Add caching', model: 'demo', mode: 'build', status: 'finished', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null });
+  w.details = { run9: { waiting: 'finished' } };
+  const content = 'Move a table, then check the counts.\n'.repeat(6000);
+  w.toolCalls = { 'run9/w9': { args: { path: 'src/cache.rs', content }, result: null } };
+  const page = await open(w);
+  await page.click('#runs li[data-run-id="run9"]');
+  await page.fill('#message', 'Now write it');
+  await page.evaluate(() => { window.__channels = []; document.getElementById('send').click(); });
+  const send = (data) => page.evaluate((d) => window.__channels[0].onmessage({ event: 'chunk', data: { runId: 'run9', from: 'AGENT', ...d } }), data);
+  await send({ type: 'step-start', payload: { messageId: 'm2' } });
+  await send({ type: 'tool-call', payload: { toolCallId: 'w9', toolName: 'write_file', args: { path: 'src/cache.rs', content: content.slice(0, 600) } },
+    argsFullBytes: JSON.stringify({ path: 'src/cache.rs', content }).length });
+  const line = page.locator('details.tool[data-call-id="w9"]');
+  assert.equal(await line.locator('.arg').textContent(), 'src/cache.rs');
+  assert.match(await line.locator('.preview-note').textContent(), /^The start of 22\d KB/);
+  await line.locator('summary').click();
+  // The model is still answering: the backend has not stored the call yet, so it is not asked.
+  await page.waitForTimeout(150);
+  assert.equal((await calls(page, 'tool_call')).length, 0, 'not read before it is stored');
+  assert.match(await line.locator('.preview-note').textContent(), /^Loading all 22\d KB/);
+  await send({ type: 'tool-call-approval', payload: { toolCallId: 'w9', toolName: 'write_file', args: { path: 'src/cache.rs' }, resumeSchema: '{}' } });
+  await page.waitForFunction(() => !document.querySelector('details.tool[data-call-id="w9"] .preview-note'));
+  assert.equal(JSON.parse(await line.locator('pre').textContent()).content, content);
+  assert.equal((await calls(page, 'tool_call')).length, 1);
   await page.evaluate(() => window.__answerMessage());
   assert.deepEqual(page.errors, []);
   await page.close();

@@ -255,6 +255,7 @@ test('Approve: one decision however often it is clicked; the stream shows its fi
   const line = page.locator('.transcript details.tool.result').last();
   assert.match(await line.locator('.arg').textContent(), /^Plan approved\./);
   assert.match(await line.locator('.preview-note').textContent(), /^The start of 22\d KB: all of it shows when this is opened\.$/);
+  await page.screenshot({ path: join(ARTIFACTS, 'approved-first-chunk-chromium.png') });
   await line.locator('summary').click();
   await page.waitForFunction(() => !document.querySelector('.transcript details.tool.result:last-of-type .preview-note'));
   assert.equal(JSON.parse(await line.locator('pre').textContent()).submittedPlan.plan, plan);

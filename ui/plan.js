@@ -64,11 +64,23 @@ export function planView(revision, { id, scroller = viewEl() } = {}) {
 }
 
 /**
+ * The editor's live preview of `pages` (a whole plan's HTML in pages, as the engine rendered
+ * it) in `article`, which scrolls itself, shown from its scroll position `at`: only the pages
+ * near it are in the document, as in a review. `heights` (HTML -> px) keeps what pages measured
+ * from one preview to the next, so that the pages above stay the height they had and the text
+ * being edited stays where it was. Returns what stops it watching.
+ */
+export function pagedPreview(article, pages, { heights, at }) {
+  return paginate(article, { id: null, title: '', pages }, article, { heights, at });
+}
+
+/**
  * Fills `article` with the plan's pages, and keeps only those near the screen filled. The
  * revision brings its first pages (`pages`) and every page's length (`pageBytes`); the others
- * are fetched once the first are on screen.
+ * are fetched once the first are on screen. With `at`, the pages filled first are those near
+ * that scroll position; `heights` as in `pagedPreview`. Returns what stops it watching.
  */
-function paginate(article, revision, scroller) {
+function paginate(article, revision, scroller, { heights = null, at = null } = {}) {
   const fills = [];
   article.onFill = (f) => fills.push(f);
   const sizes = revision.pageBytes || revision.pages.map((html) => html.length);
@@ -90,15 +102,21 @@ function paginate(article, revision, scroller) {
     fill(page);
     if (above) scroller.scrollTop += page.el.getBoundingClientRect().height - before;
   };
-  const sized = (page) => { page.el.style.height = `${Math.round(page.bytes * estimate.perByte)}px`; };
+  const height = (page) => heights?.get(page.html) ?? Math.round(page.bytes * estimate.perByte);
+  const sized = (page) => { page.el.style.height = `${height(page)}px`; };
   const learn = (page, px) => {
+    heights?.set(page.html, px);
     estimate.px += px;
     estimate.bytes += page.bytes;
     estimate.perByte = estimate.px / estimate.bytes;
   };
   let bytes = 0;
+  let y = 0;
+  const screen = scroller.clientHeight || window.innerHeight;
   for (const page of pages) {
-    if (bytes < FIRST_BYTES && page.html !== null) {
+    const near = at === null ? bytes < FIRST_BYTES : y + height(page) >= at - screen && y <= at + 2 * screen;
+    y += height(page);
+    if (near && page.html !== null) {
       fill(page);
       bytes += page.bytes;
     } else {
@@ -106,7 +124,7 @@ function paginate(article, revision, scroller) {
     }
     article.append(page.el);
   }
-  if (pages.every((p) => p.filled)) return;
+  if (pages.every((p) => p.filled)) return () => {};
 
   const byEl = new Map(pages.map((p) => [p.el, p]));
   let first = true;
@@ -140,12 +158,13 @@ function paginate(article, revision, scroller) {
   for (const page of pages) observer.observe(page.el);
 
   const from = pages.findIndex((p) => p.html === null);
-  if (from < 0) return;
+  if (from < 0) return () => observer.disconnect();
   call('revision_pages', { id: revision.id, from }).then((rest) => {
     rest.forEach((html, i) => { if (pages[from + i]) pages[from + i].html = html; });
     const top = scroller.getBoundingClientRect().top;
     for (const page of pages) if (page.wanted && page.html !== null) reveal(page, page.el.getBoundingClientRect().bottom <= top);
   }, showError);
+  return () => observer.disconnect();
 }
 
 /** Whether the person's text selection reaches into `el` (its page stays while it does). */

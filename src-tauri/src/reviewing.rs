@@ -56,11 +56,12 @@ pub async fn edit_plan(
     Ok(state.engine.review().edit(revision_id, &text).await?)
 }
 
-/// The editor's live preview: rendered exactly as a plan is (sanitised, bounded).
+/// The editor's live preview: rendered exactly as a plan is (sanitised, bounded), in the pages
+/// a review shows it in (the window keeps only those near the screen in its document).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Preview {
-    pub html: String,
+    pub pages: Vec<String>,
 }
 
 #[tauri::command]
@@ -75,7 +76,10 @@ pub async fn preview(markdown: String) -> Result<Preview> {
         .await
         .map_err(|e| IpcError::new("internal", format!("the preview failed: {e}")))?;
     Ok(Preview {
-        html: rendered.html,
+        pages: crate::ipc::plan_pages(&rendered.html)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
     })
 }
 

@@ -98,6 +98,13 @@ function installFake(world) {
     history: () => world.history || [],
     comments: () => world.comments || [],
     open_link: () => null,
+    // The editor's preview: the engine renders the text; here, the test's pages, with the
+    // text's length so that what was typed shows.
+    preview: ({ markdown }) => {
+      const pages = [...(world.previewPages || [`<p>${markdown.length}</p>`])];
+      pages[pages.length - 1] += `<p id="typed-length">${markdown.length} characters</p>`;
+      return { pages };
+    },
   };
   window.__TAURI__ = {
     core: {
@@ -651,6 +658,48 @@ test('a long plan keeps only the pages near the screen; what scrolls in is marke
   await page.waitForSelector(target);
   await page.waitForFunction((sel) => document.querySelector(sel)?.classList.contains('line-selected'), target);
   await page.screenshot({ path: join(ARTIFACTS, 'long-plan-chromium.png') });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("the editor's preview of a long plan builds only the pages near its scroll position, and stays there as the text changes", async () => {
+  const w = world();
+  w.previewPages = longPlan(120);
+  const page = await open(w);
+  await page.click('#edit');
+  await page.waitForSelector('#plan-preview .plan-page [data-sourcepos]');
+  const shown = () => page.evaluate(() => ({
+    pages: document.querySelectorAll('#plan-preview .plan-page').length,
+    filled: [...document.querySelectorAll('#plan-preview .plan-page')].filter((p) => p.firstChild).length,
+  }));
+  const start = await shown();
+  assert.equal(start.pages, 120, 'every page has its box');
+  assert.ok(start.filled >= 1 && start.filled <= 8, `only the first pages are built: ${JSON.stringify(start)}`);
+
+  // Halfway down, then the text changes: the preview is built again around the same place.
+  const frames = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => requestAnimationFrame(r)))));
+  await page.evaluate(() => { const p = document.getElementById('plan-preview'); p.scrollTop = p.scrollHeight / 2; });
+  await frames();
+  const onScreen = () => page.evaluate(() => {
+    const box = document.getElementById('plan-preview').getBoundingClientRect();
+    const block = [...document.querySelectorAll('#plan-preview [data-sourcepos]')].find((el) => el.getBoundingClientRect().top >= box.top);
+    return block && { block: block.dataset.sourcepos, top: block.getBoundingClientRect().top - box.top };
+  });
+  const before = await onScreen();
+  assert.ok(before && Number(before.block.split(':')[0]) > 1000, `halfway down: ${JSON.stringify(before)}`);
+  const length = await page.evaluate(() => document.getElementById('plan-editor').value.length);
+  await page.focus('#plan-editor');
+  await page.keyboard.press('End');
+  await page.keyboard.type('!');
+  await page.waitForFunction((n) => window.__calls.filter((c) => c.cmd === 'preview').length === 2
+    && window.__calls.filter((c) => c.cmd === 'preview')[1].args.markdown.length === n, length + 1);
+  await frames();
+  assert.deepEqual(await onScreen(), before, 'the same block, at the same place');
+  const after = await shown();
+  assert.ok(after.pages === 120 && after.filled <= 8, `still only the pages near it: ${JSON.stringify(after)}`);
+  // At the end, what was typed shows.
+  await page.evaluate(() => { const p = document.getElementById('plan-preview'); p.scrollTop = p.scrollHeight; });
+  await page.waitForFunction((n) => document.getElementById('typed-length')?.textContent === `${n} characters`, length + 1);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -138,10 +138,20 @@ impl From<Chunk> for LiveChunk {
     }
 }
 
+/// A step's output, when long, as a bounded preview: the window never shows it (it repeats
+/// what streamed in the step), and a step may make many calls that, each short enough to go
+/// whole, add up. Its text and its calls' arguments share one budget; at most
+/// `PREVIEW_ITEMS` calls are listed.
 fn shorten_output(output: &mut plandesk::chunk::StepOutput) {
-    shorten_text(&mut output.text);
+    let calls: usize = output.tool_calls.iter().map(|c| json_len(&c.args)).sum();
+    if output.text.len() + calls <= FULL_UP_TO {
+        return;
+    }
+    let mut budget = PREVIEW_BUDGET;
+    budget -= cut_text(&mut output.text, budget);
+    output.tool_calls.truncate(PREVIEW_ITEMS);
     for call in &mut output.tool_calls {
-        shorten(&mut call.args);
+        cut(&mut call.args, &mut budget);
     }
 }
 
@@ -548,12 +558,18 @@ fn shorten_text(text: &mut String) -> Option<usize> {
     if full <= FULL_UP_TO {
         return None;
     }
-    let mut at = PREVIEW_BUDGET;
+    cut_text(text, PREVIEW_BUDGET);
+    Some(full)
+}
+
+/// Cuts `text` to at most `max` bytes, on a character; the bytes it keeps.
+fn cut_text(text: &mut String, max: usize) -> usize {
+    let mut at = max.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;
     }
     text.truncate(at);
-    Some(full)
+    at
 }
 
 /// The preview of a value `full` bytes long, if it is too long to go as it is.
@@ -788,13 +804,16 @@ mod tests {
         );
 
         // Every other kind that carries a model's or a tool's values.
+        // A step of many calls, each long enough to go whole on its own.
         let output = StepOutput {
             text: "t".repeat(50_000),
-            tool_calls: vec![ToolCall {
-                tool_call_id: "call-0".into(),
-                tool_name: "write_file".into(),
-                args: json!({"content": content}),
-            }],
+            tool_calls: (0..40)
+                .map(|i| ToolCall {
+                    tool_call_id: format!("call-{i}"),
+                    tool_name: "write_file".into(),
+                    args: json!({"path": format!("src/{i}.rs"), "content": "x".repeat(FULL_UP_TO - 100)}),
+                })
+                .collect(),
             usage: None,
         };
         let done = StepResult {

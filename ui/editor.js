@@ -25,12 +25,11 @@ export async function openEditor(revision, slot, done) {
       const { pages } = await call('preview', { markdown: text.value });
       if (mine !== asked) return;
       const at = preview.scrollTop;
-      // Only the pages of this text are worth remembering.
-      const current = new Set(pages);
-      for (const html of [...heights.keys()]) if (!current.has(html)) heights.delete(html);
-      stop();
-      preview.replaceChildren();
-      stop = pagedPreview(preview, pages, { heights, at }); // sanitised by the engine
+      stop(); // keeps the heights its pages have now
+      // Built aside, then swapped in at once: the preview never shows, or measures, empty.
+      const body = h('div');
+      stop = pagedPreview(body, pages, { scroller: preview, heights, at }); // sanitised by the engine
+      preview.replaceChildren(body);
       preview.scrollTop = at;
     } catch (e) { showError(e); }
   };

@@ -65,20 +65,21 @@ export function planView(revision, { id, scroller = viewEl() } = {}) {
 
 /**
  * The editor's live preview of `pages` (a whole plan's HTML in pages, as the engine rendered
- * it) in `article`, which scrolls itself, shown from its scroll position `at`: only the pages
- * near it are in the document, as in a review. `heights` (HTML -> px) keeps what pages measured
- * from one preview to the next, so that the pages above stay the height they had and the text
- * being edited stays where it was. Returns what stops it watching.
+ * it), built in `article` (not yet in the document) for `scroller` to show from its scroll
+ * position `at`: only the pages near it are filled, as in a review. `heights` keeps each page's
+ * height from one preview to the next (by its HTML without line numbers, which an edit above
+ * it shifts), so that what is on screen stays where it was as the text changes. Returns what
+ * stops it, which keeps the heights of its pages as they are then.
  */
-export function pagedPreview(article, pages, { heights, at }) {
-  return paginate(article, { id: null, title: '', pages }, article, { heights, at });
+export function pagedPreview(article, pages, { scroller, heights, at }) {
+  return paginate(article, { id: null, title: '', pages }, scroller, { heights, at });
 }
 
 /**
  * Fills `article` with the plan's pages, and keeps only those near the screen filled. The
  * revision brings its first pages (`pages`) and every page's length (`pageBytes`); the others
  * are fetched once the first are on screen. With `at`, the pages filled first are those near
- * that scroll position; `heights` as in `pagedPreview`. Returns what stops it watching.
+ * that scroll position of `scroller`; `heights` as in `pagedPreview`. Returns what stops it.
  */
 function paginate(article, revision, scroller, { heights = null, at = null } = {}) {
   const fills = [];
@@ -87,6 +88,7 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   const pages = sizes.map((bytes, index) => ({
     html: revision.pages[index] ?? null, bytes, index, el: h('div', { class: 'plan-page' }), filled: false, wanted: false,
   }));
+  if (heights) for (const page of pages) page.key = page.html.replace(/ data-sourcepos="[^"]*"/g, '');
   const fill = (page) => {
     page.el.innerHTML = page.html; // sanitised by the engine
     // The whole plan is rendered (its title heading too, as the CLI shows it): the head names it.
@@ -102,20 +104,20 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
     fill(page);
     if (above) scroller.scrollTop += page.el.getBoundingClientRect().height - before;
   };
-  const height = (page) => heights?.get(page.html) ?? Math.round(page.bytes * estimate.perByte);
-  const sized = (page) => { page.el.style.height = `${height(page)}px`; };
+  const heightOf = (page) => heights?.get(page.key) ?? Math.round(page.bytes * estimate.perByte);
+  const sized = (page) => { page.el.style.height = `${heightOf(page)}px`; };
   const learn = (page, px) => {
-    heights?.set(page.html, px);
+    heights?.set(page.key, px);
     estimate.px += px;
     estimate.bytes += page.bytes;
     estimate.perByte = estimate.px / estimate.bytes;
   };
   let bytes = 0;
   let y = 0;
-  const screen = scroller.clientHeight || window.innerHeight;
+  const screen = at === null ? 0 : scroller.clientHeight || window.innerHeight;
   for (const page of pages) {
-    const near = at === null ? bytes < FIRST_BYTES : y + height(page) >= at - screen && y <= at + 2 * screen;
-    y += height(page);
+    const near = at === null ? bytes < FIRST_BYTES : y + heightOf(page) >= at - screen && y <= at + 2 * screen;
+    y += heightOf(page);
     if (near && page.html !== null) {
       fill(page);
       bytes += page.bytes;
@@ -124,12 +126,25 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
     }
     article.append(page.el);
   }
-  if (pages.every((p) => p.filled)) return () => {};
+  if (heights) {
+    // Only this plan's pages are worth remembering.
+    const keys = new Set(pages.map((page) => page.key));
+    for (const key of [...heights.keys()]) if (!keys.has(key)) heights.delete(key);
+  }
+  let stopped = false;
+  let observer = null;
+  const stop = () => {
+    stopped = true;
+    observer?.disconnect();
+    if (heights) for (const page of pages) heights.set(page.key, page.filled ? page.el.getBoundingClientRect().height : parseFloat(page.el.style.height) || heightOf(page));
+  };
+  if (pages.every((p) => p.filled)) return stop;
 
   const byEl = new Map(pages.map((p) => [p.el, p]));
   let first = true;
-  const observer = new IntersectionObserver((entries) => {
-    // Gone with its view: nothing more to watch.
+  observer = new IntersectionObserver((entries) => {
+    // Gone with its view, or stopped (entries queued before may still come): nothing to do.
+    if (stopped) return;
     if (!article.isConnected) { observer.disconnect(); return; }
     if (first) {
       // Laid out for the first time: what the first pages measure sizes the ones not shown yet.
@@ -158,13 +173,13 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   for (const page of pages) observer.observe(page.el);
 
   const from = pages.findIndex((p) => p.html === null);
-  if (from < 0) return () => observer.disconnect();
+  if (from < 0) return stop;
   call('revision_pages', { id: revision.id, from }).then((rest) => {
     rest.forEach((html, i) => { if (pages[from + i]) pages[from + i].html = html; });
     const top = scroller.getBoundingClientRect().top;
     for (const page of pages) if (page.wanted && page.html !== null) reveal(page, page.el.getBoundingClientRect().bottom <= top);
   }, showError);
-  return () => observer.disconnect();
+  return stop;
 }
 
 /** Whether the person's text selection reaches into `el` (its page stays while it does). */

@@ -116,8 +116,9 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   let y = 0;
   const screen = at === null ? 0 : scroller.clientHeight || window.innerHeight;
   for (const page of pages) {
-    const near = at === null ? bytes < FIRST_BYTES : y + heightOf(page) >= at - screen && y <= at + 2 * screen;
+    const top = y;
     y += heightOf(page);
+    const near = at === null ? bytes < FIRST_BYTES : y >= at - screen && top <= at + 2 * screen;
     if (near && page.html !== null) {
       fill(page);
       bytes += page.bytes;

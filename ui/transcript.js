@@ -32,9 +32,11 @@ function size(bytes) {
 
 /**
  * Makes `details` (a tool call's line, whose `pre` shows a preview of `fullBytes`) show the
- * whole value the first time it is opened: `whole()` fetches it.
+ * whole value the first time it is opened: `whole()` fetches it. A line with no `fullBytes`
+ * shows its value whole already, and is left as it is.
  */
 function wholeOnOpen(details, fullBytes, whole) {
+  if (!fullBytes) return;
   const pre = details.querySelector('pre');
   const note = h('div', { class: 'preview-note' }, `The start of ${size(fullBytes)}: all of it shows when this is opened.`);
   pre.before(note);
@@ -72,16 +74,12 @@ export class Transcript {
       switch (item.kind) {
         case 'user': this.user(item.text); break;
         case 'assistant': this.el.append(h('div', { class: 'msg assistant' }, item.text)); break;
-        case 'tool-call': {
-          const details = this.call(item.toolCallId, item.toolName, item.args);
-          if (item.fullBytes) wholeOnOpen(details, item.fullBytes, () => whole(item.toolCallId).then((full) => full.args));
+        case 'tool-call':
+          wholeOnOpen(this.call(item.toolCallId, item.toolName, item.args), item.fullBytes, () => whole(item.toolCallId).then((full) => full.args));
           break;
-        }
-        case 'tool-result': {
-          const details = this.result(item.toolCallId, item.toolName, item.result);
-          if (item.fullBytes) wholeOnOpen(details, item.fullBytes, () => whole(item.toolCallId).then((full) => full.result));
+        case 'tool-result':
+          wholeOnOpen(this.result(item.toolCallId, item.toolName, item.result), item.fullBytes, () => whole(item.toolCallId).then((full) => full.result));
           break;
-        }
         default: break;
       }
     }
@@ -122,9 +120,7 @@ export class Transcript {
     if (AFTER_TURN.has(chunk.type)) {
       for (const stored of this.unstored.splice(0)) stored();
     }
-    const wholeOf = (details, bytes, pick, ready = Promise.resolve()) => {
-      if (bytes) wholeOnOpen(details, bytes, () => ready.then(() => whole(p.toolCallId)).then(pick));
-    };
+    const read = () => whole(p.toolCallId);
     switch (chunk.type) {
       case 'text-start': {
         const el = h('div', { class: 'msg assistant streaming' });
@@ -143,15 +139,17 @@ export class Transcript {
         break;
       }
       case 'tool-call': {
+        const details = this.call(p.toolCallId, p.toolName, p.args);
+        if (!chunk.argsFullBytes) break;
         // It streams in while the model is still answering; the backend stores the turn once the
         // model is done, so all of it can be read from then on (the chunks in AFTER_TURN).
         const stored = new Promise((resolve) => this.unstored.push(resolve));
-        wholeOf(this.call(p.toolCallId, p.toolName, p.args), chunk.argsFullBytes, (full) => full.args, stored);
+        wholeOnOpen(details, chunk.argsFullBytes, () => stored.then(read).then((full) => full.args));
         break;
       }
-      case 'tool-result': wholeOf(this.result(p.toolCallId, p.toolName, p.result), chunk.resultFullBytes, (full) => full.result); break;
+      case 'tool-result': wholeOnOpen(this.result(p.toolCallId, p.toolName, p.result), chunk.resultFullBytes, () => read().then((full) => full.result)); break;
       // Stored as {error}: the whole message, as the line showed its start.
-      case 'tool-error': wholeOf(this.result(p.toolCallId, p.toolName, p.error, true), chunk.resultFullBytes, (full) => full.result?.error ?? full.result); break;
+      case 'tool-error': wholeOnOpen(this.result(p.toolCallId, p.toolName, p.error, true), chunk.resultFullBytes, () => read().then((full) => full.result?.error ?? full.result)); break;
       case 'tool-call-suspended':
       case 'tool-call-approval': {
         const call = this.calls.get(p.toolCallId);

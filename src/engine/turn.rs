@@ -80,12 +80,13 @@ pub(super) async fn fold(
             ModelEvent::ToolCallEnd { id } => {
                 if let Some(index) = streaming.iter().position(|c| c.id == id) {
                     let done = streaming.remove(index);
-                    let tool_call_id =
-                        unique_call_id(&done.id, |id| used.contains(id) || used_before(id));
+                    let tool_call_id = unique_call_id(&model_token(&done.id), |id| {
+                        used.contains(id) || used_before(id)
+                    });
                     used.insert(tool_call_id.clone());
                     let call = ToolCall {
                         tool_call_id,
-                        tool_name: done.name,
+                        tool_name: model_token(&done.name),
                         args: parse_args(&done.args),
                     };
                     sink.emit(emit::tool_call(run_id, call.clone()));
@@ -102,6 +103,28 @@ pub(super) async fn fold(
     }
     turn.usage = usage;
     Folded { turn, failure }
+}
+
+/// How long a tool call's id or tool name may be, in characters.
+const MAX_TOKEN: usize = 64;
+
+/// A tool call's id or tool name as the model gave it, made safe to store, show and send back:
+/// at most [`MAX_TOKEN`] characters of ASCII letters, digits, `_` and `-` (what the providers
+/// accept in a tool call sent back to them), any other character (a space, an escape, an
+/// invisible one) shown as `_`. The names of real tools are such tokens already, so a name
+/// that had to change names no tool, and the model is told so; an id that is empty here is
+/// given one ([`unique_call_id`]).
+fn model_token(raw: &str) -> String {
+    raw.chars()
+        .take(MAX_TOKEN)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// How deeply tool arguments may nest. The arguments are stored and sent inside the run's
@@ -154,5 +177,24 @@ mod tests {
         assert_eq!(parse_args(&raw), Value::String(raw.clone()));
         assert_eq!(parse_args("  "), json!({}));
         assert_eq!(parse_args("{not json"), json!("{not json"));
+    }
+
+    #[test]
+    fn an_id_or_a_name_is_a_short_token_whatever_the_model_sent() {
+        assert_eq!(model_token("call_AbC-09"), "call_AbC-09");
+        assert_eq!(model_token("write_file"), "write_file");
+        assert_eq!(
+            model_token("functions.write_file:0"),
+            "functions_write_file_0"
+        );
+        assert_eq!(
+            model_token("write_file\u{200b}"),
+            "write_file_",
+            "an invisible character shows"
+        );
+        assert_eq!(model_token("\u{1b}[2Jx"), "__2Jx");
+        assert_eq!(model_token(""), "");
+        let long = model_token(&"漢".repeat(100_000));
+        assert_eq!(long, "_".repeat(MAX_TOKEN));
     }
 }

@@ -83,3 +83,41 @@ fn a_plan_resubmitted_with_a_reused_id_is_a_new_revision_with_its_own_decision()
         "Plan approved. Proceed with implementation following the approved plan."
     );
 }
+
+#[test]
+fn an_id_or_a_tool_name_of_any_size_or_character_is_stored_shown_and_sent_back_as_a_short_token() {
+    // An escape sequence, an invisible character, and far more than any real id or name.
+    let id = format!("\u{1b}]0;owned\u{7}{}", "i".repeat(10_000));
+    let name = format!("submit_plan\u{200b}{}", "x".repeat(100_000));
+    let fx = Fixture::new(json!([
+        {"toolCalls": [{"toolCallId": id, "toolName": name, "args": {"path": PLAN}}]},
+        text("done")
+    ]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let (_, chunks) = fx.start(&[]);
+    let call = &of_type(&chunks, "tool-call")[0]["payload"];
+    let (shown_id, shown_name) = (
+        call["toolCallId"].as_str().unwrap(),
+        call["toolName"].as_str().unwrap(),
+    );
+    let token = |s: &str| {
+        s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+    };
+    assert!(shown_id.len() <= 64 && token(shown_id), "{shown_id}");
+    assert!(shown_id.starts_with("__0_owned_i"), "{shown_id}");
+    assert_eq!(shown_name, format!("submit_plan_{}", "x".repeat(52)));
+    assert!(
+        of_type(&chunks, "tool-call-suspended").is_empty(),
+        "a name that had to change names no tool: nothing waits for a person"
+    );
+    assert_eq!(*types(&chunks).last().unwrap(), "finish");
+    // The model is told, and what goes back to it is the token, not what it sent.
+    let calls = fx.model_calls();
+    let told = tool_message(calls.last().unwrap(), shown_id).to_string();
+    assert!(told.contains("does not exist"), "{told}");
+    assert!(told.contains(shown_name), "{told}");
+    let sent_back = calls.last().unwrap().to_string();
+    assert!(!sent_back.contains('\u{1b}') && !sent_back.contains('\u{200b}'));
+    assert!(!sent_back.contains(&"x".repeat(60)) && !sent_back.contains(&"i".repeat(100)));
+}

@@ -54,7 +54,7 @@ fn plans_and_model_text_cannot_spoof_the_terminal() {
 }
 
 #[test]
-fn a_write_approval_shows_all_of_what_is_approved_and_quotes_ids() {
+fn a_write_approval_shows_all_of_what_is_approved_and_a_safe_id() {
     let content: String = (1..=60).map(|n| format!("line {n}\n")).collect();
     let fx = Fixture::new(json!([
         {"toolCalls": [{"toolCallId": "w; rm -rf ~", "toolName": "write_file",
@@ -72,8 +72,10 @@ fn a_write_approval_shows_all_of_what_is_approved_and_quotes_ids() {
             "line {n} of what is approved is shown: {out}"
         );
     }
+    // The model's id is made a token before anything shows it (`shell_quote`, unit-tested,
+    // still quotes whatever else a suggested command names).
     assert!(
-        out.contains("--tool-call-id 'w; rm -rf ~'"),
-        "a suggested command quotes the id: {out}"
+        out.contains("--tool-call-id w__rm_-rf__\n"),
+        "a suggested command names the call by its token: {out}"
     );
 }

@@ -456,20 +456,20 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 Some(r) => Some(engine.resolve_run(&r).await?),
                 None => None,
             };
-            let revisions = match search {
-                // Oldest first, like the plain listing.
-                Some(query) => {
-                    let filter = review::HistoryFilter {
-                        run_id,
-                        status: None,
-                        query: Some(query),
-                    };
-                    let mut found = engine.review().history(&filter).await?;
-                    found.reverse();
-                    found
-                }
-                None => engine.review().revisions(run_id.as_deref()).await?,
+            let filter = review::HistoryFilter {
+                run_id,
+                status: None,
+                query: search,
             };
+            // JSON carries each plan's text, for scripts; a person's listing is a line per
+            // revision and reads none.
+            let mut revisions = if json {
+                engine.review().history(&filter).await?
+            } else {
+                engine.review().listing(&filter).await?
+            };
+            // Oldest first.
+            revisions.reverse();
             return listing(json, &revisions, print::history);
         }
         Command::Show { revision, html } => {

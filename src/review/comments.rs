@@ -3,7 +3,7 @@
 //! comment is shown where its lines went, addressed (they changed or went) or not (unchanged),
 //! until the reviewer resolves it.
 
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -219,10 +219,16 @@ impl Review {
             let (state, now) = if made_on.id == revision.id {
                 (CommentState::Open, Some(lines))
             } else {
-                let fate = maps
-                    .entry(made_on.id)
-                    .or_insert_with(|| LineMap::between(&made_on.markdown(), &shown))
-                    .follow(lines.start as usize, lines.end as usize);
+                let map = match maps.entry(made_on.id) {
+                    Entry::Occupied(map) => map.into_mut(),
+                    // The thread is read without bodies: an earlier revision is read whole
+                    // only when one of its comments is shown.
+                    Entry::Vacant(slot) => {
+                        let earlier = self.revision_by_id(made_on.id).await?;
+                        slot.insert(LineMap::between(&earlier.markdown(), &shown))
+                    }
+                };
+                let fate = map.follow(lines.start as usize, lines.end as usize);
                 let now = fate.now.map(|(start, end)| Lines {
                     start: start as i64,
                     end: end as i64,

@@ -277,12 +277,17 @@ impl Review {
         }
     }
 
-    /// The revisions of the plan `revision` belongs to, oldest first.
+    /// The revisions of the plan `revision` belongs to, oldest first, without their plans' text
+    /// (each `body` is empty, as in [`Review::listing`]): a thread is read to count, list and
+    /// place revisions, and a long plan's every revision read whole would be most of the work.
     pub async fn thread(&self, revision: &Revision) -> Result<Vec<Revision>, ReviewError> {
-        Ok(self
-            .revisions(Some(&revision.run_id))
-            .await?
+        let rows = self
+            .store
+            .revision_list(Some(&revision.run_id), &[])
+            .await?;
+        Ok(rows
             .into_iter()
+            .map(Revision::from)
             .filter(|r| r.same_thread(revision))
             .collect())
     }

@@ -94,7 +94,7 @@ pub(super) async fn fold(
                 }
             }
             ModelEvent::Usage(u) => usage = Some(u),
-            ModelEvent::Finish { reason } => turn.reason = reason,
+            ModelEvent::Finish { reason } => turn.reason = model_token(&reason),
         }
     }
     drop(events);
@@ -108,7 +108,8 @@ pub(super) async fn fold(
 /// How long a tool call's id or tool name may be, in characters.
 const MAX_TOKEN: usize = 64;
 
-/// A tool call's id or tool name as the model gave it, made safe to store, show and send back:
+/// A tool call's id, a tool name or a finish reason as the model gave it, made safe to store,
+/// show and send back:
 /// at most [`MAX_TOKEN`] characters of ASCII letters, digits, `_` and `-` (what the providers
 /// accept in a tool call sent back to them), any other character (a space, an escape, an
 /// invisible one) shown as `_`. The names of real tools are such tokens already, so a name

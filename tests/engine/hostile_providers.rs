@@ -374,3 +374,50 @@ fn tool_arguments_nested_to_the_parsers_limit_cannot_make_a_run_unreadable() {
     let sent = requests.last().unwrap().body["messages"].to_string();
     assert!(sent.contains("call_deep"), "the model hears about its call");
 }
+
+/// What a provider names (a call's id, its tool, why the answer ended) is stored, shown and sent
+/// back as a short token, whatever it was: here an escape sequence, an invisible character and
+/// far more than any real name.
+#[test]
+fn names_in_an_answer_of_any_size_or_character_become_short_tokens() {
+    let fx = Fixture::new(json!([]));
+    let server = ReplayServer::start();
+    let id = format!("call\u{1b}[2J{}", "i".repeat(5_000));
+    let name = format!("write_file\u{200b}{}", "n".repeat(5_000));
+    let reason = format!("stop\u{1b}]0;owned\u{7}{}", "r".repeat(5_000));
+    let call = json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": id, "type": "function",
+        "function": {"name": name, "arguments": "{}"}}]}}]});
+    let text = json!({"choices": [{"delta": {"content": "Done."}}]});
+    let end = json!({"choices": [{"delta": {}, "finish_reason": reason}]});
+    server
+        .push(Reply::sse(&format!("data: {call}\n\ndata: [DONE]\n\n")))
+        .push(Reply::sse(&format!(
+            "data: {text}\n\ndata: {end}\n\ndata: [DONE]\n\n"
+        )));
+    let out = run(&fx, &server, "openai", &[]);
+    assert!(finished(&out), "{}", String::from_utf8_lossy(&out.stderr));
+    let chunks = chunks(&out.stdout);
+    let token = |s: &str| {
+        s.len() <= 64
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    let call = &chunks.iter().find(|c| c["type"] == "tool-call").unwrap()["payload"];
+    let (id, name) = (
+        call["toolCallId"].as_str().unwrap(),
+        call["toolName"].as_str().unwrap(),
+    );
+    assert!(token(id) && id.starts_with("call__2Ji"), "{id:?}");
+    assert!(token(name) && name.starts_with("write_file_n"), "{name:?}");
+    let step = chunks.iter().rfind(|c| c["type"] == "step-finish").unwrap();
+    let reason = step["payload"]["stepResult"]["reason"].as_str().unwrap();
+    assert!(
+        token(reason) && reason.starts_with("stop__0_owned_r"),
+        "{reason}"
+    );
+    // What went back to the provider with the tool's answer names the call by its tokens.
+    let requests = server.requests();
+    let again = requests.last().unwrap().body.to_string();
+    assert!(again.contains(id) && again.contains(name), "{again}");
+    assert!(!again.contains(&"n".repeat(100)) && !again.contains(&"i".repeat(100)));
+}

@@ -345,7 +345,10 @@ pub async fn tool_call(
 
 #[tauri::command]
 pub async fn revision(state: State<'_, AppState>, id: i64) -> Result<RevisionView> {
-    Ok(state.engine.review().view(id).await?.into())
+    let review = state.engine.review();
+    let (revision, _, rendered) = review.rendering(id).await?;
+    let in_thread = review.thread(&revision).await?.len();
+    Ok(RevisionView::of(&revision, &rendered, in_thread as i64))
 }
 
 /// A revision's plan pages from `from` on (`revision` sends the first ones).
@@ -356,7 +359,8 @@ pub async fn revision_pages(
     from: usize,
 ) -> Result<Vec<String>> {
     let (_, _, rendered) = state.engine.review().rendering(id).await?;
-    Ok(crate::ipc::plan_pages(&rendered.rendered.html)
+    Ok(rendered
+        .pages(crate::ipc::PAGE_BYTES)
         .into_iter()
         .skip(from)
         .map(str::to_owned)

@@ -421,17 +421,24 @@ fn first_pages<'a>(pages: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
-impl From<plandesk::review::RevisionView> for RevisionView {
-    fn from(view: plandesk::review::RevisionView) -> Self {
-        let all = plan_pages(&view.html);
+impl RevisionView {
+    /// `revision` to review, from its kept rendering (nothing of the whole plan is copied but
+    /// the first pages), in a plan thread of `revisions_in_thread`.
+    pub fn of(
+        revision: &plandesk::review::Revision,
+        rendering: &plandesk::review::RenderedPlan,
+        revisions_in_thread: i64,
+    ) -> Self {
+        let all = rendering.pages(PAGE_BYTES);
+        let rendered = &rendering.rendered;
         Self {
-            summary: (&view.revision).into(),
+            summary: revision.into(),
             pages: first_pages(&all).into_iter().map(str::to_owned).collect(),
             page_bytes: all.iter().map(|page| page.len()).collect(),
-            fallback: view.fallback,
-            hidden: view.hidden,
-            hidden_omitted: view.hidden_omitted,
-            revisions_in_thread: view.revisions_in_thread,
+            fallback: rendered.fallback.clone(),
+            hidden: rendered.hidden.clone(),
+            hidden_omitted: rendered.hidden_omitted,
+            revisions_in_thread,
         }
     }
 }

@@ -107,6 +107,7 @@ fn inbox_revision_and_a_stale_decision() {
     assert_eq!(item["revisionNo"], 1);
     let revision = fx.ok("revision", json!({"id": item["revisionId"]}));
     assert_eq!(revision["status"], "pending");
+    assert_eq!(revision["revisionsInThread"], 1);
     let pages: Vec<&str> = revision["pages"]
         .as_array()
         .unwrap()
@@ -466,6 +467,10 @@ fn reject_with_feedback_then_compare_and_search_history() {
         .map(|r| r["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["rejected", "pending"]);
+    for id in [&item["revisionId"], &second["revisionId"]] {
+        let revision = fx.ok("revision", json!({"id": id}));
+        assert_eq!(revision["revisionsInThread"], 2, "{id}: its thread so far");
+    }
     let rejected = fx.ok("history", json!({"filter": {"status": "rejected"}}));
     assert_eq!(rejected.as_array().unwrap().len(), 1);
     assert_eq!(rejected[0]["feedback"], "Also log to a file");

@@ -292,21 +292,9 @@ impl Review {
             .collect())
     }
 
-    /// A revision as a person reviews it: the whole plan rendered, and its source text.
-    pub async fn view(&self, id: i64) -> Result<RevisionView, ReviewError> {
-        let (revision, markdown, rendered) = self.rendering(id).await?;
-        let thread = self.thread(&revision).await?;
-        Ok(view_from(
-            revision,
-            markdown,
-            thread.len() as i64,
-            &rendered,
-        ))
-    }
-
     /// A revision, the markdown it is rendered from (title heading and body) and its rendering
-    /// (kept: shared, not copied), for a host that wants parts of it without the whole
-    /// [`view`](Self::view).
+    /// (kept: shared, not copied, its pages too), for a host that shows it in parts (the
+    /// window: a plan's first pages, more as it scrolls, its source when asked).
     pub async fn rendering(
         &self,
         id: i64,

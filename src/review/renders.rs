@@ -16,6 +16,8 @@ const CAPACITY: usize = 16;
 pub struct RenderedPlan {
     pub rendered: Rendered,
     pub source_html: String,
+    /// The length of each page of `rendered.html`, for the page size first asked for.
+    pages: OnceLock<(usize, Vec<usize>)>,
 }
 
 impl RenderedPlan {
@@ -23,7 +25,31 @@ impl RenderedPlan {
         Self {
             rendered: plan::render(markdown),
             source_html: plan::render::render_source(markdown),
+            pages: OnceLock::new(),
         }
+    }
+
+    /// The rendered HTML in pages of at least `page_bytes` ([`plan::render::pages`]). Cut once
+    /// for the size a host asks for, then kept: a 200 KB plan takes ~2 ms to cut, and a window
+    /// asks for its pages each time it shows the plan or scrolls to more of it.
+    pub fn pages(&self, page_bytes: usize) -> Vec<&str> {
+        let html = &self.rendered.html;
+        let (size, lengths) = self.pages.get_or_init(|| {
+            let pages = plan::render::pages(html, page_bytes);
+            (page_bytes, pages.iter().map(|page| page.len()).collect())
+        });
+        if *size != page_bytes {
+            return plan::render::pages(html, page_bytes);
+        }
+        let mut start = 0;
+        lengths
+            .iter()
+            .map(|len| {
+                let page = &html[start..start + len];
+                start += len;
+                page
+            })
+            .collect()
     }
 }
 
@@ -64,6 +90,21 @@ impl Renders {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_are_cut_once_and_as_the_renderer_cuts_them() {
+        let markdown: String = (0..300)
+            .map(|i| format!("## Step {i}\n\nMove `t{i}`, then check it.\n\n"))
+            .collect();
+        let rendered = RenderedPlan::of(&markdown);
+        let html = &rendered.rendered.html;
+        for size in [2048, 2048, 512, 2048] {
+            let pages = rendered.pages(size);
+            assert_eq!(pages, plan::render::pages(html, size), "{size}");
+            assert!(pages.len() > 1);
+            assert_eq!(pages.concat(), *html);
+        }
+    }
 
     #[test]
     fn a_rendering_is_made_once_and_the_oldest_goes_first() {

@@ -7,10 +7,13 @@
 //    empty Tauri window on the same machine (the floor: `src-tauri/examples/empty_window.rs`),
 //    each measured while the other is not running
 // Medians and p95 over ROUNDS (default 20), printed and written to target/bench/app.json.
+// Two builds compared in one run (the machine is shared: an hour can be twice as slow as the
+// next): PLANDESK_APPS=before=/a/plandesk-app,after=/b/plandesk-app takes turns round by round,
+// ROUNDS each, and reports each figure per build (each binary named plandesk-app).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, openApp, startDriver } from './harness.mjs';
+import { APP, fixture, openApp, startDriver } from './harness.mjs';
 
 const PORT = 4460;
 const ROUNDS = Number(process.env.ROUNDS || 20);
@@ -64,15 +67,27 @@ async function emptyWindowPssMiB() {
   }
 }
 
+/** The builds measured: the one under test, or those PLANDESK_APPS names. */
+const builds = process.env.PLANDESK_APPS
+  ? process.env.PLANDESK_APPS.split(',').map((named) => {
+    const [name, path] = named.split('=');
+    return { name, path };
+  })
+  : [{ name: '', path: APP }];
+const figureNames = ['coldStartMs', 'interactiveMs', 'suspendToRenderedMs', 'startToPlanMs', 'clickToDecisionAnsweredMs', 'clickToFirstChunkMs', 'idlePssMiB'];
+for (const build of builds) build.results = Object.fromEntries(figureNames.map((name) => [name, []]));
+const floor = [];
+
 const driver = await startDriver(PORT);
-const results = { coldStartMs: [], interactiveMs: [], suspendToRenderedMs: [], startToPlanMs: [], clickToDecisionAnsweredMs: [], clickToFirstChunkMs: [], idlePssMiB: [], emptyWindowPssMiB: [] };
 try {
   // The floor, measured like the app: on its own (PSS splits a library's pages between the
   // processes that map them, so an app running beside it would make the floor look smaller).
   for (let round = 0; process.env.PLANDESK_EMPTY_WINDOW && round < 5; round += 1) {
-    results.emptyWindowPssMiB.push(await emptyWindowPssMiB());
+    floor.push(await emptyWindowPssMiB());
   }
-  for (let round = 0; round < ROUNDS; round += 1) {
+  for (let round = 0; round < ROUNDS * builds.length; round += 1) {
+    const build = builds[round % builds.length];
+    const results = build.results;
     const fx = fixture();
     const plan = bigPlan();
     const script = join(fx.root, 'script.json');
@@ -84,7 +99,7 @@ try {
       { text: 'Approved; starting on step 0.' },
     ] }));
     const launched = performance.now();
-    const app = await openApp(PORT, fx);
+    const app = await openApp(PORT, fx, build.path);
     results.coldStartMs.push(performance.now() - launched);
     results.interactiveMs.push(await app.exec('return window.__plandesk.metrics.interactiveAt'));
     await sleep(IDLE_MS);
@@ -121,15 +136,22 @@ try {
   driver.stop();
 }
 const figures = [];
-if (!results.emptyWindowPssMiB.length) delete results.emptyWindowPssMiB;
-for (const [name, xs] of Object.entries(results)) {
+const report = (name, xs) => {
   console.log(`${name}: median ${median(xs).toFixed(1)}, p95 ${quantile(xs, 0.95).toFixed(1)} (min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)}, n=${xs.length})`);
   figures.push({ name, median: median(xs), p95: quantile(xs, 0.95), unit: name.endsWith('MiB') ? 'MiB' : 'ms', rounds: xs.length });
+};
+if (floor.length) report('emptyWindowPssMiB', floor);
+// One build: its figures by name. Several: each name after its build's (`after.coldStartMs`),
+// a figure of every build together.
+for (const name of figureNames) {
+  for (const build of builds) report(build.name ? `${build.name}.${name}` : name, build.results[name]);
 }
-if (results.emptyWindowPssMiB) {
-  const ratio = median(results.idlePssMiB) / median(results.emptyWindowPssMiB);
-  console.log(`idle memory / empty Tauri window: ${ratio.toFixed(2)}x (medians)`);
-  figures.push({ name: 'idlePssOverEmptyWindow', median: ratio, p95: ratio, unit: 'ratio', rounds: results.emptyWindowPssMiB.length });
+for (const build of builds) {
+  if (!floor.length) break;
+  const name = build.name ? `${build.name}.idlePssOverEmptyWindow` : 'idlePssOverEmptyWindow';
+  const ratio = median(build.results.idlePssMiB) / median(floor);
+  console.log(`${name}: ${ratio.toFixed(2)}x (idle memory / empty Tauri window, medians)`);
+  figures.push({ name, median: ratio, p95: ratio, unit: 'ratio', rounds: floor.length });
 }
 // So two commits can be compared: target/bench/app.json.
 const out = join(import.meta.dirname, '../../target/bench');

@@ -58,8 +58,9 @@ export function fixture() {
   return { root, data, workspace };
 }
 
-export async function openApp(port, fx) {
-  const session = await Session.start(port, APP, ['--data-dir', fx.data, '--workspace', fx.workspace]);
+/** The app (`app`: its binary, by default the one under test) on the fixture's store. */
+export async function openApp(port, fx, app = APP) {
+  const session = await Session.start(port, app, ['--data-dir', fx.data, '--workspace', fx.workspace]);
   await session.waitFor("document.body.dataset.ready === 'true'", { what: 'the app to be ready' });
   return session;
 }

@@ -360,7 +360,7 @@ pub async fn revision_pages(
 ) -> Result<Vec<String>> {
     let (_, _, rendered) = state.engine.review().rendering(id).await?;
     Ok(rendered
-        .pages(crate::ipc::PAGE_BYTES)
+        .pages()
         .into_iter()
         .skip(from)
         .map(str::to_owned)

@@ -365,10 +365,6 @@ impl From<&Revision> for RevisionSummary {
     }
 }
 
-/// HTML per page of a plan sent to the window (about a screen of an ordinary plan): the window
-/// keeps only the pages near the screen in its document, and lays out only the first screen's
-/// before the plan is shown.
-pub const PAGE_BYTES: usize = 2 * 1024;
 /// HTML sent with a revision: its first pages, more than a screen of any plan. The rest comes
 /// with `revision_pages`, after the plan is on screen.
 pub const FIRST_BYTES: usize = 16 * 1024;
@@ -402,9 +398,9 @@ pub struct RevisionSource {
     pub source_html: String,
 }
 
-/// A plan's HTML in pages (see [`PAGE_BYTES`]).
+/// A plan's HTML in pages, as a review shows it ([`plandesk::review::PAGE_BYTES`]).
 pub fn plan_pages(html: &str) -> Vec<&str> {
-    plandesk::plan::render::pages(html, PAGE_BYTES)
+    plandesk::plan::render::pages(html, plandesk::review::PAGE_BYTES)
 }
 
 /// The pages sent with a revision: enough for [`FIRST_BYTES`].
@@ -429,7 +425,7 @@ impl RevisionView {
         rendering: &plandesk::review::RenderedPlan,
         revisions_in_thread: i64,
     ) -> Self {
-        let all = rendering.pages(PAGE_BYTES);
+        let all = rendering.pages();
         let rendered = &rendering.rendered;
         Self {
             summary: revision.into(),

@@ -24,7 +24,7 @@ pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_
 pub use edit::{EditSummary, Edited};
 pub use external::{ExternalPlan, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
-pub use renders::RenderedPlan;
+pub use renders::{RenderedPlan, PAGE_BYTES};
 pub use types::*;
 
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +130,8 @@ impl Review {
         }
     }
 
-    /// Renders a just-submitted plan, so that showing it finds it ready; returns when it is.
+    /// Renders a just-submitted plan and cuts it in pages, so that showing it finds it ready;
+    /// returns when it is.
     /// For a process that will show it (the app): the run makes the plan pending and announces
     /// it after this, so the window's way from the announcement to the plan on screen holds no
     /// rendering (and no renderer competing with the window for the machine). `sha` and
@@ -139,7 +140,7 @@ impl Review {
         let renders = self.renders.clone();
         // A failed render thread is rendered again, and reported, when the plan is shown.
         let _ = tokio::task::spawn_blocking(move || {
-            renders.get(&sha, &markdown);
+            renders.get(&sha, &markdown).pages();
         })
         .await;
     }

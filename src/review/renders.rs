@@ -11,13 +11,17 @@ use crate::plan::{self, Rendered};
 /// How many renderings are kept (the oldest goes first); a 200 KB plan renders to ~1 MB.
 const CAPACITY: usize = 16;
 
+/// HTML per page of a plan as a window shows it (about a screen of an ordinary plan): the window
+/// keeps only the pages near the screen in its document.
+pub const PAGE_BYTES: usize = 2 * 1024;
+
 /// A plan rendered for a person, beside its source view.
 #[derive(Debug)]
 pub struct RenderedPlan {
     pub rendered: Rendered,
     pub source_html: String,
-    /// The length of each page of `rendered.html`, for the page size first asked for.
-    pages: OnceLock<(usize, Vec<usize>)>,
+    /// The length of each of `rendered.html`'s pages, once cut.
+    pages: OnceLock<Vec<usize>>,
 }
 
 impl RenderedPlan {
@@ -29,18 +33,15 @@ impl RenderedPlan {
         }
     }
 
-    /// The rendered HTML in pages of at least `page_bytes` ([`plan::render::pages`]). Cut once
-    /// for the size a host asks for, then kept: a 200 KB plan takes ~2 ms to cut, and a window
-    /// asks for its pages each time it shows the plan or scrolls to more of it.
-    pub fn pages(&self, page_bytes: usize) -> Vec<&str> {
+    /// The rendered HTML in pages of at least [`PAGE_BYTES`] ([`plan::render::pages`]). Cut
+    /// once, then kept (a 200 KB plan takes ~2 ms to cut): a window asks for a plan's pages
+    /// each time it shows the plan or scrolls to more of it.
+    pub fn pages(&self) -> Vec<&str> {
         let html = &self.rendered.html;
-        let (size, lengths) = self.pages.get_or_init(|| {
-            let pages = plan::render::pages(html, page_bytes);
-            (page_bytes, pages.iter().map(|page| page.len()).collect())
+        let lengths = self.pages.get_or_init(|| {
+            let pages = plan::render::pages(html, PAGE_BYTES);
+            pages.iter().map(|page| page.len()).collect()
         });
-        if *size != page_bytes {
-            return plan::render::pages(html, page_bytes);
-        }
         let mut start = 0;
         lengths
             .iter()
@@ -92,15 +93,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pages_are_cut_once_and_as_the_renderer_cuts_them() {
+    fn pages_are_kept_as_the_renderer_cuts_them() {
         let markdown: String = (0..300)
             .map(|i| format!("## Step {i}\n\nMove `t{i}`, then check it.\n\n"))
             .collect();
         let rendered = RenderedPlan::of(&markdown);
         let html = &rendered.rendered.html;
-        for size in [2048, 2048, 512, 2048] {
-            let pages = rendered.pages(size);
-            assert_eq!(pages, plan::render::pages(html, size), "{size}");
+        for _ in 0..2 {
+            let pages = rendered.pages();
+            assert_eq!(pages, plan::render::pages(html, PAGE_BYTES));
             assert!(pages.len() > 1);
             assert_eq!(pages.concat(), *html);
         }

@@ -105,14 +105,13 @@ pub(super) async fn fold(
     Folded { turn, failure }
 }
 
-/// How long a tool call's id or tool name may be, in characters.
+/// How long a tool call's id, a tool name or a finish reason may be, in characters.
 const MAX_TOKEN: usize = 64;
 
 /// A tool call's id, a tool name or a finish reason as the model gave it, made safe to store,
-/// show and send back:
-/// at most [`MAX_TOKEN`] characters of ASCII letters, digits, `_` and `-` (what the providers
-/// accept in a tool call sent back to them), any other character (a space, an escape, an
-/// invisible one) shown as `_`. The names of real tools are such tokens already, so a name
+/// show and send back: at most [`MAX_TOKEN`] characters of ASCII letters, digits, `_` and `-`
+/// (what the providers accept in a tool call sent back to them), any other character (a space,
+/// an escape, an invisible one) shown as `_`. The names of real tools are such tokens already, so a name
 /// that had to change names no tool, and the model is told so; an id that is empty here is
 /// given one ([`unique_call_id`]).
 fn model_token(raw: &str) -> String {

@@ -8,7 +8,6 @@ import { markChunk, markRefused, markSuspended } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { go } from './nav.js';
 import { setInbox } from './sidebar.js';
-import { prefetchRevision } from './review.js';
 
 /** How long a continuation waits for its run's first answer before its view switches anyway. */
 const SWITCH_MS = 100;
@@ -61,8 +60,11 @@ function onRunEvent(live, event) {
   // A run that stopped for a decision shows its review from the top; any other stays where it was.
   const keepScroll = live.status !== 'suspended';
   const onScreen = Boolean(state.view && state.view.runId === runId);
-  if (onScreen && event.event === 'ended' && event.data.revisionId) prefetchRevision(event.data.revisionId);
-  const shown = onScreen ? go('run', runId, { live, keepScroll }) : Promise.resolve();
+  // A run that stopped on a plan hands its review over with its end: drawn from it at once.
+  const handed = event.event === 'ended' && event.data.review;
+  const shown = onScreen
+    ? go('run', runId, { live, keepScroll, detail: handed?.detail, revision: handed?.revision })
+    : Promise.resolve();
   // The inbox watcher notices too, within a poll; this keeps the sidebar in step at once.
   shown.then(() => call('inbox')).then(setInbox).catch(showError);
 }

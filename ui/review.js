@@ -9,27 +9,15 @@ import { planView } from './plan.js';
 import { commentsFor } from './comments.js';
 import { openEditor } from './editor.js';
 
-/** Fills `slot` with the review of a pending item (`run_detail`'s `pending`). */
-export async function renderPending(item, slot) {
-  if (item.kind === 'plan') return renderPlanReview(item, slot);
+/** Fills `slot` with the review of a pending item (`run_detail`'s `pending`); `revision`, the
+ * item's plan revision if it is at hand already. */
+export async function renderPending(item, slot, revision) {
+  if (item.kind === 'plan') return renderPlanReview(item, slot, revision);
   return renderApproval(item, slot);
 }
 
-/** A revision asked for ahead of its review (`prefetchRevision`), if any. */
-let prefetched = null;
-
-/** Starts fetching the revision `id`, whose review is about to be shown (a run just stopped on
- * it): it comes while the run itself is read. */
-export function prefetchRevision(id) {
-  const revision = call('revision', { id });
-  revision.catch(() => {}); // reported by the review that uses it
-  prefetched = { id, revision };
-}
-
-async function renderPlanReview(item, slot) {
-  const early = prefetched && prefetched.id === item.revisionId ? prefetched.revision : null;
-  prefetched = null;
-  const revision = await (early || call('revision', { id: item.revisionId }));
+async function renderPlanReview(item, slot, given) {
+  const revision = given && given.id === item.revisionId ? given : await call('revision', { id: item.revisionId });
   const { card, plan, comments } = planReview(item, revision, slot);
   clear(slot).append(card);
   markPlanRendered(plan.rendered);

@@ -18,7 +18,9 @@ function openRun(runId, options) {
   return opening.done;
 }
 
-async function showRun(runId, { live, keepScroll, detail } = {}) {
+/** Draws the run `runId`: from `detail` (its `run_detail`) and `revision` (the revision of
+ * its pending plan) when given, else as read now. */
+async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
   // Read only when needed: reading it lays out the view about to be replaced.
   const scroll = keepScroll ? viewEl().scrollTop : 0;
   if (!detail) {
@@ -74,7 +76,7 @@ async function showRun(runId, { live, keepScroll, detail } = {}) {
   }
   if (live) { live.runId = runId; updateStatus(live); }
   if (detail.pending.length) {
-    await renderPending(detail.pending[0], review);
+    await renderPending(detail.pending[0], review, revision);
   } else if (!streaming) {
     renderFooter(detail, footer);
   }

@@ -6,16 +6,16 @@ use std::path::{Path, PathBuf};
 use plandesk::engine::RunView;
 use plandesk::message::Message;
 use plandesk::model::select;
-use plandesk::{Engine, RunStatus, StartOptions, Verdict};
+use plandesk::{Engine, Report, RunStatus, StartOptions, Verdict};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::ipc::{
-    preview, AppInfo, Comparison, DecideRequest, HistoryFilter, InboxItem, IpcError,
-    RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEvent, Settings, StartRequest,
-    ToolCallFull, TranscriptItem,
+    preview, AppInfo, Comparison, DecideRequest, HistoryFilter, InboxItem, IpcError, ReviewHandOff,
+    RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEnd, RunEvent, Settings,
+    StartRequest, ToolCallFull, TranscriptItem, FIRST_BYTES, FIRST_SCREEN_BYTES,
 };
 use crate::AppState;
 
@@ -297,7 +297,12 @@ fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
 
 #[tauri::command]
 pub async fn run_detail(state: State<'_, AppState>, run_id: String) -> Result<RunDetail> {
-    let detail = state.engine.run_detail(&run_id).await?;
+    detail_view(&state.engine, &run_id).await
+}
+
+/// The run `run_id` as its view shows it.
+async fn detail_view(engine: &Engine, run_id: &str) -> Result<RunDetail> {
+    let detail = engine.run_detail(run_id).await?;
     Ok(RunDetail {
         transcript: transcript(&detail.messages),
         pending: detail.open.iter().map(InboxItem::from).collect(),
@@ -306,6 +311,23 @@ pub async fn run_detail(state: State<'_, AppState>, run_id: String) -> Result<Ru
         waiting: detail.waiting,
         interrupted: detail.interrupted,
     })
+}
+
+/// How a run's stream ended, as its channel says it. A run that stopped on a plan hands its
+/// review over with it (its run and the plan's first screen): the window, which draws it at
+/// once, would otherwise ask for both, one more round trip between the suspension and the plan
+/// on screen. If they cannot be read, the window asks itself, and shows why.
+pub async fn run_end(engine: &Engine, report: Report) -> RunEnd {
+    let mut end = RunEnd::from(report);
+    if let Some(id) = end.revision_id {
+        if let (Ok(detail), Ok(revision)) = (
+            detail_view(engine, &end.run_id).await,
+            revision_view(engine, id, FIRST_SCREEN_BYTES).await,
+        ) {
+            end.review = Some(Box::new(ReviewHandOff { detail, revision }));
+        }
+    }
+    end
 }
 
 /// A tool call of a run's transcript in full: its arguments and its result (`run_detail`
@@ -345,10 +367,20 @@ pub async fn tool_call(
 
 #[tauri::command]
 pub async fn revision(state: State<'_, AppState>, id: i64) -> Result<RevisionView> {
-    let review = state.engine.review();
+    revision_view(&state.engine, id, FIRST_BYTES).await
+}
+
+/// The revision `id` to review, with its first pages (enough for `first_bytes`).
+async fn revision_view(engine: &Engine, id: i64, first_bytes: usize) -> Result<RevisionView> {
+    let review = engine.review();
     let (revision, _, rendered) = review.rendering(id).await?;
     let in_thread = review.thread(&revision).await?.len();
-    Ok(RevisionView::of(&revision, &rendered, in_thread as i64))
+    Ok(RevisionView::of(
+        &revision,
+        &rendered,
+        in_thread as i64,
+        first_bytes,
+    ))
 }
 
 /// A revision's plan pages from `from` on (`revision` sends the first ones).

@@ -163,9 +163,21 @@ pub struct RunEnd {
     pub status: plandesk::RunStatus,
     pub mode: String,
     pub error: Option<plandesk::chunk::ChunkError>,
-    /// The plan revision the run stopped on, if it did: the window fetches it while it reads
-    /// the run.
+    /// The plan revision the run stopped on, if it did.
     pub revision_id: Option<i64>,
+    /// The run as its view shows it next, when it stopped on a plan: the window draws the
+    /// review from this, without asking for the run and the revision after the stream ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<Box<ReviewHandOff>>,
+}
+
+/// What the review of a run that just stopped on a plan is drawn from: the run, and the plan's
+/// revision with the pages its first screen fills ([`FIRST_SCREEN_BYTES`]).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewHandOff {
+    pub detail: RunDetail,
+    pub revision: RevisionView,
 }
 
 impl From<Report> for RunEnd {
@@ -178,6 +190,7 @@ impl From<Report> for RunEnd {
             revision_id: report
                 .pending
                 .and_then(|item| item.revision.map(|revision| revision.id)),
+            review: None,
         }
     }
 }
@@ -369,6 +382,12 @@ impl From<&Revision> for RevisionSummary {
 /// with `revision_pages`, after the plan is on screen.
 pub const FIRST_BYTES: usize = 16 * 1024;
 
+/// HTML a review fills when it appears (the window's `FIRST_BYTES`, plan.js): what a review
+/// handed over with the end of a stream carries, which keeps that message small enough to
+/// cross with it (Tauri sends a channel message under 8 KB with its notice, a larger one
+/// is fetched).
+pub const FIRST_SCREEN_BYTES: usize = 4 * 1024;
+
 /// A revision to review: the summary and its plan's sanitised HTML in pages of whole blocks
 /// (joined, the whole plan, title heading and body), the first of them (at least
 /// [`FIRST_BYTES`] when the plan has that much). Its text is [`RevisionSource`].
@@ -403,13 +422,13 @@ pub fn plan_pages(html: &str) -> Vec<&str> {
     plandesk::plan::render::pages(html, plandesk::review::PAGE_BYTES)
 }
 
-/// The pages sent with a revision: enough for [`FIRST_BYTES`].
-fn first_pages<'a>(pages: &[&'a str]) -> Vec<&'a str> {
+/// The pages sent with a revision: enough for `first_bytes`.
+fn first_pages<'a>(pages: &[&'a str], first_bytes: usize) -> Vec<&'a str> {
     let mut bytes = 0;
     pages
         .iter()
         .take_while(|page| {
-            let more = bytes < FIRST_BYTES;
+            let more = bytes < first_bytes;
             bytes += page.len();
             more
         })
@@ -419,17 +438,21 @@ fn first_pages<'a>(pages: &[&'a str]) -> Vec<&'a str> {
 
 impl RevisionView {
     /// `revision` to review, from its kept rendering (nothing of the whole plan is copied but
-    /// the first pages), in a plan thread of `revisions_in_thread`.
+    /// the first pages, enough for `first_bytes`), in a plan thread of `revisions_in_thread`.
     pub fn of(
         revision: &plandesk::review::Revision,
         rendering: &plandesk::review::RenderedPlan,
         revisions_in_thread: i64,
+        first_bytes: usize,
     ) -> Self {
         let all = rendering.pages();
         let rendered = &rendering.rendered;
         Self {
             summary: revision.into(),
-            pages: first_pages(&all).into_iter().map(str::to_owned).collect(),
+            pages: first_pages(&all, first_bytes)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
             page_bytes: all.iter().map(|page| page.len()).collect(),
             fallback: rendered.fallback.clone(),
             hidden: rendered.hidden.clone(),

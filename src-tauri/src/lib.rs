@@ -143,6 +143,7 @@ impl AppState {
     {
         let task = self.next_task.fetch_add(1, Ordering::Relaxed);
         let driven = self.driven.clone();
+        let engine = self.engine.clone();
         let sink = ChannelSink(channel.clone());
         let end = channel.clone();
         let id = run_id.clone();
@@ -166,7 +167,7 @@ impl AppState {
                 }
                 if let (Some(channel), Some(outcome)) = (end, outcome) {
                     let event = match outcome {
-                        Ok(report) => RunEvent::Ended(report.into()),
+                        Ok(report) => RunEvent::Ended(commands::run_end(&engine, report).await),
                         Err(err) => RunEvent::Refused(err.into()),
                     };
                     let _ = channel.send(event);

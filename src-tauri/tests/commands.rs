@@ -644,3 +644,99 @@ fn the_cli_and_the_app_show_the_same_status_for_every_revision() {
         assert_eq!(mine["status"], *status, "plan thread, revision {id}");
     }
 }
+
+/// A run that stops on a plan hands its review over with the end of its stream: the run as
+/// `run_detail` reads it, and the revision as `revision` gives it but with only the pages a
+/// review fills first, small enough to cross with the message. A run that ends otherwise hands
+/// nothing over.
+#[test]
+fn a_run_that_stops_on_a_plan_hands_its_review_over_with_its_end() {
+    let mut plan = String::from("# Migrate the store\n\n");
+    for step in 0..400 {
+        plan.push_str(&format!(
+            "## Step {step}\n\nMove table `t{step}`; keep **reads** working.\n\n| table | rows |\n|---|---|\n| t{step} | {step} |\n\n"
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (data, workspace) = (dir.path().join("data"), dir.path().join("ws"));
+    std::fs::create_dir_all(&workspace).unwrap();
+    let script = dir.path().join("script.json");
+    let turns = json!({"turns": [
+        {"toolCalls": [
+            {"toolName": "write_file", "args": {"path": ".plandesk/plans/big.md", "content": plan}},
+            {"toolName": "submit_plan", "args": {"path": ".plandesk/plans/big.md"}},
+        ]},
+        {"text": "Approved; starting."},
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let engine = Engine::open(&data).unwrap();
+    let options = StartOptions::new(workspace.clone(), format!("scripted:{}", script.display()));
+    let report = runtime
+        .block_on(engine.start("Migrate the store", &options, &mut |_| {}))
+        .unwrap();
+    let run_id = report.run_id.clone();
+    let event = plandesk_app::ipc::RunEvent::Ended(
+        runtime.block_on(plandesk_app::commands::run_end(&engine, report)),
+    );
+    let message = serde_json::to_string(&event).unwrap();
+    let ended: Value = serde_json::from_str(&message).unwrap();
+    assert_eq!(ended["event"], "ended");
+    let review = &ended["data"]["review"];
+
+    let (_app, webview) = support::app(&Options {
+        data_dir: Some(data.clone()),
+        workspace: Some(workspace.clone()),
+        ..Options::default()
+    });
+    let detail = support::ok(&webview, "run_detail", json!({"runId": run_id}));
+    assert_eq!(review["detail"], detail, "the run, as the window reads it");
+    let revision_id = &detail["pending"][0]["revisionId"];
+    assert_eq!(&ended["data"]["revisionId"], revision_id);
+    let mut revision = support::ok(&webview, "revision", json!({"id": revision_id}));
+    let page_bytes: Vec<usize> = serde_json::from_value(revision["pageBytes"].clone()).unwrap();
+    assert!(
+        page_bytes.len() > 20,
+        "a plan of many pages: {page_bytes:?}"
+    );
+    // The pages a review fills first: while fewer than 4 KiB are in, one more.
+    let mut first = 0;
+    let mut bytes = 0;
+    while bytes < 4 * 1024 {
+        bytes += page_bytes[first];
+        first += 1;
+    }
+    let handed: Vec<Value> = review["revision"]["pages"].as_array().unwrap().clone();
+    assert_eq!(handed.len(), first, "{bytes} bytes in {first} pages");
+    assert_eq!(
+        handed[..],
+        revision["pages"].as_array().unwrap()[..first],
+        "the first pages, as `revision` sends them"
+    );
+    revision["pages"] = json!(handed);
+    assert_eq!(
+        review["revision"], revision,
+        "all else as `revision` says it"
+    );
+    assert!(
+        message.len() < 8 * 1024,
+        "{} bytes: too large to cross with its notice",
+        message.len()
+    );
+
+    // Approved: the run goes on and finishes, with no plan to hand over.
+    let verdict = plandesk::Verdict {
+        approve: true,
+        ..Default::default()
+    };
+    let report = runtime
+        .block_on(engine.decide(&run_id, &verdict, &mut |_| {}))
+        .unwrap();
+    assert_ne!(report.status, plandesk::RunStatus::Suspended);
+    let end = runtime.block_on(plandesk_app::commands::run_end(&engine, report));
+    let ended = serde_json::to_value(plandesk_app::ipc::RunEvent::Ended(end)).unwrap();
+    assert!(
+        ended["data"].get("review").is_none() && ended["data"]["revisionId"].is_null(),
+        "{ended}"
+    );
+}

@@ -63,24 +63,16 @@ function planReview(item, revision, slot) {
   return { card, plan, comments };
 }
 
-/**
- * Lays out, once and out of sight, a review of a small plan that uses every kind of block, so
- * that the first real plan after launch finds its fonts matched and loaded, its styles and its
- * form controls ready (measured: the first plan's layout took 25–40 ms more than later ones).
- * Built and taken down in one task: nothing else can see it.
- */
-export function warmUpReview() {
+/** The review of a small plan that uses every kind of block, for the run view's warm-up
+ * (`warmUpReview`, run.js): never shown. */
+export function reviewCardForWarmUp() {
   const item = { runId: '', toolCallId: '', kind: 'plan', source: null, workspace: '' };
   const revision = { id: 0, title: 'Plan', path: 'plan.md', revisionNo: 1, submittedAt: Date.now(), sha256: '', hidden: [],
     pages: ['<h1>Plan</h1><h2>Step</h2><h3>Check</h3><p>Move <code>t1</code>, keep <strong>reads</strong> <em>working</em>, '
       + '<del>old</del> <a href="#">link</a>.</p><ul><li><input type="checkbox" disabled> check</li></ul><ol><li>one</li></ol>'
       + '<blockquote><p>quoted</p></blockquote><table><thead><tr><th>table</th></tr></thead><tbody><tr><td>t1</td></tr></tbody></table>'
       + '<pre><code>fn migrate() -> Result<()> { Ok(()) }</code></pre><hr>'] };
-  const slot = h('div', { class: 'warm-up', 'aria-hidden': 'true' });
-  slot.append(planReview(item, revision, slot).card);
-  document.body.append(slot);
-  slot.getBoundingClientRect();
-  slot.remove();
+  return planReview(item, revision, h('div')).card;
 }
 
 function renderApproval(item, slot) {

@@ -351,6 +351,35 @@ test('with nothing yet, the new-run form; no CSP violation, no overflow at the s
   await page.close();
 });
 
+test('at idle after launch, a review view is laid out out of sight and taken down at once, asking the backend nothing', async () => {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+  await page.addInitScript(installFake, { ...world(), inbox: [], runs: [] });
+  // What the warm-up puts in the document, and whether it is still there a task later.
+  await page.addInitScript(() => {
+    window.__warmUps = [];
+    new MutationObserver((records) => {
+      for (const r of records) {
+        for (const node of r.addedNodes) {
+          if (!node.classList?.contains('warm-up')) continue;
+          const seen = { parts: ['.page-head', '.review', '#plan table', '.transcript-fold', '.run-status .spinner'].filter((s) => node.querySelector(s)),
+            calls: window.__calls.length };
+          window.__warmUps.push(seen);
+          setTimeout(() => { seen.stayed = node.isConnected; seen.callsAfter = window.__calls.length; });
+        }
+      }
+    }).observe(document, { childList: true, subtree: true });
+  });
+  await page.goto(`${base}/index.html`);
+  await page.waitForFunction(() => window.__warmUps.length && 'stayed' in window.__warmUps[0]);
+  const [warmUp, ...more] = await page.evaluate(() => window.__warmUps);
+  assert.deepEqual(more, [], 'once');
+  assert.deepEqual(warmUp.parts, ['.page-head', '.review', '#plan table', '.transcript-fold', '.run-status .spinner'], 'the view of a run waiting on a plan, whole');
+  assert.equal(warmUp.stayed, false, 'taken down in the task that built it');
+  assert.equal(warmUp.callsAfter, warmUp.calls, 'nothing asked of the backend');
+  assert.equal(await page.locator('.warm-up, .review').count(), 0);
+  await page.close();
+});
+
 test('dark mode follows the system', async () => {
   const page = await open(world(), { colorScheme: 'dark' });
   await page.waitForSelector('#plan-title');

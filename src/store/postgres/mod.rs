@@ -342,10 +342,34 @@ impl PostgresStore {
         context: &'static str,
         work: impl AsyncFnOnce(&Tx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.transact(context, "", work).await
+    }
+
+    /// As [`Self::write`], for a run's lease or an item's waiter, which need not outlast a
+    /// crash of the server (its holder's lease expires, or is taken over): committed without
+    /// waiting for the server's disk (`synchronous_commit` off for this transaction alone),
+    /// as the embedded store does.
+    async fn write_lease<T>(
+        &self,
+        context: &'static str,
+        work: impl AsyncFnOnce(&Tx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.transact(context, "SET LOCAL synchronous_commit TO OFF;", work)
+            .await
+    }
+
+    /// `work` in one transaction holding the write lock, after `settings` (statements that
+    /// set this transaction up), announcing the change on commit.
+    async fn transact<T>(
+        &self,
+        context: &'static str,
+        settings: &str,
+        work: impl AsyncFnOnce(&Tx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let mut client = self.client(context).await?;
         let tx = client.transaction().await.map_err(query(context))?;
         tx.batch_execute(&format!(
-            "SELECT pg_advisory_xact_lock({WRITE_LOCK}); NOTIFY {CHANNEL}"
+            "{settings} SELECT pg_advisory_xact_lock({WRITE_LOCK}); NOTIFY {CHANNEL}"
         ))
         .await
         .map_err(query(context))?;
@@ -507,7 +531,7 @@ impl Store for PostgresStore {
     }
 
     async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
-        self.write("claim run", async |tx| runs::claim(tx, run_id, lease).await)
+        self.write_lease("claim run", async |tx| runs::claim(tx, run_id, lease).await)
             .await
     }
 
@@ -517,21 +541,21 @@ impl Store for PostgresStore {
         holder: &str,
         lease: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write("take over run", async |tx| {
+        self.write_lease("take over run", async |tx| {
             runs::take_over(tx, run_id, holder, lease).await
         })
         .await
     }
 
     async fn renew(&self, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
-        self.write("renew lease", async |tx| {
+        self.write_lease("renew lease", async |tx| {
             runs::renew(tx, run_id, lease).await
         })
         .await
     }
 
     async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError> {
-        self.write("release run", async |tx| {
+        self.write_lease("release run", async |tx| {
             runs::release(tx, run_id, holder).await
         })
         .await
@@ -586,7 +610,7 @@ impl Store for PostgresStore {
         tool_call_id: &str,
         waiter: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write("renew waiter", async |tx| {
+        self.write_lease("renew waiter", async |tx| {
             items::renew_waiter(tx, run_id, tool_call_id, waiter).await
         })
         .await

@@ -1,5 +1,6 @@
-//! The embedded store: one SQLite file (WAL, synchronous=FULL) shared by every process using the
-//! same data directory. A table per file; migrations in their own module. What every store must
+//! The embedded store: one SQLite file (WAL, synchronous=FULL, but for a lease: see
+//! `write_lease`) shared by every process using the same data directory. A table per file;
+//! migrations in their own module. What every store must
 //! do is tested on this one and on PostgreSQL alike: tests/engine/conformance.rs.
 
 mod audit;
@@ -91,13 +92,44 @@ impl SqliteStore {
         context: &'static str,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conn = self.conn();
+        self.commit(&mut self.conn(), context, work)
+    }
+
+    /// `work` in one IMMEDIATE transaction on `conn`, committed if it succeeds.
+    fn commit<T>(
+        &self,
+        conn: &mut Connection,
+        context: &'static str,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.classify(context, e))?;
         let value = work(&tx)?;
         tx.commit().map_err(|e| self.classify(context, e))?;
         Ok(value)
+    }
+
+    /// As [`Self::write`], for a run's lease or an item's waiter, which need not outlast a
+    /// crash of the machine: the process holding it is gone with the machine, and what it
+    /// leaves behind expires or is taken over at once (a lease works without the disk). Such a
+    /// write is committed without waiting for the disk (`synchronous = NORMAL`, in WAL mode
+    /// still atomic, and on the disk in order with the next durable commit), which takes an
+    /// fsync off the way between a click and the run going on, and between a suspension and
+    /// its end. A process killed, not the machine, loses nothing either way.
+    fn write_lease<T>(
+        &self,
+        context: &'static str,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn();
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| self.classify(context, e))?;
+        let written = self.commit(&mut conn, context, work);
+        // Every other write waits for the disk again, whatever became of this one.
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| self.classify(context, e))?;
+        written
     }
 
     /// A write that failed because of the file itself names the file.
@@ -189,7 +221,7 @@ impl Store for SqliteStore {
     }
 
     async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
-        self.write("claim run", |tx| runs::claim(tx, run_id, lease))
+        self.write_lease("claim run", |tx| runs::claim(tx, run_id, lease))
     }
 
     async fn take_over(
@@ -198,17 +230,17 @@ impl Store for SqliteStore {
         holder: &str,
         lease: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write("take over run", |tx| {
+        self.write_lease("take over run", |tx| {
             runs::take_over(tx, run_id, holder, lease)
         })
     }
 
     async fn renew(&self, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
-        self.write("renew lease", |tx| runs::renew(tx, run_id, lease))
+        self.write_lease("renew lease", |tx| runs::renew(tx, run_id, lease))
     }
 
     async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError> {
-        self.write("release run", |tx| runs::release(tx, run_id, holder))
+        self.write_lease("release run", |tx| runs::release(tx, run_id, holder))
     }
 
     async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
@@ -255,7 +287,7 @@ impl Store for SqliteStore {
         tool_call_id: &str,
         waiter: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write("renew waiter", |tx| {
+        self.write_lease("renew waiter", |tx| {
             items::renew_waiter(tx, run_id, tool_call_id, waiter)
         })
     }
@@ -414,5 +446,46 @@ impl Store for SqliteStore {
 
     async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError> {
         tokens::active(&self.conn(), sha256)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+    use super::*;
+
+    /// `PRAGMA synchronous` as the store's connection has it (1 NORMAL, 2 FULL).
+    fn synchronous(conn: &Connection) -> i64 {
+        conn.query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// A lease is written without waiting for the disk; every other write, before and after
+    /// it, waits (FULL), also after a lease write that failed.
+    #[test]
+    fn only_a_lease_is_written_without_waiting_for_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let during = |store: &SqliteStore| store.write("a durable write", |tx| Ok(synchronous(tx)));
+        assert_eq!(during(&store).unwrap(), 2);
+        let lease = store
+            .write_lease("a lease", |tx| Ok(synchronous(tx)))
+            .unwrap();
+        assert_eq!(lease, 1, "a lease: NORMAL");
+        assert_eq!(during(&store).unwrap(), 2, "after a lease: FULL again");
+        let failed = store.write_lease("a lease that fails", |_| -> Result<(), _> {
+            Err(StoreError::Query {
+                context: "a lease that fails",
+                message: "refused".into(),
+            })
+        });
+        assert!(failed.is_err());
+        assert_eq!(
+            during(&store).unwrap(),
+            2,
+            "after a failed lease: FULL again"
+        );
+        assert_eq!(synchronous(&store.conn()), 2);
     }
 }

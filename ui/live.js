@@ -11,6 +11,9 @@ import { setInbox } from './sidebar.js';
 
 /** How long a continuation waits for its run's first answer before its view switches anyway. */
 const SWITCH_MS = 100;
+/** How long a suspension waits for its stream's end before it is shown in the stream (the end
+ * comes within milliseconds, with the review that replaces the stream's view). */
+const SUSPENSION_MS = 250;
 
 /** A live stream's state: its transcript, whether it still runs, and how it stands. */
 export function newLive() {
@@ -25,16 +28,26 @@ function onRunEvent(live, event) {
   if (event.event === 'chunk') {
     const chunk = event.data;
     live.runId = chunk.runId;
+    if (chunk.type === 'tool-call-suspended' || chunk.type === 'tool-call-approval') {
+      // The stream ends right after this, and the review takes its view's place: drawn now,
+      // the change would cost a frame (painted on the CPU, as long as the review's own) between
+      // the run stopping and its review. Shown in the stream only if its end is late.
+      markSuspended();
+      markChunk(chunk.runId, null);
+      live.status = 'suspended';
+      live.transcript.stored();
+      setTimeout(() => {
+        if (!live.running) return;
+        live.transcript.chunk(chunk, wholeToolCall(chunk.runId));
+        updateStatus(live);
+      }, SUSPENSION_MS);
+      return;
+    }
     live.transcript.chunk(chunk, wholeToolCall(chunk.runId));
     if (chunk.type === 'start') {
       live.started = true;
       // The run's view switches to this stream, unless it shows it already.
       if (state.view && state.view.runId === chunk.runId && state.view.stream !== live) go('run', chunk.runId, { live });
-    }
-    if (chunk.type === 'tool-call-suspended' || chunk.type === 'tool-call-approval') {
-      // The stream ends right after this; the review is built once, when it has.
-      markSuspended();
-      live.status = 'suspended';
     }
     if (chunk.type === 'error') {
       live.error = chunk.payload.error;

@@ -113,13 +113,17 @@ export class Transcript {
     return details;
   }
 
+  /** The model's turn so far is stored (a chunk of AFTER_TURN says so): a value opened while
+   * it streamed in can be read whole now. */
+  stored() {
+    for (const stored of this.unstored.splice(0)) stored();
+  }
+
   /** Applies one chunk of the live stream. Long arguments and results come as previews, as in
    * `load` (`argsFullBytes`, `resultFullBytes`), read in full by `whole(toolCallId)`. */
   chunk(chunk, whole) {
     const p = chunk.payload || {};
-    if (AFTER_TURN.has(chunk.type)) {
-      for (const stored of this.unstored.splice(0)) stored();
-    }
+    if (AFTER_TURN.has(chunk.type)) this.stored();
     const read = () => whole(p.toolCallId);
     switch (chunk.type) {
       case 'text-start': {

@@ -330,6 +330,34 @@ test('a long tool call streaming in shows its start; opened before its turn is s
   await page.close();
 });
 
+test('a run that stops for a decision changes nothing on screen until its stream ends, unless the end is late', async () => {
+  const w = world();
+  w.runs.push({ id: 'run9', prompt: 'Add caching', model: 'demo', mode: 'build', status: 'finished', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null });
+  w.details = { run9: { waiting: 'finished' } };
+  const page = await open(w);
+  await page.click('#runs li[data-run-id="run9"]');
+  await page.fill('#message', 'Now write it');
+  await page.evaluate(() => { window.__channels = []; document.getElementById('send').click(); });
+  const send = (data) => page.evaluate((d) => window.__channels[0].onmessage({ event: 'chunk', data: { runId: 'run9', from: 'AGENT', ...d } }), data);
+  await send({ type: 'step-start', payload: { messageId: 'm2' } });
+  await send({ type: 'tool-call', payload: { toolCallId: 'w9', toolName: 'write_file', args: { path: 'src/cache.rs', content: 'x' } } });
+  const shown = () => page.evaluate(() => ({
+    call: document.querySelector('details.tool[data-call-id="w9"] .state').textContent,
+    status: document.querySelector('.run-status').textContent,
+  }));
+  assert.deepEqual(await shown(), { call: '', status: 'Working…' });
+  // Its review takes the view's place when the stream ends (within milliseconds): drawn before
+  // that, the suspension would cost a frame on the way to the review.
+  await send({ type: 'tool-call-approval', payload: { toolCallId: 'w9', toolName: 'write_file', args: { path: 'src/cache.rs' }, resumeSchema: '{}' } });
+  assert.deepEqual(await shown(), { call: '', status: 'Working…' }, 'nothing drawn yet');
+  // The end is late: the stream shows where it stands.
+  await page.waitForFunction(() => document.querySelector('.run-status').textContent === 'Waiting for you');
+  assert.deepEqual(await shown(), { call: 'waiting for you', status: 'Waiting for you' });
+  await page.evaluate(() => window.__answerMessage());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('links in a plan go to the system browser through open_link', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan a');

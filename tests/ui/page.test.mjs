@@ -299,17 +299,24 @@ test('a message is sent once however often Send is pressed; it shows at once, an
   await page.close();
 });
 
-test('a long tool call streaming in shows its start; opened before its turn is stored, all of it shows once it is', async () => {
-  const w = world();
+/** A finished run (run9) opened and sent `message`, in `w` (a world): the page, and `send(data)`,
+ * which streams a chunk of the run's answer into it. */
+async function messageRun9(w, message) {
   w.runs.push({ id: 'run9', prompt: 'Add caching', model: 'demo', mode: 'build', status: 'finished', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null });
   w.details = { run9: { waiting: 'finished' } };
-  const content = 'Move a table, then check the counts.\n'.repeat(6000);
-  w.toolCalls = { 'run9/w9': { args: { path: 'src/cache.rs', content }, result: null } };
   const page = await open(w);
   await page.click('#runs li[data-run-id="run9"]');
-  await page.fill('#message', 'Now write it');
+  await page.fill('#message', message);
   await page.evaluate(() => { window.__channels = []; document.getElementById('send').click(); });
   const send = (data) => page.evaluate((d) => window.__channels[0].onmessage({ event: 'chunk', data: { runId: 'run9', from: 'AGENT', ...d } }), data);
+  return { page, send };
+}
+
+test('a long tool call streaming in shows its start; opened before its turn is stored, all of it shows once it is', async () => {
+  const w = world();
+  const content = 'Move a table, then check the counts.\n'.repeat(6000);
+  w.toolCalls = { 'run9/w9': { args: { path: 'src/cache.rs', content }, result: null } };
+  const { page, send } = await messageRun9(w, 'Now write it');
   await send({ type: 'step-start', payload: { messageId: 'm2' } });
   await send({ type: 'tool-call', payload: { toolCallId: 'w9', toolName: 'write_file', args: { path: 'src/cache.rs', content: content.slice(0, 600) } },
     argsFullBytes: JSON.stringify({ path: 'src/cache.rs', content }).length });
@@ -331,14 +338,7 @@ test('a long tool call streaming in shows its start; opened before its turn is s
 });
 
 test('a run that stops for a decision changes nothing on screen until its stream ends, unless the end is late', async () => {
-  const w = world();
-  w.runs.push({ id: 'run9', prompt: 'Add caching', model: 'demo', mode: 'build', status: 'finished', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null });
-  w.details = { run9: { waiting: 'finished' } };
-  const page = await open(w);
-  await page.click('#runs li[data-run-id="run9"]');
-  await page.fill('#message', 'Now write it');
-  await page.evaluate(() => { window.__channels = []; document.getElementById('send').click(); });
-  const send = (data) => page.evaluate((d) => window.__channels[0].onmessage({ event: 'chunk', data: { runId: 'run9', from: 'AGENT', ...d } }), data);
+  const { page, send } = await messageRun9(world(), 'Now write it');
   await send({ type: 'step-start', payload: { messageId: 'm2' } });
   await send({ type: 'tool-call', payload: { toolCallId: 'w9', toolName: 'write_file', args: { path: 'src/cache.rs', content: 'x' } } });
   const shown = () => page.evaluate(() => ({

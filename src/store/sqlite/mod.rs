@@ -461,6 +461,19 @@ mod tests {
             .unwrap()
     }
 
+    /// The history listing (every revision, without its plan) reads the listing's index, not
+    /// the revisions' rows with their plans in them.
+    #[test]
+    fn the_history_listing_reads_no_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let plan = revisions::listing_plan(&store.conn(), None).unwrap();
+        assert!(
+            plan.contains("SCAN v USING COVERING INDEX revisions_listing"),
+            "{plan}"
+        );
+    }
+
     /// A lease is written without waiting for the disk; every other write, before and after
     /// it, waits (FULL), also after a lease write that failed.
     #[test]

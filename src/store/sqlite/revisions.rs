@@ -152,13 +152,28 @@ fn many(
         .map_err(query("list revisions"))
 }
 
+/// How SQLite reads the listing of every revision (or of one run's), without bodies: each
+/// step of its query plan, a line each.
+#[cfg(test)]
+pub(super) fn listing_plan(conn: &Connection, run_id: Option<&str>) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare(&format!(
+        "EXPLAIN QUERY PLAN {} WHERE {OF_RUN} ORDER BY v.id",
+        select(false)
+    ))?;
+    let steps = stmt.query_map([run_id], |r| r.get::<_, String>(3))?;
+    Ok(steps.collect::<rusqlite::Result<Vec<_>>>()?.join("\n"))
+}
+
+/// Revisions of one run (`?1`), or all (`?1` null).
+const OF_RUN: &str = "?1 IS NULL OR v.run_id = ?1";
+
 /// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty.
 pub(super) fn of_run(
     conn: &Connection,
     run_id: Option<&str>,
     bodies: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
-    many(conn, "?1 IS NULL OR v.run_id = ?1", &run_id, bodies)
+    many(conn, OF_RUN, &run_id, bodies)
 }
 
 /// Revisions (of one run, or all) whose title or body has `words` in a row (the last one may be

@@ -320,9 +320,9 @@ async fn detail_view(engine: &Engine, run_id: &str) -> Result<RunDetail> {
 pub async fn run_end(engine: &Engine, report: Report) -> RunEnd {
     let mut end = RunEnd::from(report);
     if let Some(id) = end.revision_id {
-        if let (Ok(detail), Ok(revision)) = (
-            detail_view(engine, &end.run_id).await,
-            revision_view(engine, id, FIRST_SCREEN_BYTES).await,
+        if let (Ok(detail), Ok(revision)) = tokio::join!(
+            detail_view(engine, &end.run_id),
+            revision_view(engine, id, FIRST_SCREEN_BYTES),
         ) {
             end.review = Some(Box::new(ReviewHandOff { detail, revision }));
         }

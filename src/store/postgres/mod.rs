@@ -345,10 +345,11 @@ impl PostgresStore {
         self.transact(context, "", work).await
     }
 
-    /// As [`Self::write`], for a run's lease or an item's waiter, which need not outlast a
-    /// crash of the server (its holder's lease expires, or is taken over): committed without
-    /// waiting for the server's disk (`synchronous_commit` off for this transaction alone),
-    /// as the embedded store does.
+    /// As [`Self::write`], for a run's release: committed without waiting for the server's
+    /// disk (`synchronous_commit` off for this transaction alone). Lost in a crash of the
+    /// server, a release leaves a lease that expires. Claims, take-overs and renewals stay
+    /// durable here: unlike the embedded store's, a holder outlives a crash of its server, and
+    /// a claim or renewal lost there would let a second process drive the run beside it.
     async fn write_lease<T>(
         &self,
         context: &'static str,
@@ -531,7 +532,7 @@ impl Store for PostgresStore {
     }
 
     async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
-        self.write_lease("claim run", async |tx| runs::claim(tx, run_id, lease).await)
+        self.write("claim run", async |tx| runs::claim(tx, run_id, lease).await)
             .await
     }
 
@@ -541,14 +542,14 @@ impl Store for PostgresStore {
         holder: &str,
         lease: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write_lease("take over run", async |tx| {
+        self.write("take over run", async |tx| {
             runs::take_over(tx, run_id, holder, lease).await
         })
         .await
     }
 
     async fn renew(&self, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
-        self.write_lease("renew lease", async |tx| {
+        self.write("renew lease", async |tx| {
             runs::renew(tx, run_id, lease).await
         })
         .await
@@ -610,7 +611,7 @@ impl Store for PostgresStore {
         tool_call_id: &str,
         waiter: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write_lease("renew waiter", async |tx| {
+        self.write("renew waiter", async |tx| {
             items::renew_waiter(tx, run_id, tool_call_id, waiter).await
         })
         .await

@@ -16,6 +16,7 @@ mod snapshots;
 mod tokens;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -55,6 +56,9 @@ pub(super) fn word<T>(
 pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The connection may not wait for the disk (a lease write set it so and has not been
+    /// seen to set it back): a durable write sets it back first.
+    relaxed: AtomicBool,
 }
 
 impl SqliteStore {
@@ -71,6 +75,7 @@ impl SqliteStore {
         Ok(Self {
             conn: Mutex::new(conn),
             path,
+            relaxed: AtomicBool::new(false),
         })
     }
 
@@ -92,7 +97,14 @@ impl SqliteStore {
         context: &'static str,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.commit(&mut self.conn(), context, work)
+        let mut conn = self.conn();
+        if self.relaxed.load(Ordering::SeqCst) {
+            // A lease write panicked, or could not set it back: this write waits for the disk.
+            conn.pragma_update(None, "synchronous", "FULL")
+                .map_err(|e| self.classify(context, e))?;
+            self.relaxed.store(false, Ordering::SeqCst);
+        }
+        self.commit(&mut conn, context, work)
     }
 
     /// `work` in one IMMEDIATE transaction on `conn`, committed if it succeeds.
@@ -123,12 +135,15 @@ impl SqliteStore {
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.conn();
+        // Marked first: whatever becomes of this write (an error, a panic in `work`), no
+        // durable write commits before the connection waits for the disk again.
+        self.relaxed.store(true, Ordering::SeqCst);
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| self.classify(context, e))?;
         let written = self.commit(&mut conn, context, work);
-        // Every other write waits for the disk again, whatever became of this one.
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(|e| self.classify(context, e))?;
+        if conn.pragma_update(None, "synchronous", "FULL").is_ok() {
+            self.relaxed.store(false, Ordering::SeqCst);
+        }
         written
     }
 
@@ -500,5 +515,19 @@ mod tests {
             "after a failed lease: FULL again"
         );
         assert_eq!(synchronous(&store.conn()), 2);
+        // A lease write that panics midway leaves the connection NORMAL: the next durable
+        // write waits for the disk all the same.
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.write_lease("a lease that panics", |_| -> Result<(), StoreError> {
+                panic!("midway")
+            })
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(synchronous(&store.conn()), 1, "left as the panic left it");
+        assert_eq!(
+            during(&store).unwrap(),
+            2,
+            "after a panicked lease: FULL again"
+        );
     }
 }

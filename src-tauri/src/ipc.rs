@@ -383,14 +383,14 @@ impl From<&Revision> for RevisionSummary {
 pub const FIRST_BYTES: usize = 16 * 1024;
 
 /// HTML a review fills when it appears (the window's `FIRST_BYTES`, plan.js): what a review
-/// handed over with the end of a stream carries, which keeps that message small enough to
-/// cross with it (Tauri sends a channel message under 8 KB with its notice, a larger one
-/// is fetched).
+/// handed over with the end of a stream carries. With a short transcript, that message stays
+/// under the 8 KB Tauri sends with its notice; a larger one (a long run) is fetched, slower.
 pub const FIRST_SCREEN_BYTES: usize = 4 * 1024;
 
 /// A revision to review: the summary and its plan's sanitised HTML in pages of whole blocks
-/// (joined, the whole plan, title heading and body), the first of them (at least
-/// [`FIRST_BYTES`] when the plan has that much). Its text is [`RevisionSource`].
+/// (joined, the whole plan, title heading and body), the first of them (at least the byte
+/// budget it is built with, [`FIRST_BYTES`] or [`FIRST_SCREEN_BYTES`], when the plan has that
+/// much). Its text is [`RevisionSource`].
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionView {

@@ -1,7 +1,7 @@
 //! The embedded store: one SQLite file (WAL, synchronous=FULL, but for a lease: see
 //! `write_lease`) shared by every process using the same data directory. A table per file;
-//! migrations in their own module. What every store must
-//! do is tested on this one and on PostgreSQL alike: tests/engine/conformance.rs.
+//! migrations in their own module. What every store must do is tested on this one and on
+//! PostgreSQL alike: tests/engine/conformance.rs.
 
 mod audit;
 mod comments;
@@ -100,8 +100,7 @@ impl SqliteStore {
         let mut conn = self.conn();
         if self.relaxed.load(Ordering::SeqCst) {
             // A lease write panicked, or could not set it back: this write waits for the disk.
-            conn.pragma_update(None, "synchronous", "FULL")
-                .map_err(|e| self.classify(context, e))?;
+            self.synchronous(&conn, "FULL", context)?;
             self.relaxed.store(false, Ordering::SeqCst);
         }
         self.commit(&mut conn, context, work)
@@ -138,13 +137,23 @@ impl SqliteStore {
         // Marked first: whatever becomes of this write (an error, a panic in `work`), no
         // durable write commits before the connection waits for the disk again.
         self.relaxed.store(true, Ordering::SeqCst);
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| self.classify(context, e))?;
+        self.synchronous(&conn, "NORMAL", context)?;
         let written = self.commit(&mut conn, context, work);
-        if conn.pragma_update(None, "synchronous", "FULL").is_ok() {
+        if self.synchronous(&conn, "FULL", context).is_ok() {
             self.relaxed.store(false, Ordering::SeqCst);
         }
         written
+    }
+
+    /// Sets whether `conn`'s commits wait for the disk (`FULL`) or not (`NORMAL`).
+    fn synchronous(
+        &self,
+        conn: &Connection,
+        level: &str,
+        context: &'static str,
+    ) -> Result<(), StoreError> {
+        conn.pragma_update(None, "synchronous", level)
+            .map_err(|e| self.classify(context, e))
     }
 
     /// A write that failed because of the file itself names the file.

@@ -1,14 +1,16 @@
 //! The store after months of use (not a timed test): `cargo bench --bench store`. Builds a
 //! store of 10,000 plan revisions across 1,000 agent sessions, 200 of them pending, through
-//! the review core as agents and reviewers would; then measures what a person waits on: the
-//! inbox, the history list, a full-text search, and the diff of two 5,000-line revisions.
-//! Medians and p95 over 20 rounds, printed and written to `target/bench/store.json`.
+//! the review core as agents and reviewers would (half the decisions stored as the engine's
+//! own runs store theirs, echoing the plan); then measures what a person waits on: the inbox,
+//! the history list (and, for scripts, the history with every plan), a full-text search, and
+//! the diff of two 5,000-line revisions. Medians and p95 over 20 rounds, printed and written to
+//! `target/bench/store.json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
 
-use plandesk::review::{ExternalPlan, HistoryFilter};
-use plandesk::store::{Source, SourceKind};
+use plandesk::review::{ExternalPlan, HistoryFilter, Review};
+use plandesk::store::{Action, NewDecision, Source, SourceKind};
 use plandesk::Engine;
 use serde_json::json;
 
@@ -29,6 +31,51 @@ fn plan(session: usize, revision: usize) -> String {
         text.push_str("\nMind the quarantined xylophone cache.\n");
     }
     text
+}
+
+/// Records a decision the way the engine records one on `submit_plan`: the resume data echoes
+/// the plan's path, title and text, and the audit trail keeps the tool result the model reads.
+async fn decide_as_engine(
+    review: &Review,
+    run_id: &str,
+    tool_call_id: &str,
+    approve: bool,
+    feedback: Option<&str>,
+) {
+    let revision = review
+        .open_revision(run_id, tool_call_id)
+        .await
+        .unwrap()
+        .expect("the item waits on a plan");
+    let action = if approve {
+        Action::Approved
+    } else {
+        Action::Rejected
+    };
+    let mut data = json!({"action": action, "path": revision.path, "title": revision.title,
+                          "plan": revision.body});
+    if let Some(feedback) = feedback {
+        data["feedback"] = json!(feedback);
+    }
+    let answer =
+        json!({"toolId": "submit_plan", "isError": false, "submittedPlan": data}).to_string();
+    review
+        .record(&NewDecision {
+            run_id,
+            tool_call_id,
+            action,
+            feedback,
+            resume_data: &data,
+            expect_sha: None,
+            at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64,
+            by: &review.actor().await,
+            answer: Some(&answer),
+        })
+        .await
+        .unwrap();
 }
 
 struct Figure {
@@ -98,16 +145,18 @@ fn main() {
                     continue;
                 }
                 let submitted = submit(session, revision).await;
-                review
-                    .decide_external(
-                        submitted.run_id(),
-                        &submitted.item.tool_call_id,
-                        last,
-                        (!last).then_some("Smaller steps, please"),
-                        None,
-                    )
-                    .await
-                    .unwrap();
+                let (run_id, call) = (submitted.run_id(), &submitted.item.tool_call_id);
+                let feedback = (!last).then_some("Smaller steps, please");
+                if session % 2 == 0 {
+                    review
+                        .decide_external(run_id, call, last, feedback, None)
+                        .await
+                        .unwrap();
+                } else {
+                    // As an engine run's decision is stored: its resume data and its answer
+                    // echo the whole plan back, which a listing must not read.
+                    decide_as_engine(&review, run_id, call, last, feedback).await;
+                }
             }
         }
         let mut waiting = Vec::new();
@@ -128,7 +177,8 @@ fn main() {
         assert_eq!(inbox.len(), PENDING);
         inbox
     }));
-    figures.push(measure("history list (10,000 revisions)", || {
+    // Every revision whole, as `plandesk history --json` prints it (not what the app lists).
+    figures.push(measure("history with plans (10,000 revisions)", || {
         let all = runtime
             .block_on(review.history(&HistoryFilter::default()))
             .unwrap();

@@ -343,8 +343,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError>;
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError>;
     /// What a listing shows: [`Store::revisions`], or with `words` [`Store::search_revisions`],
-    /// but without the plans' bodies (each `body` is empty; [`Store::revision`] loads one whole),
-    /// so a list of thousands stays fast.
+    /// but without the plans' bodies (each `body` is empty; [`Store::revision`] loads one whole)
+    /// and without the decisions' resume data (null; an engine run's echoes the whole plan), so
+    /// a list of thousands stays fast.
     async fn revision_list(
         &self,
         run_id: Option<&str>,

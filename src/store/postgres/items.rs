@@ -13,6 +13,11 @@ use crate::store::*;
 pub(super) const DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, d.revision_id, \
      d.action, d.feedback, d.resume_data, d.decided_at, d.decided_by";
 
+/// [`DECISION_COLUMNS`] with null in place of the resume data, for listings (an engine run's
+/// resume data echoes the whole plan it decides).
+pub(super) const LISTED_DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, \
+     d.revision_id, d.action, d.feedback, 'null'::text, d.decided_at, d.decided_by";
+
 /// A decision from the row's columns `at..at + 9`, or `None` when they are NULL (an outer join).
 pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
     let Some(id) = col::<Option<i64>>(r, at)? else {

@@ -651,10 +651,14 @@ impl Store for PostgresStore {
         if words.is_empty() {
             return revisions::of_run(&client, run_id, false).await;
         }
-        // A search reads the candidates' bodies to find its phrase; the listing drops them.
+        // A search reads the candidates' bodies to find its phrase; the listing drops them, and
+        // the resume data as the listing leaves it out (see `revisions::of_run`).
         let mut found = revisions::search(&client, run_id, words).await?;
         for revision in &mut found {
             revision.body = String::new();
+            if let Some(decision) = &mut revision.decision {
+                decision.resume_data = serde_json::Value::Null;
+            }
         }
         Ok(found)
     }

@@ -8,7 +8,7 @@ use deadpool_postgres::GenericClient;
 use serde_json::json;
 use tokio_postgres::Row;
 
-use super::items::{decision_at, open_revision, DECISION_COLUMNS};
+use super::items::{decision_at, open_revision, DECISION_COLUMNS, LISTED_DECISION_COLUMNS};
 use super::{col, execute, log, row, rows, Tx};
 use crate::clock::Millis;
 use crate::store::words::{has_phrase, phrase, words};
@@ -32,14 +32,19 @@ fn select() -> String {
     select_with(true)
 }
 
-/// The query's text; without `bodies`, an empty body stands in for each (listings).
+/// The query's text; without `bodies` (listings), an empty body stands in for each revision's
+/// and null for its decision's resume data.
 fn select_with(bodies: bool) -> String {
-    let body = if bodies { "v.body" } else { "''" };
+    let (body, decision) = if bodies {
+        ("v.body", DECISION_COLUMNS)
+    } else {
+        ("''", LISTED_DECISION_COLUMNS)
+    };
     // A call can have several revisions (a reviewer's edits): its open item and its decision
     // belong to the one they name.
     format!(
         "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {body}, v.sha256,
-            v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author, {DECISION_COLUMNS}
+            v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author, {decision}
         FROM plan_revisions v
         JOIN runs r ON r.id = v.run_id
         LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id
@@ -222,7 +227,8 @@ pub(super) async fn edit(tx: &Tx<'_>, e: &NewEdit<'_>) -> Result<RevisionRow, St
     one(tx, id).await
 }
 
-/// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty.
+/// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty and
+/// each decision's resume data null.
 pub(super) async fn of_run(
     c: &impl GenericClient,
     run_id: Option<&str>,

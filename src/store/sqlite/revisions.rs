@@ -12,8 +12,8 @@ use crate::store::*;
 // to the one they name.
 const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {body}, v.sha256,
         v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author,
-        d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, d.resume_data, d.decided_at,
-        d.decided_by
+        d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, {resume_data},
+        d.decided_at, d.decided_by
     FROM plan_revisions v
     JOIN runs r ON r.id = v.run_id
     LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id
@@ -21,9 +21,18 @@ const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {b
     LEFT JOIN decisions d ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id
         AND (d.revision_id IS NULL OR d.revision_id = v.id)";
 
-/// The query's text, with each revision's body, or (for listings) an empty one in its place.
+/// The query's text, with each revision's body and its decision's resume data; or, for
+/// listings, an empty body and null resume data in their place (an engine run's resume data
+/// echoes the whole plan it decides).
 fn select(bodies: bool) -> String {
-    SELECT.replace("{body}", if bodies { "v.body" } else { "''" })
+    let (body, resume_data) = if bodies {
+        ("v.body", "d.resume_data")
+    } else {
+        ("''", "'null'")
+    };
+    SELECT
+        .replace("{body}", body)
+        .replace("{resume_data}", resume_data)
 }
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
@@ -167,7 +176,8 @@ pub(super) fn listing_plan(conn: &Connection, run_id: Option<&str>) -> rusqlite:
 /// Revisions of one run (`?1`), or all (`?1` null).
 const OF_RUN: &str = "?1 IS NULL OR v.run_id = ?1";
 
-/// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty.
+/// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty and
+/// each decision's resume data null.
 pub(super) fn of_run(
     conn: &Connection,
     run_id: Option<&str>,

@@ -313,13 +313,21 @@ async fn detail_view(engine: &Engine, run_id: &str) -> Result<RunDetail> {
     })
 }
 
+/// Whether the end of `run_id`'s stream hands its review over, with `viewing` on screen: unless
+/// the window shows another run (the person moved on; it would not draw this one's review). A
+/// window that has just switched to the run may not have said so yet: it gets the hand-off.
+pub fn hands_review_over(viewing: Option<&str>, run_id: &str) -> bool {
+    viewing.is_none_or(|on_screen| on_screen == run_id)
+}
+
 /// How a run's stream ended, as its channel says it. A run that stopped on a plan hands its
-/// review over with it (its run and the plan's first screen): the window, which draws it at
-/// once, would otherwise ask for both, one more round trip between the suspension and the plan
-/// on screen. If they cannot be read, the window asks itself, and shows why.
-pub async fn run_end(engine: &Engine, report: Report) -> RunEnd {
+/// review over with it (its run and the plan's first screen) when `hand_over`: the window,
+/// which draws it at once, would otherwise ask for both, one more round trip between the
+/// suspension and the plan on screen. If they cannot be read, the window asks itself, and
+/// shows why. (Not when the window shows another run: it would read them for nothing.)
+pub async fn run_end(engine: &Engine, report: Report, hand_over: bool) -> RunEnd {
     let mut end = RunEnd::from(report);
-    if let Some(id) = end.revision_id {
+    if let Some(id) = end.revision_id.filter(|_| hand_over) {
         if let (Ok(detail), Ok(revision)) = tokio::join!(
             detail_view(engine, &end.run_id),
             revision_view(engine, id, FIRST_SCREEN_BYTES),

@@ -165,8 +165,9 @@ pub struct RunEnd {
     pub error: Option<plandesk::chunk::ChunkError>,
     /// The plan revision the run stopped on, if it did.
     pub revision_id: Option<i64>,
-    /// The run as its view shows it next, when it stopped on a plan: the window draws the
-    /// review from this, without asking for the run and the revision after the stream ends.
+    /// The run as its view shows it next, when it stopped on a plan (and the window did not
+    /// show another run): the window draws the review from this, without asking for the run
+    /// and the revision after the stream ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<Box<ReviewHandOff>>,
 }

@@ -56,8 +56,9 @@ pub struct AppState {
     /// Whether it was named at launch (`--store`, `PLANDESK_STORE`): then it wins over Settings.
     pub store_given: bool,
     pub workspace: Option<PathBuf>,
-    /// The run on screen (no notification for it while the window has focus).
-    pub viewing: Mutex<Option<String>>,
+    /// The run on screen (no notification for it while the window has focus; a run that stops
+    /// on a plan hands its review over unless another run is on screen).
+    pub viewing: Arc<Mutex<Option<String>>>,
     /// The plan to open first, once (`--open`): a run id or revision key.
     pub open_first: Mutex<Option<String>>,
     /// The login autostart entry ("Start at login, in the tray"); `None` without a config folder.
@@ -116,7 +117,7 @@ impl AppState {
             store,
             store_given,
             workspace: options.workspace.clone(),
-            viewing: Mutex::default(),
+            viewing: Arc::default(),
             open_first: Mutex::new(options.open.clone()),
             autostart,
             keep_in_tray: AtomicBool::new(false),
@@ -144,6 +145,7 @@ impl AppState {
         let task = self.next_task.fetch_add(1, Ordering::Relaxed);
         let driven = self.driven.clone();
         let engine = self.engine.clone();
+        let viewing = self.viewing.clone();
         let sink = ChannelSink(channel.clone());
         let end = channel.clone();
         let id = run_id.clone();
@@ -167,7 +169,13 @@ impl AppState {
                 }
                 if let (Some(channel), Some(outcome)) = (end, outcome) {
                     let event = match outcome {
-                        Ok(report) => RunEvent::Ended(commands::run_end(&engine, report).await),
+                        Ok(report) => {
+                            let hand_over = commands::hands_review_over(
+                                viewing.lock().unwrap_or_else(|p| p.into_inner()).as_deref(),
+                                &report.run_id,
+                            );
+                            RunEvent::Ended(commands::run_end(&engine, report, hand_over).await)
+                        }
                         Err(err) => RunEvent::Refused(err.into()),
                     };
                     let _ = channel.send(event);

@@ -676,8 +676,18 @@ fn a_run_that_stops_on_a_plan_hands_its_review_over_with_its_end() {
         .block_on(engine.start("Migrate the store", &options, &mut |_| {}))
         .unwrap();
     let run_id = report.run_id.clone();
+    // While the window shows another run, nothing is handed over.
+    use plandesk_app::commands::hands_review_over;
+    assert!(hands_review_over(None, &run_id) && hands_review_over(Some(&run_id), &run_id));
+    assert!(!hands_review_over(Some("another-run"), &run_id));
+    let elsewhere = runtime.block_on(plandesk_app::commands::run_end(
+        &engine,
+        report.clone(),
+        false,
+    ));
+    assert!(elsewhere.review.is_none() && elsewhere.revision_id.is_some());
     let event = plandesk_app::ipc::RunEvent::Ended(
-        runtime.block_on(plandesk_app::commands::run_end(&engine, report)),
+        runtime.block_on(plandesk_app::commands::run_end(&engine, report, true)),
     );
     let message = serde_json::to_string(&event).unwrap();
     let ended: Value = serde_json::from_str(&message).unwrap();
@@ -733,7 +743,7 @@ fn a_run_that_stops_on_a_plan_hands_its_review_over_with_its_end() {
         .block_on(engine.decide(&run_id, &verdict, &mut |_| {}))
         .unwrap();
     assert_ne!(report.status, plandesk::RunStatus::Suspended);
-    let end = runtime.block_on(plandesk_app::commands::run_end(&engine, report));
+    let end = runtime.block_on(plandesk_app::commands::run_end(&engine, report, true));
     let ended = serde_json::to_value(plandesk_app::ipc::RunEvent::Ended(end)).unwrap();
     assert!(
         ended["data"].get("review").is_none() && ended["data"]["revisionId"].is_null(),

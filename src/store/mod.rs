@@ -282,6 +282,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError>;
 
     /// Takes a run for one driver: atomic, refused while another live holder's lease runs.
+    ///
+    /// A lease write (claim, take-over, renewal, release, a waiter's renewal) may be committed
+    /// without waiting for the disk: it is atomic and survives a killed process, but a crash of
+    /// the machine may lose it, which a lease allows (its holder is gone with the machine, and
+    /// what is left expires or is taken over). Each store says which of its lease writes skip
+    /// the wait; every other write is on disk when it returns.
     async fn claim(&self, run_id: &str, claim: &Lease<'_>) -> Result<ClaimOutcome, StoreError>;
     /// Takes over a run from `holder` (whose process is known to be gone): compare-and-swap.
     async fn take_over(

@@ -53,6 +53,8 @@ const plan = (n, title, sha) => ({
 
 /** The fake backend: `world` is plain data; every call is recorded in window.__calls. */
 function installFake(world) {
+  // What the backend has: a test changes it as a run would (a plan submitted while it streams).
+  window.__world = world;
   window.__calls = [];
   window.__violations = [];
   document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));
@@ -356,6 +358,43 @@ test('a run that stops for a decision changes nothing on screen until its stream
   await page.evaluate(() => window.__answerMessage());
   assert.deepEqual(page.errors, []);
   await page.close();
+});
+
+test('a run that stops on a plan draws its review from what its end hands over; a hand-off of another revision is not used', async () => {
+  for (const handedId of [9, 8]) {
+    const item = plan(9, 'Cache the sessions', 'fff999');
+    const w = world({ revisions: { 9: { pages: ['<p id="asked">Asked for</p>'] } } });
+    const { page, send } = await messageRun9(w, 'Plan the caching');
+    await send({ type: 'step-start', payload: { messageId: 'm2' } });
+    await send({ type: 'tool-call', payload: { toolCallId: 'call9', toolName: 'submit_plan', args: { path: item.path } } });
+    await send({ type: 'tool-call-suspended', payload: { toolCallId: 'call9', toolName: 'submit_plan', suspendPayload: { toolId: 'submit_plan', path: item.path, title: item.title, plan: '...' } } });
+    // The run submitted its plan: the backend has it open.
+    await page.evaluate((i) => window.__world.inbox.push(i), item);
+    const asked = async () => (await page.evaluate(() => window.__calls))
+      .filter((c) => c.cmd === 'run_detail' || c.cmd === 'revision');
+    const before = await asked();
+    const detail = {
+      run: { id: 'run9', prompt: 'Add caching', model: 'demo', mode: 'plan', status: 'suspended', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null },
+      transcript: [{ kind: 'user', text: 'Add caching' }, { kind: 'user', text: 'Plan the caching' }], pending: [item], error: null, waiting: null, interrupted: false,
+    };
+    const revision = { id: handedId, runId: 'run9', toolCallId: 'call9', path: item.path, title: item.title, revisionNo: 1, sha256: item.sha256, submittedAt: now,
+      status: 'pending', feedback: null, decidedAt: null, prompt: 'Add caching', pages: ['<p id="handed">Handed over</p>'], revisionsInThread: 1, fallback: null, hidden: [], hiddenOmitted: 0 };
+    await page.evaluate((data) => window.__channels[0].onmessage({ event: 'ended', data }), { runId: 'run9', status: 'suspended', review: { detail, revision } });
+    await page.waitForSelector('#plan-title');
+    assert.equal(await page.textContent('#plan-title'), 'Cache the sessions');
+    if (handedId === 9) {
+      await page.waitForSelector('#plan #handed');
+      assert.deepEqual(await asked(), before, 'the run and its revision came with the end: nothing asked');
+    } else {
+      // Not the revision its item waits on (a newer one came meanwhile): the window asks for it.
+      await page.waitForSelector('#plan #asked');
+      assert.equal(await page.$('#plan #handed'), null);
+      assert.deepEqual(await asked(), [...before, { cmd: 'revision', args: { id: 9 } }]);
+    }
+    await page.evaluate(() => window.__answerMessage());
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  }
 });
 
 test('links in a plan go to the system browser through open_link', async () => {

@@ -774,9 +774,34 @@ impl Store for PostgresStore {
     }
 }
 
+/// The engine suite's PostgreSQL server, for this module's tests.
+#[cfg(test)]
+#[path = "../../../tests/engine/pg.rs"]
+#[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+mod test_pg;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A release is committed without waiting for the server's disk, in its transaction alone;
+    /// every other write, before and after it, waits.
+    #[tokio::test]
+    async fn only_a_release_skips_the_disk_wait() {
+        let store = PostgresStore::open(&test_pg::database(), "test")
+            .await
+            .unwrap();
+        let mode = async |tx: &Tx<'_>| {
+            let row = tx
+                .query_one("SHOW synchronous_commit", &[])
+                .await
+                .map_err(query("show"))?;
+            col::<String>(&row, 0)
+        };
+        assert_eq!(store.write("write", mode).await.unwrap(), "on");
+        assert_eq!(store.write_lease("release", mode).await.unwrap(), "off");
+        assert_eq!(store.write("write", mode).await.unwrap(), "on");
+    }
 
     #[test]
     fn password_file_lines_split_on_unescaped_colons() {

@@ -60,6 +60,9 @@ async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
   const review = h('div', { id: 'review-slot' });
   const footer = h('div', { id: 'run-footer' });
   const reviewing = detail.pending.length > 0 && !streaming;
+  // A review shows from the top, unless kept. Set on what is laid out already (the view about
+  // to go), not on the new view, which setting it would lay out at once.
+  if (reviewing && !keepScroll) viewEl().scrollTop = 0;
   if (reviewing) {
     // The plan is what the person came for: it comes first, the way there folded below it.
     clear(viewEl()).append(head, review, transcriptFold(transcript), status, footer);

@@ -360,12 +360,18 @@ test('a run that stops for a decision changes nothing on screen until its stream
   await page.close();
 });
 
-test('a run that stops on a plan draws its review from what its end hands over; a hand-off of another revision is not used', async () => {
+test('a run that stops on a plan draws its review, from the top, from what its end hands over; a hand-off of another revision is not used', async () => {
   for (const handedId of [9, 8]) {
     const item = plan(9, 'Cache the sessions', 'fff999');
-    const w = world({ revisions: { 9: { pages: ['<p id="asked">Asked for</p>'] } } });
+    const w = world({ revisions: { 9: { pages: [`<p id="asked">Asked for</p>${'<p>A step of the plan.</p>'.repeat(400)}`] } } });
     const { page, send } = await messageRun9(w, 'Plan the caching');
     await send({ type: 'step-start', payload: { messageId: 'm2' } });
+    // A long answer, which the person scrolled down to follow.
+    await send({ type: 'text-start', payload: { id: 't1' } });
+    await send({ type: 'text-delta', payload: { id: 't1', text: 'Thinking it over.\n'.repeat(400) } });
+    await send({ type: 'text-end', payload: { id: 't1' } });
+    await page.evaluate(() => { const v = document.getElementById('view'); v.scrollTop = v.scrollHeight; });
+    assert.ok(await page.evaluate(() => document.getElementById('view').scrollTop) > 1000);
     await send({ type: 'tool-call', payload: { toolCallId: 'call9', toolName: 'submit_plan', args: { path: item.path } } });
     await send({ type: 'tool-call-suspended', payload: { toolCallId: 'call9', toolName: 'submit_plan', suspendPayload: { toolId: 'submit_plan', path: item.path, title: item.title, plan: '...' } } });
     // The run submitted its plan: the backend has it open.
@@ -378,10 +384,11 @@ test('a run that stops on a plan draws its review from what its end hands over; 
       transcript: [{ kind: 'user', text: 'Add caching' }, { kind: 'user', text: 'Plan the caching' }], pending: [item], error: null, waiting: null, interrupted: false,
     };
     const revision = { id: handedId, runId: 'run9', toolCallId: 'call9', path: item.path, title: item.title, revisionNo: 1, sha256: item.sha256, submittedAt: now,
-      status: 'pending', feedback: null, decidedAt: null, prompt: 'Add caching', pages: ['<p id="handed">Handed over</p>'], revisionsInThread: 1, fallback: null, hidden: [], hiddenOmitted: 0 };
+      status: 'pending', feedback: null, decidedAt: null, prompt: 'Add caching', pages: [`<p id="handed">Handed over</p>${'<p>A step of the plan.</p>'.repeat(400)}`], revisionsInThread: 1, fallback: null, hidden: [], hiddenOmitted: 0 };
     await page.evaluate((data) => window.__channels[0].onmessage({ event: 'ended', data }), { runId: 'run9', status: 'suspended', review: { detail, revision } });
     await page.waitForSelector('#plan-title');
     assert.equal(await page.textContent('#plan-title'), 'Cache the sessions');
+    assert.equal(await page.evaluate(() => document.getElementById('view').scrollTop), 0, 'the review shows from the top');
     if (handedId === 9) {
       await page.waitForSelector('#plan #handed');
       assert.deepEqual(await asked(), before, 'the run and its revision came with the end: nothing asked');

@@ -252,6 +252,16 @@ CREATE UNIQUE INDEX tokens_active_by_name ON tokens(name) WHERE revoked_at IS NU
     id, run_id, tool_call_id, path, title, sha256, revision_no, submitted_at, author);",
         rebuilds: false,
     },
+    Migration {
+        version: 10,
+        name: "the history listing reads no decision's resume data",
+        // An engine run's resume data echoes the plan it decides, and a decision's time and
+        // author are stored after it in its row: reading them walked the plan's pages. The
+        // columns the listing reads of a decision in an index of their own.
+        sql: "CREATE INDEX decisions_listing ON decisions(
+    run_id, tool_call_id, revision_id, id, action, feedback, decided_at, decided_by);",
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

@@ -485,8 +485,8 @@ mod tests {
             .unwrap()
     }
 
-    /// The history listing (every revision, without its plan) reads the listing's index, not
-    /// the revisions' rows with their plans in them.
+    /// The history listing (every revision, without its plan) reads the listing's indexes,
+    /// not the rows of the revisions and decisions, which hold plans.
     #[test]
     fn the_history_listing_reads_no_plan() {
         let dir = tempfile::tempdir().unwrap();
@@ -494,6 +494,10 @@ mod tests {
         let plan = revisions::listing_plan(&store.conn(), None).unwrap();
         assert!(
             plan.contains("SCAN v USING COVERING INDEX revisions_listing"),
+            "{plan}"
+        );
+        assert!(
+            plan.contains("SEARCH d USING COVERING INDEX decisions_listing"),
             "{plan}"
         );
     }

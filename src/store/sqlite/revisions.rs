@@ -18,21 +18,23 @@ const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {b
     JOIN runs r ON r.id = v.run_id
     LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id
         AND p.revision_id = v.id
-    LEFT JOIN decisions d ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id
+    LEFT JOIN decisions d {decisions_index} ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id
         AND (d.revision_id IS NULL OR d.revision_id = v.id)";
 
 /// The query's text, with each revision's body and its decision's resume data; or, for
 /// listings, an empty body and null resume data in their place (an engine run's resume data
-/// echoes the whole plan it decides).
+/// echoes the whole plan it decides), the decision read from the listing's index (migration
+/// 10: its row would be read past its resume data).
 fn select(bodies: bool) -> String {
-    let (body, resume_data) = if bodies {
-        ("v.body", "d.resume_data")
+    let (body, resume_data, decisions_index) = if bodies {
+        ("v.body", "d.resume_data", "")
     } else {
-        ("''", "'null'")
+        ("''", "'null'", "INDEXED BY decisions_listing")
     };
     SELECT
         .replace("{body}", body)
         .replace("{resume_data}", resume_data)
+        .replace("{decisions_index}", decisions_index)
 }
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {

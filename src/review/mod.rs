@@ -208,7 +208,8 @@ impl Review {
     }
 
     /// [`Review::history`] for a list on screen: the same revisions, newest first, but without
-    /// their plans' text (each `body` is empty; [`Review::revision_by_id`] loads one whole).
+    /// their plans' text (each `body` is empty; [`Review::revision_by_id`] loads one whole) and
+    /// without their decisions' resume data (null: an engine run's echoes the plan).
     pub async fn listing(&self, filter: &HistoryFilter) -> Result<Vec<Revision>, ReviewError> {
         let words = query_words(filter);
         let rows = self
@@ -279,8 +280,9 @@ impl Review {
     }
 
     /// The revisions of the plan `revision` belongs to, oldest first, without their plans' text
-    /// (each `body` is empty, as in [`Review::listing`]): a thread is read to count, list and
-    /// place revisions, and a long plan's every revision read whole would be most of the work.
+    /// or their decisions' resume data (as in [`Review::listing`]): a thread is read to count,
+    /// list and place revisions, and a long plan's every revision read whole would be most of
+    /// the work.
     pub async fn thread(&self, revision: &Revision) -> Result<Vec<Revision>, ReviewError> {
         let rows = self
             .store

@@ -75,7 +75,8 @@ pub struct Decision {
     pub revision_id: Option<i64>,
     pub action: Action,
     pub feedback: Option<String>,
-    /// What the agent was answered with (for engine runs: the tool's resume data).
+    /// What the agent was answered with (for engine runs: the tool's resume data). Null in
+    /// listings ([`crate::review::Review::listing`]), which leave it out.
     pub resume_data: Value,
     pub decided_at: Millis,
     /// Who decided, when known.

@@ -651,14 +651,10 @@ impl Store for PostgresStore {
         if words.is_empty() {
             return revisions::of_run(&client, run_id, false).await;
         }
-        // A search reads the candidates' bodies to find its phrase; the listing drops them, and
-        // the resume data as the listing leaves it out (see `revisions::of_run`).
-        let mut found = revisions::search(&client, run_id, words).await?;
+        // A search reads the candidates' bodies to find its phrase; the listing drops them.
+        let mut found = revisions::search(&client, run_id, words, true).await?;
         for revision in &mut found {
             revision.body = String::new();
-            if let Some(decision) = &mut revision.decision {
-                decision.resume_data = serde_json::Value::Null;
-            }
         }
         Ok(found)
     }
@@ -672,7 +668,13 @@ impl Store for PostgresStore {
         run_id: Option<&str>,
         words: &[String],
     ) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::search(&self.client("search revisions").await?, run_id, words).await
+        revisions::search(
+            &self.client("search revisions").await?,
+            run_id,
+            words,
+            false,
+        )
+        .await
     }
 
     async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {

@@ -35,11 +35,16 @@ fn select() -> String {
 /// The query's text; without `bodies` (listings), an empty body stands in for each revision's
 /// and null for its decision's resume data.
 fn select_with(bodies: bool) -> String {
-    let (body, decision) = if bodies {
-        ("v.body", DECISION_COLUMNS)
+    if bodies {
+        select_columns("v.body", DECISION_COLUMNS)
     } else {
-        ("''", LISTED_DECISION_COLUMNS)
-    };
+        select_columns("''", LISTED_DECISION_COLUMNS)
+    }
+}
+
+/// The query's text, with `body` for each revision's body and `decision` for its decision's
+/// columns.
+fn select_columns(body: &str, decision: &str) -> String {
     // A call can have several revisions (a reviewer's edits): its open item and its decision
     // belong to the one they name.
     format!(
@@ -251,11 +256,13 @@ pub(super) async fn of_run(
 
 /// Revisions (of one run, or all) whose title or body has `typed` in a row (the last word may
 /// be the start of one), oldest first: the index finds the plans that have every word (the last
-/// as a prefix), and each of those is then read for the phrase.
+/// as a prefix), and each of those is then read for the phrase. For a `listing`, without the
+/// decisions' resume data (null).
 pub(super) async fn search(
     c: &impl GenericClient,
     run_id: Option<&str>,
     typed: &[String],
+    listing: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     let phrase = phrase(typed);
     let Some((last, whole)) = phrase.split_last() else {
@@ -274,7 +281,14 @@ pub(super) async fn search(
         &format!(
             "{} WHERE (v.words @@ $1::text::tsquery OR NOT v.words_complete)
              AND ($2::text IS NULL OR v.run_id = $2) ORDER BY v.id",
-            select()
+            select_columns(
+                "v.body",
+                if listing {
+                    LISTED_DECISION_COLUMNS
+                } else {
+                    DECISION_COLUMNS
+                }
+            )
         ),
         &[&matching, &run_id],
     )

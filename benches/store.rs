@@ -9,8 +9,10 @@
 
 use std::time::Instant;
 
+use plandesk::clock::{Clock, SystemClock};
 use plandesk::review::{ExternalPlan, HistoryFilter, Review};
 use plandesk::store::{Action, NewDecision, Source, SourceKind};
+use plandesk::tool::{submit_plan, ToolOutcome};
 use plandesk::Engine;
 use serde_json::json;
 
@@ -57,8 +59,10 @@ async fn decide_as_engine(
     if let Some(feedback) = feedback {
         data["feedback"] = json!(feedback);
     }
-    let answer =
-        json!({"toolId": "submit_plan", "isError": false, "submittedPlan": data}).to_string();
+    let ToolOutcome::Value(answer) = submit_plan::result_for(&data) else {
+        panic!("a plan's decision has a result");
+    };
+    let answer = answer.to_string();
     review
         .record(&NewDecision {
             run_id,
@@ -67,10 +71,7 @@ async fn decide_as_engine(
             feedback,
             resume_data: &data,
             expect_sha: None,
-            at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_millis() as i64,
+            at: SystemClock.now(),
             by: &review.actor().await,
             answer: Some(&answer),
         })

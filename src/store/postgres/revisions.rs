@@ -35,16 +35,17 @@ fn select() -> String {
 /// The query's text; without `bodies` (listings), an empty body stands in for each revision's
 /// and null for its decision's resume data.
 fn select_with(bodies: bool) -> String {
-    if bodies {
-        select_columns("v.body", DECISION_COLUMNS)
-    } else {
-        select_columns("''", LISTED_DECISION_COLUMNS)
-    }
+    select_columns(if bodies { "v.body" } else { "''" }, !bodies)
 }
 
-/// The query's text, with `body` for each revision's body and `decision` for its decision's
-/// columns.
-fn select_columns(body: &str, decision: &str) -> String {
+/// The query's text, with `body` for each revision's body, and for a `listing` null for its
+/// decision's resume data.
+fn select_columns(body: &str, listing: bool) -> String {
+    let decision = if listing {
+        LISTED_DECISION_COLUMNS
+    } else {
+        DECISION_COLUMNS
+    };
     // A call can have several revisions (a reviewer's edits): its open item and its decision
     // belong to the one they name.
     format!(
@@ -281,14 +282,7 @@ pub(super) async fn search(
         &format!(
             "{} WHERE (v.words @@ $1::text::tsquery OR NOT v.words_complete)
              AND ($2::text IS NULL OR v.run_id = $2) ORDER BY v.id",
-            select_columns(
-                "v.body",
-                if listing {
-                    LISTED_DECISION_COLUMNS
-                } else {
-                    DECISION_COLUMNS
-                }
-            )
+            select_columns("v.body", listing)
         ),
         &[&matching, &run_id],
     )

@@ -63,6 +63,12 @@ async fn decide_as_engine(
         panic!("a plan's decision has a result");
     };
     let answer = answer.to_string();
+    let answer_without_plan = submit_plan::without_plan(&data).and_then(|without| {
+        match submit_plan::result_for(&without) {
+            ToolOutcome::Value(answer) => Some(answer.to_string()),
+            _ => None,
+        }
+    });
     review
         .record(&NewDecision {
             run_id,
@@ -74,6 +80,7 @@ async fn decide_as_engine(
             at: SystemClock.now(),
             by: &review.actor().await,
             answer: Some(&answer),
+            answer_without_plan: answer_without_plan.as_deref(),
         })
         .await
         .unwrap();

@@ -258,6 +258,9 @@ impl Engine {
             },
         };
         let answer = answer_text(&call.status, action, data);
+        // The store keeps this one instead when the plan is the decided revision's body.
+        let answer_without_plan = submit_plan::without_plan(data)
+            .map(|without| answer_text(&call.status, action, &without));
         let by = self.inner.review.actor().await;
         self.inner
             .review
@@ -271,6 +274,7 @@ impl Engine {
                 at: self.now(),
                 by: &by,
                 answer: Some(&answer),
+                answer_without_plan: answer_without_plan.as_deref(),
             })
             .await?;
         Ok(())

@@ -250,6 +250,7 @@ impl Review {
                 at: self.clock.now(),
                 by: &by,
                 answer: None,
+                answer_without_plan: None,
             })
             .await?;
         Ok(row.into())
@@ -298,6 +299,7 @@ impl Review {
                 by: &by,
                 // The agent's own answer is recorded by its hook when it gives it.
                 answer: None,
+                answer_without_plan: None,
             })
             .await?;
         Ok(row.into())

@@ -416,6 +416,8 @@ pub struct DecisionRow {
     pub revision_id: Option<i64>,
     pub action: Action,
     pub feedback: Option<String>,
+    /// Whole: a plan stored with its revision instead (see
+    /// [`NewDecision::answer_without_plan`]) is put back.
     pub resume_data: Value,
     pub decided_at: Millis,
     /// Who decided (`Actor::name`); `None` for decisions stored before this was recorded.
@@ -437,9 +439,77 @@ pub struct NewDecision<'a> {
     pub by: &'a Actor,
     /// The exact text the agent is answered with, for the audit trail.
     pub answer: Option<&'a str>,
+    /// For a plan's answer: the same text with its `submittedPlan.plan` null. When the resume
+    /// data's `plan` is the decided revision's body, the plan is stored once, with the
+    /// revision: the decision keeps its resume data with `plan` null (every read puts it
+    /// back), and the audit entry keeps this text, says `"answerPlan": "revision"`, and names
+    /// the revision by its hash. [`answer_with_plan`] rebuilds the exact text.
+    pub answer_without_plan: Option<&'a str>,
 }
 
+/// What an audit entry's data says the agent was answered, word for word: its `answer`, with
+/// the body of the revision it names put back as the `submittedPlan.plan` when it says
+/// `"answerPlan": "revision"` (see [`NewDecision::answer_without_plan`]). `None` if the entry
+/// records no answer, or names a plan without being given one.
+pub fn answer_with_plan(data: &Value, revision_body: Option<&str>) -> Option<String> {
+    let answer = data.get("answer")?.as_str()?;
+    if data.get("answerPlan").and_then(Value::as_str) != Some(ANSWER_PLAN_IS_REVISION) {
+        return Some(answer.to_owned());
+    }
+    let mut answer: Value = serde_json::from_str(answer).ok()?;
+    *answer.get_mut("submittedPlan")?.get_mut("plan")? = Value::from(revision_body?);
+    Some(answer.to_string())
+}
+
+/// The value of an audit entry's `answerPlan` when its answer's plan is its revision's body.
+pub const ANSWER_PLAN_IS_REVISION: &str = "revision";
+
 impl NewDecision<'_> {
+    /// The resume data's `plan`, if it has one: stored once, with the decided revision, when it
+    /// is that revision's body (the store compares them).
+    pub fn plan(&self) -> Option<&str> {
+        self.resume_data.get("plan").and_then(Value::as_str)
+    }
+
+    /// The resume data as stored: whole, or with `plan` null when `plan_from_revision` (the
+    /// decided revision's body is the plan).
+    pub fn stored_resume_data(&self, plan_from_revision: bool) -> String {
+        match self.resume_data.as_object() {
+            Some(fields) if plan_from_revision => {
+                // Not cloned: the plan is the one long value it holds.
+                let stored: std::collections::BTreeMap<&str, &Value> = fields
+                    .iter()
+                    .map(|(key, value)| {
+                        (
+                            key.as_str(),
+                            if key == "plan" { &Value::Null } else { value },
+                        )
+                    })
+                    .collect();
+                serde_json::to_string(&stored).unwrap_or_else(|_| self.resume_data.to_string())
+            }
+            _ => self.resume_data.to_string(),
+        }
+    }
+
+    /// The audit entry's data: the call, the action and its feedback, and the answer (without
+    /// its plan, named as the revision's, when `plan_from_revision` and it has such a form).
+    pub fn audit_data(&self, plan_from_revision: bool) -> Value {
+        let mut data = serde_json::json!({
+            "toolCallId": self.tool_call_id,
+            "action": self.action,
+            "feedback": self.feedback,
+        });
+        match self.answer_without_plan.filter(|_| plan_from_revision) {
+            Some(answer) => {
+                data["answer"] = Value::from(answer);
+                data["answerPlan"] = Value::from(ANSWER_PLAN_IS_REVISION);
+            }
+            None => data["answer"] = Value::from(self.answer),
+        }
+        data
+    }
+
     /// The row this decision becomes once inserted as `id`, on the plan revision `revision_id`,
     /// built from what was written rather than read (and its resume data parsed) back.
     pub fn stored_as(&self, id: i64, revision_id: Option<i64>) -> DecisionRow {

@@ -263,6 +263,25 @@ pub fn result_for(data: &Value) -> ToolOutcome {
     }))
 }
 
+/// The resume data with its `plan` null, if it has one as text (not cloned): what a store
+/// keeps when the plan is the decided revision's body, and what the answer to it says then.
+pub fn without_plan(data: &Value) -> Option<Value> {
+    let fields = data.as_object()?;
+    fields.get("plan")?.as_str()?;
+    let without = fields
+        .iter()
+        .map(|(key, value)| {
+            let value = if key == "plan" {
+                Value::Null
+            } else {
+                value.clone()
+            };
+            (key.clone(), value)
+        })
+        .collect();
+    Some(Value::Object(without))
+}
+
 /// Whether a `submit_plan` result asks the run to stop and wait for the user's next message.
 pub fn waits_for_user(result: &Value) -> bool {
     result.get("content").and_then(Value::as_str) == Some(REJECTED_NO_FEEDBACK_TEXT)

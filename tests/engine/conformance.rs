@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use plandesk::store::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 static ACTOR: std::sync::LazyLock<Actor> = std::sync::LazyLock::new(|| Actor {
     name: "ana".into(),
@@ -53,6 +53,7 @@ on_both_stores!(
     a_store_opened_twice_is_migrated_once,
     tokens_are_created_found_by_hash_and_revoked,
     a_plan_too_big_for_a_word_index_is_kept_and_found,
+    a_decided_plan_is_stored_once_and_read_whole,
 );
 
 fn commit<'a>(
@@ -142,6 +143,7 @@ fn decision<'a>(call: &'a str, action: Action, expect_sha: Option<&'a str>) -> N
         at: 5_000,
         by: &ACTOR,
         answer: Some("ok"),
+        answer_without_plan: None,
     }
 }
 
@@ -639,6 +641,157 @@ async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::AlreadyDecided { .. }), "{err}");
+}
+
+/// A decision's resume data as its row holds it, read past the store: what was written.
+async fn stored_resume_data(location: &StoreLocation, run_id: &str, call: &str) -> Value {
+    let sql = "SELECT resume_data FROM decisions WHERE run_id = $1 AND tool_call_id = $2";
+    let text: String = match location {
+        StoreLocation::Sqlite(dir) => rusqlite::Connection::open(dir.join(DB_FILE))
+            .unwrap()
+            .query_row(&sql.replace('$', "?"), [run_id, call], |r| r.get(0))
+            .unwrap(),
+        StoreLocation::Postgres { url, .. } => {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client
+                .query_one(sql, &[&run_id, &call])
+                .await
+                .unwrap()
+                .get(0)
+        }
+    };
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A plan's decision as the engine records it: resume data echoing the plan, and the answer
+/// with and without it.
+async fn decide_plan(
+    store: &dyn Store,
+    call: &str,
+    data: &Value,
+) -> (DecisionRow, String, Option<String>) {
+    use plandesk::tool::{submit_plan, ToolOutcome};
+    let text = |data: &Value| match submit_plan::result_for(data) {
+        ToolOutcome::Value(result) => result.to_string(),
+        other => panic!("a plan's decision has a result: {other:?}"),
+    };
+    let answer = text(data);
+    let without = submit_plan::without_plan(data).map(|without| text(&without));
+    let action = if data["action"] == "approved" {
+        Action::Approved
+    } else {
+        Action::Rejected
+    };
+    let made = store
+        .record_decision(&NewDecision {
+            resume_data: data,
+            feedback: data["feedback"].as_str(),
+            answer: Some(&answer),
+            answer_without_plan: without.as_deref(),
+            ..decision(call, action, None)
+        })
+        .await
+        .unwrap();
+    (made, answer, without)
+}
+
+/// The plan a decision's resume data echoes is written once, with its revision, when it is
+/// that revision's body; every read but a listing's has it whole, and the audit trail names
+/// it by the revision's hash, from which the exact answer is rebuilt. A plan that is not the
+/// decided revision's (the reviewer edited it since) is kept whole in both.
+async fn a_decided_plan_is_stored_once_and_read_whole(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let (first, second) = (
+        "# Cache\n\nAdd a \"cache\".\n",
+        "# Index\n\nAdd an index.\n",
+    );
+    open_items(&*store, &[plan_item("c1", first), plan_item("c2", second)]).await;
+    let edited = plan("# Index\n\nAdd two indexes.\n");
+    store
+        .edit_plan(&NewEdit {
+            run_id: "r",
+            tool_call_id: "c2",
+            expect_sha: &plan(second).sha256,
+            plan: &edited,
+            by: &ACTOR,
+            at: 2_000,
+        })
+        .await
+        .unwrap();
+    let approved = json!({"action": "approved", "path": "plans/p.md", "title": "Cache",
+                          "plan": first, "notes": "Ship it"});
+    let (made, answer, without) = decide_plan(&*store, "c1", &approved).await;
+    assert_eq!(
+        made.resume_data, approved,
+        "what was recorded, as it was given"
+    );
+    // The plan the agent submitted, rejected after the reviewer edited it: not the decided
+    // revision's body.
+    let rejected = json!({"action": "rejected", "path": "plans/p.md", "title": "Index",
+                          "plan": second, "feedback": "Why two?"});
+    let (_, answer_2, _) = decide_plan(&*store, "c2", &rejected).await;
+
+    let mut stored = approved.clone();
+    stored["plan"] = Value::Null;
+    assert_eq!(
+        stored_resume_data(&location, "r", "c1").await,
+        stored,
+        "stored once"
+    );
+    assert_eq!(stored_resume_data(&location, "r", "c2").await, rejected);
+    for (call, data) in [("c1", &approved), ("c2", &rejected)] {
+        let read = store.decision("r", call).await.unwrap().unwrap();
+        assert_eq!(&read.resume_data, data, "{call}: read back whole");
+    }
+    let decided: Vec<_> = store
+        .revisions(Some("r"))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| Some((r.body, r.decision?.resume_data)))
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            (first.to_owned(), approved.clone()),
+            (edited.body.clone(), rejected.clone())
+        ],
+        "the history has it whole"
+    );
+    for listed in store.revision_list(Some("r"), &[]).await.unwrap() {
+        if let Some(decision) = listed.decision {
+            assert_eq!(decision.resume_data, Value::Null, "a listing has none");
+        }
+    }
+
+    let trail = store.audit(Some("r")).await.unwrap();
+    let entries: Vec<&AuditRow> = trail.iter().filter(|e| e.kind == "decided").collect();
+    let [once, whole] = entries[..] else {
+        panic!("two decisions: {trail:?}")
+    };
+    assert_eq!(once.data["answerPlan"], ANSWER_PLAN_IS_REVISION);
+    assert_eq!(once.data["answer"].as_str(), without.as_deref());
+    assert!(!once.data.to_string().contains("Add a"), "{once:?}");
+    assert_eq!(
+        once.revision_sha.as_deref(),
+        Some(plan(first).sha256.as_str())
+    );
+    assert_eq!(
+        answer_with_plan(&once.data, Some(first)),
+        Some(answer.clone())
+    );
+    assert_eq!(
+        answer_with_plan(&once.data, None),
+        None,
+        "the plan is needed"
+    );
+    assert_eq!(whole.data.get("answerPlan"), None);
+    assert_eq!(answer_with_plan(&whole.data, None), Some(answer_2));
+    let check = plandesk::review::check_chain(&store.audit(None).await.unwrap());
+    assert_eq!(check.broken, None);
 }
 
 async fn settings_round_trip(location: StoreLocation) {

@@ -10,19 +10,30 @@ use super::{col, execute, json, log, revisions, row, rows, runs, word, Tx};
 use crate::clock::Millis;
 use crate::store::*;
 
+/// A decision's columns, `d` joined with its revision `v`: the last one is the plan its resume
+/// data leaves out (migration 2: the revision's body, when that is the plan).
 pub(super) const DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, d.revision_id, \
-     d.action, d.feedback, d.resume_data, d.decided_at, d.decided_by";
+     d.action, d.feedback, d.resume_data, d.decided_at, d.decided_by, \
+     CASE WHEN d.plan_from_revision THEN v.body END";
 
 /// [`DECISION_COLUMNS`] with null in place of the resume data, for listings (an engine run's
-/// resume data echoes the whole plan it decides).
+/// decides a plan, and a listing shows none), and so no plan to put back in it.
 pub(super) const LISTED_DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, \
-     d.revision_id, d.action, d.feedback, 'null'::text, d.decided_at, d.decided_by";
+     d.revision_id, d.action, d.feedback, 'null'::text, d.decided_at, d.decided_by, NULL::text";
 
-/// A decision from the row's columns `at..at + 9`, or `None` when they are NULL (an outer join).
+/// A decision from the row's columns `at..at + 10`, or `None` when they are NULL (an outer
+/// join).
 pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
     let Some(id) = col::<Option<i64>>(r, at)? else {
         return Ok(None);
     };
+    let mut resume_data: serde_json::Value = json(r, at + 6)?;
+    if let (Some(plan), Some(fields)) = (
+        col::<Option<String>>(r, at + 9)?,
+        resume_data.as_object_mut(),
+    ) {
+        fields.insert("plan".to_owned(), serde_json::Value::String(plan));
+    }
     Ok(Some(DecisionRow {
         id,
         run_id: col(r, at + 1)?,
@@ -30,7 +41,7 @@ pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, Sto
         revision_id: col(r, at + 3)?,
         action: word(Action::parse, r, at + 4)?,
         feedback: col(r, at + 5)?,
-        resume_data: json(r, at + 6)?,
+        resume_data,
         decided_at: col(r, at + 7)?,
         decided_by: col(r, at + 8)?,
     }))
@@ -44,7 +55,11 @@ pub(super) async fn decision(
     let found = row(
         c,
         "find decision",
-        &format!("SELECT {DECISION_COLUMNS} FROM decisions d WHERE d.run_id = $1 AND d.tool_call_id = $2"),
+        &format!(
+            "SELECT {DECISION_COLUMNS} FROM decisions d
+             LEFT JOIN plan_revisions v ON v.id = d.revision_id
+             WHERE d.run_id = $1 AND d.tool_call_id = $2"
+        ),
         &[&run_id, &tool_call_id],
     )
     .await?;
@@ -303,21 +318,38 @@ pub(super) async fn open_revision(
 pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
     let plan = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha).await?;
     let revision_id = plan.as_ref().map(|p| p.id);
+    let plan_from_revision = match (revision_id, d.plan()) {
+        (Some(id), Some(text)) => {
+            let same = row(
+                tx,
+                "compare the plan with its revision",
+                "SELECT body = $2 FROM plan_revisions WHERE id = $1",
+                &[&id, &text],
+            )
+            .await?;
+            match same {
+                Some(same) => col(&same, 0)?,
+                None => false,
+            }
+        }
+        _ => false,
+    };
     let inserted = row(
         tx,
         "insert decision",
         "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data,
-                                decided_at, decided_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                                decided_at, decided_by, plan_from_revision)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
         &[
             &d.run_id,
             &d.tool_call_id,
             &revision_id,
             &d.action.as_str(),
             &d.feedback,
-            &d.resume_data.to_string(),
+            &d.stored_resume_data(plan_from_revision),
             &d.at,
             &d.by.name,
+            &plan_from_revision,
         ],
     )
     .await?;
@@ -353,12 +385,7 @@ pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionR
             run_id: d.run_id,
             kind: AuditKind::Decided,
             revision_sha: plan.as_ref().map(|p| p.sha256.as_str()),
-            data: json!({
-                "toolCallId": d.tool_call_id,
-                "action": d.action,
-                "feedback": d.feedback,
-                "answer": d.answer,
-            }),
+            data: d.audit_data(plan_from_revision),
         },
     )
     .await?;

@@ -17,11 +17,13 @@ struct Migration {
 
 /// Every migration, oldest first; `version` is its position, starting at 1. Never edit one that
 /// has shipped: add another.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "runs, snapshots, messages, revisions, decisions, open items, comments, audit, events, \
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name:
+            "runs, snapshots, messages, revisions, decisions, open items, comments, audit, events, \
            settings, tokens",
-    sql: r#"
+        sql: r#"
 CREATE TABLE runs (
     id TEXT PRIMARY KEY,
     prompt TEXT NOT NULL,
@@ -162,7 +164,15 @@ CREATE TABLE tokens (
 );
 CREATE UNIQUE INDEX tokens_active_by_name ON tokens(name) WHERE revoked_at IS NULL;
 "#,
-}];
+    },
+    Migration {
+        version: 2,
+        name: "a decided plan is stored once",
+        // As SQLite's migration 11: a decision whose resume data echoes the decided revision's
+        // body keeps `plan` null there and reads it from the revision. Earlier ones keep theirs.
+        sql: "ALTER TABLE decisions ADD COLUMN plan_from_revision BOOLEAN NOT NULL DEFAULT FALSE;",
+    },
+];
 
 /// The schema version this build writes.
 pub(super) fn latest() -> i64 {

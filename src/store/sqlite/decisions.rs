@@ -6,15 +6,26 @@ use serde_json::{json, Value};
 use super::{audit, events, query, runs, word};
 use crate::store::*;
 
-const COLUMNS: &str =
-    "id, run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at, decided_by";
+/// A decision's columns, `d` joined with its revision `v`: the last one is the plan its resume
+/// data leaves out (migration 11: the revision's body, when that is the plan).
+pub(super) const COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, d.revision_id, d.action,
+    d.feedback, d.resume_data, d.decided_at, d.decided_by,
+    CASE WHEN d.plan_from_revision THEN v.body END";
 
-/// A decision from the row's columns `at..at + 9`, or `None` when they are NULL (an outer join).
+/// A decision from the row's columns `at..at + 10`, or `None` when they are NULL (an outer
+/// join).
 pub(super) fn row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Option<DecisionRow>> {
     let Some(id) = r.get::<_, Option<i64>>(at)? else {
         return Ok(None);
     };
     let data: String = r.get(at + 6)?;
+    let mut resume_data = serde_json::from_str(&data).unwrap_or(Value::String(data));
+    if let (Some(plan), Some(fields)) = (
+        r.get::<_, Option<String>>(at + 9)?,
+        resume_data.as_object_mut(),
+    ) {
+        fields.insert("plan".to_owned(), Value::String(plan));
+    }
     Ok(Some(DecisionRow {
         id,
         run_id: r.get(at + 1)?,
@@ -22,7 +33,7 @@ pub(super) fn row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Optio
         revision_id: r.get(at + 3)?,
         action: word(Action::parse, r.get(at + 4)?, at + 4)?,
         feedback: r.get(at + 5)?,
-        resume_data: serde_json::from_str(&data).unwrap_or(Value::String(data)),
+        resume_data,
         decided_at: r.get(at + 7)?,
         decided_by: r.get(at + 8)?,
     }))
@@ -34,7 +45,8 @@ pub(super) fn find(
     tool_call_id: &str,
 ) -> Result<Option<DecisionRow>, StoreError> {
     conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM decisions WHERE run_id = ?1 AND tool_call_id = ?2"
+        "SELECT {COLUMNS} FROM decisions d LEFT JOIN plan_revisions v ON v.id = d.revision_id
+         WHERE d.run_id = ?1 AND d.tool_call_id = ?2"
     ))
     .and_then(|mut stmt| {
         stmt.query_row(params![run_id, tool_call_id], |r| row_at(r, 0))
@@ -94,18 +106,27 @@ pub(super) fn open_revision(
 pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
     let plan = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha)?;
     let revision_id = plan.as_ref().map(|p| p.id);
+    let plan_from_revision = match (revision_id, d.plan()) {
+        (Some(id), Some(text)) => tx
+            .prepare_cached("SELECT body = ?2 FROM plan_revisions WHERE id = ?1")
+            .and_then(|mut stmt| stmt.query_row(params![id, text], |r| r.get(0)))
+            .map_err(query("compare the plan with its revision"))?,
+        _ => false,
+    };
     tx.execute(
-        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data, decided_at, decided_by)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data,
+                                decided_at, decided_by, plan_from_revision)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             d.run_id,
             d.tool_call_id,
             revision_id,
             d.action.as_str(),
             d.feedback,
-            d.resume_data.to_string(),
+            d.stored_resume_data(plan_from_revision),
             d.at,
-            d.by.name
+            d.by.name,
+            plan_from_revision
         ],
     )
     .map_err(query("insert decision"))?;
@@ -131,12 +152,7 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
             run_id: d.run_id,
             kind: AuditKind::Decided,
             revision_sha: plan.as_ref().map(|p| p.sha256.as_str()),
-            data: json!({
-                "toolCallId": d.tool_call_id,
-                "action": d.action,
-                "feedback": d.feedback,
-                "answer": d.answer,
-            }),
+            data: d.audit_data(plan_from_revision),
         },
     )?;
     runs::settle_session(tx, d.run_id, d.at)?;

@@ -262,6 +262,16 @@ CREATE UNIQUE INDEX tokens_active_by_name ON tokens(name) WHERE revoked_at IS NU
     run_id, tool_call_id, revision_id, id, action, feedback, decided_at, decided_by);",
         rebuilds: false,
     },
+    Migration {
+        version: 11,
+        name: "a decided plan is stored once",
+        // An engine run's resume data echoes the plan it decides, most often the decided
+        // revision's body: that plan is then left out of the resume data (null) and read from
+        // the revision. Writing it again cost each decision the time to write it to disk.
+        // Earlier decisions keep theirs.
+        sql: "ALTER TABLE decisions ADD COLUMN plan_from_revision INTEGER NOT NULL DEFAULT 0;",
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

@@ -11,9 +11,7 @@ use crate::store::*;
 // A call can have several revisions (a reviewer's edits): its open item and its decision belong
 // to the one they name.
 const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {body}, v.sha256,
-        v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author,
-        d.id, d.run_id, d.tool_call_id, d.revision_id, d.action, d.feedback, {resume_data},
-        d.decided_at, d.decided_by
+        v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author, {decision}
     FROM plan_revisions v
     JOIN runs r ON r.id = v.run_id
     LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id
@@ -21,19 +19,23 @@ const SELECT: &str = "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {b
     LEFT JOIN decisions d {decisions_index} ON d.run_id = v.run_id AND d.tool_call_id = v.tool_call_id
         AND (d.revision_id IS NULL OR d.revision_id = v.id)";
 
+/// The decision's columns a listing reads: null resume data (an engine run's decides a plan,
+/// and a listing shows none), and so no plan to put back in it.
+const LISTED_DECISION: &str = "d.id, d.run_id, d.tool_call_id, d.revision_id, d.action,
+    d.feedback, 'null', d.decided_at, d.decided_by, NULL";
+
 /// The query's text, with each revision's body and its decision's resume data; or, for
-/// listings, an empty body and null resume data in their place (an engine run's resume data
-/// echoes the whole plan it decides), the decision read from the listing's index (migration
-/// 10: its row would be read past its resume data).
+/// listings, an empty body and null resume data in their place, the decision read from the
+/// listing's index (migration 10: its row would be read past its resume data).
 fn select(bodies: bool) -> String {
-    let (body, resume_data, decisions_index) = if bodies {
-        ("v.body", "d.resume_data", "")
+    let (body, decision, decisions_index) = if bodies {
+        ("v.body", decisions::COLUMNS, "")
     } else {
-        ("''", "'null'", "INDEXED BY decisions_listing")
+        ("''", LISTED_DECISION, "INDEXED BY decisions_listing")
     };
     SELECT
         .replace("{body}", body)
-        .replace("{resume_data}", resume_data)
+        .replace("{decision}", decision)
         .replace("{decisions_index}", decisions_index)
 }
 

@@ -210,6 +210,8 @@ impl Engine {
         };
         let step = step.clone();
         let workspace = self.workspace(state)?;
+        // Whether every decision is applied by answering its call, none by running a tool.
+        let mut answered_only = true;
         for entry in step.calls.iter().filter(|c| c.status.is_pending()) {
             let call = &entry.call;
             let Some(decision) = self
@@ -242,6 +244,7 @@ impl Engine {
                 self.decline(state, call, &data, sink)
             } else {
                 let action = if approval {
+                    answered_only = false;
                     ToolAction::Execute
                 } else {
                     ToolAction::Resume(data)
@@ -263,6 +266,9 @@ impl Engine {
             state.resolve_call(&call.tool_call_id, status);
         }
         state.resume_step();
+        // Until the run does something new (a model call, a tool run), what it records follows
+        // from the decisions, durable already: no need to wait for the disk.
+        state.stored.derived = answered_only;
         if let Phase::Suspended { .. } = state.phase {
             // Other calls of the step still wait: announce the next.
             self.announce_suspension(state, sink).await?;

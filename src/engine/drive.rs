@@ -29,12 +29,14 @@ impl Engine {
         loop {
             match state.next_step() {
                 NextStep::CallModel => {
+                    state.stored.derived = false;
                     let id = message_id
                         .take()
                         .unwrap_or_else(|| self.inner.ids.next_id("msg"));
                     self.call_model(state, model, id, sink).await?;
                 }
                 NextStep::RunTool(index) => {
+                    state.stored.derived = false;
                     let status = self.run_call(state, index).await?;
                     state.settle_call(index, status);
                 }

@@ -77,6 +77,7 @@ impl Engine {
             event,
             at: self.now(),
             by: &self.inner.actor,
+            derived: state.stored.derived,
         }
     }
 
@@ -84,6 +85,7 @@ impl Engine {
         state.stored = Stored {
             version: state.stored.version + 1,
             messages: state.messages.len(),
+            derived: false,
         };
     }
 

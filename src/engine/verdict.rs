@@ -45,6 +45,7 @@ impl Engine {
         state.stored = Stored {
             version: stored.version,
             messages: state.messages.len(),
+            derived: false,
         };
         Ok(state)
     }

@@ -49,6 +49,9 @@ pub struct RunState {
 pub struct Stored {
     pub version: i64,
     pub messages: usize,
+    /// What changed since follows from durable decisions alone (their calls answered, none
+    /// run): see [`crate::store::Commit::derived`].
+    pub derived: bool,
 }
 
 /// Where a run is.

@@ -287,7 +287,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// without waiting for the disk: it is atomic and survives a killed process, but a crash of
     /// the machine may lose it, which a lease allows (its holder is gone with the machine, and
     /// what is left expires or is taken over). Each store says which of its lease writes skip
-    /// the wait; every other write is on disk when it returns.
+    /// the wait; so may a commit marked [`Commit::derived`]. Every other write is on disk when
+    /// it returns.
     async fn claim(&self, run_id: &str, claim: &Lease<'_>) -> Result<ClaimOutcome, StoreError>;
     /// Takes over a run from `holder` (whose process is known to be gone): compare-and-swap.
     async fn take_over(

@@ -340,6 +340,12 @@ pub struct Commit<'a> {
     pub at: Millis,
     /// The process making the move (for the audit trail: submissions, mode switches).
     pub by: &'a Actor,
+    /// Everything this move records follows from what is durable already: decisions, applied
+    /// by answering their calls (a plan's result, a denial), not by running a tool. It may be
+    /// committed without waiting for the disk (atomic, on disk in order with the next durable
+    /// write, kept when a process is killed). A crash of the machine before that write loses
+    /// it, and the run carries on from its recorded decisions again, to the same result.
+    pub derived: bool,
 }
 
 /// Something that waits for a person.

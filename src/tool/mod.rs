@@ -53,7 +53,10 @@ pub trait Tool: Send + Sync + fmt::Debug {
         false
     }
     fn execute(&self, ctx: &ToolContext<'_>, args: &Value) -> ToolOutcome;
-    /// Continues a suspended call with the host's (already schema-checked) resume data.
+    /// Continues a suspended call with the host's (already schema-checked) resume data. The
+    /// outcome must follow from `resume_data` alone, with no effect outside the run: the
+    /// engine records it without waiting for the disk, since a decision recorded durably
+    /// gives the same outcome again.
     fn resume(&self, _ctx: &ToolContext<'_>, _args: &Value, resume_data: &Value) -> ToolOutcome {
         ToolOutcome::Failed(format!(
             "{} cannot be resumed (resume data {resume_data})",

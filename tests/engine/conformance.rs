@@ -80,6 +80,7 @@ fn commit<'a>(
         event: None,
         at: 1_000 + expect_version,
         by: &ACTOR,
+        derived: false,
     }
 }
 
@@ -183,6 +184,32 @@ async fn commits_follow_each_other_and_a_stale_one_is_refused(location: StoreLoc
     ));
     assert_eq!(store.resolve_run("r").await.unwrap(), "r");
     assert_eq!(store.runs().await.unwrap().len(), 1);
+    // A derived commit (what durable decisions imply; see durability.rs) is one like any
+    // other, only its wait for the disk may be skipped.
+    store
+        .commit(&Commit {
+            derived: true,
+            ..commit("r", 2, 2, &[], &[])
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.load("r").await.unwrap().version, 3);
+    assert_eq!(
+        store
+            .commit(&commit("r", 2, 2, &[], &[]))
+            .await
+            .unwrap_err()
+            .to_string(),
+        store
+            .commit(&Commit {
+                derived: true,
+                ..commit("r", 2, 2, &[], &[])
+            })
+            .await
+            .unwrap_err()
+            .to_string(),
+        "refused alike"
+    );
 }
 
 async fn a_claim_is_held_until_released_by_its_holder_or_expired(location: StoreLocation) {

@@ -14,6 +14,7 @@ mod cli_output;
 mod conformance;
 mod crash;
 mod determinism;
+mod durability;
 mod hostile;
 mod hostile_files;
 mod hostile_providers;

@@ -345,12 +345,14 @@ impl PostgresStore {
         self.transact(context, "", work).await
     }
 
-    /// As [`Self::write`], for a run's release: committed without waiting for the server's
-    /// disk (`synchronous_commit` off for this transaction alone). Lost in a crash of the
-    /// server, a release leaves a lease that expires. Claims, take-overs and renewals stay
-    /// durable here: unlike the embedded store's, a holder outlives a crash of its server, and
-    /// a claim or renewal lost there would let a second process drive the run beside it.
-    async fn write_lease<T>(
+    /// As [`Self::write`], for a run's release and a commit derived from durable decisions
+    /// ([`Commit::derived`]): committed without waiting for the server's disk
+    /// (`synchronous_commit` off for this transaction alone). Lost in a crash of the server, a
+    /// release leaves a lease that expires, and a derived commit is made again when the run
+    /// applies its decisions again. Claims, take-overs and renewals stay durable here: unlike
+    /// the embedded store's, a holder outlives a crash of its server, and a claim or renewal
+    /// lost there would let a second process drive the run beside it.
+    async fn write_relaxed<T>(
         &self,
         context: &'static str,
         work: impl AsyncFnOnce(&Tx<'_>) -> Result<T, StoreError>,
@@ -523,8 +525,12 @@ impl Store for PostgresStore {
     }
 
     async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
-        self.write("commit snapshot", async |tx| runs::commit(tx, commit).await)
-            .await
+        let work = async |tx: &Tx<'_>| runs::commit(tx, commit).await;
+        if commit.derived {
+            self.write_relaxed("commit snapshot", work).await
+        } else {
+            self.write("commit snapshot", work).await
+        }
     }
 
     async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError> {
@@ -556,7 +562,7 @@ impl Store for PostgresStore {
     }
 
     async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError> {
-        self.write_lease("release run", async |tx| {
+        self.write_relaxed("release run", async |tx| {
             runs::release(tx, run_id, holder).await
         })
         .await
@@ -801,7 +807,7 @@ mod tests {
             col::<String>(&row, 0)
         };
         assert_eq!(store.write("write", mode).await.unwrap(), "on");
-        assert_eq!(store.write_lease("release", mode).await.unwrap(), "off");
+        assert_eq!(store.write_relaxed("release", mode).await.unwrap(), "off");
         assert_eq!(store.write("write", mode).await.unwrap(), "on");
     }
 

@@ -1,5 +1,5 @@
-//! The embedded store: one SQLite file (WAL, synchronous=FULL, but for a lease: see
-//! `write_lease`) shared by every process using the same data directory. A table per file;
+//! The embedded store: one SQLite file (WAL, synchronous=FULL, but for a lease or a derived
+//! commit: see `write_relaxed`) shared by every process using the same data directory. A table per file;
 //! migrations in their own module. What every store must do is tested on this one and on
 //! PostgreSQL alike: tests/engine/conformance.rs.
 
@@ -121,14 +121,15 @@ impl SqliteStore {
         Ok(value)
     }
 
-    /// As [`Self::write`], for a run's lease or an item's waiter, which need not outlast a
-    /// crash of the machine: the process holding it is gone with the machine, and what it
-    /// leaves behind expires or is taken over at once (a lease works without the disk). Such a
-    /// write is committed without waiting for the disk (`synchronous = NORMAL`, in WAL mode
+    /// As [`Self::write`], for what need not outlast a crash of the machine: a run's lease or
+    /// an item's waiter (the process holding it is gone with the machine, and what it leaves
+    /// behind expires or is taken over at once: a lease works without the disk), and a commit
+    /// derived from durable decisions ([`Commit::derived`]: the run applies them again). Such
+    /// a write is committed without waiting for the disk (`synchronous = NORMAL`, in WAL mode
     /// still atomic, and on the disk in order with the next durable commit), which takes an
     /// fsync off the way between a click and the run going on, and between a suspension and
     /// its end. A process killed, not the machine, loses nothing either way.
-    fn write_lease<T>(
+    fn write_relaxed<T>(
         &self,
         context: &'static str,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
@@ -237,7 +238,12 @@ impl Store for SqliteStore {
     }
 
     async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
-        self.write("commit snapshot", |tx| snapshots::commit(tx, commit))
+        let work = |tx: &rusqlite::Transaction<'_>| snapshots::commit(tx, commit);
+        if commit.derived {
+            self.write_relaxed("commit snapshot", work)
+        } else {
+            self.write("commit snapshot", work)
+        }
     }
 
     async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError> {
@@ -245,7 +251,7 @@ impl Store for SqliteStore {
     }
 
     async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
-        self.write_lease("claim run", |tx| runs::claim(tx, run_id, lease))
+        self.write_relaxed("claim run", |tx| runs::claim(tx, run_id, lease))
     }
 
     async fn take_over(
@@ -254,17 +260,17 @@ impl Store for SqliteStore {
         holder: &str,
         lease: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write_lease("take over run", |tx| {
+        self.write_relaxed("take over run", |tx| {
             runs::take_over(tx, run_id, holder, lease)
         })
     }
 
     async fn renew(&self, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
-        self.write_lease("renew lease", |tx| runs::renew(tx, run_id, lease))
+        self.write_relaxed("renew lease", |tx| runs::renew(tx, run_id, lease))
     }
 
     async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError> {
-        self.write_lease("release run", |tx| runs::release(tx, run_id, holder))
+        self.write_relaxed("release run", |tx| runs::release(tx, run_id, holder))
     }
 
     async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
@@ -311,7 +317,7 @@ impl Store for SqliteStore {
         tool_call_id: &str,
         waiter: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write_lease("renew waiter", |tx| {
+        self.write_relaxed("renew waiter", |tx| {
             items::renew_waiter(tx, run_id, tool_call_id, waiter)
         })
     }
@@ -511,11 +517,11 @@ mod tests {
         let during = |store: &SqliteStore| store.write("a durable write", |tx| Ok(synchronous(tx)));
         assert_eq!(during(&store).unwrap(), 2);
         let lease = store
-            .write_lease("a lease", |tx| Ok(synchronous(tx)))
+            .write_relaxed("a lease", |tx| Ok(synchronous(tx)))
             .unwrap();
         assert_eq!(lease, 1, "a lease: NORMAL");
         assert_eq!(during(&store).unwrap(), 2, "after a lease: FULL again");
-        let failed = store.write_lease("a lease that fails", |_| -> Result<(), _> {
+        let failed = store.write_relaxed("a lease that fails", |_| -> Result<(), _> {
             Err(StoreError::Query {
                 context: "a lease that fails",
                 message: "refused".into(),
@@ -531,7 +537,7 @@ mod tests {
         // A lease write that panics midway leaves the connection NORMAL: the next durable
         // write waits for the disk all the same.
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            store.write_lease("a lease that panics", |_| -> Result<(), StoreError> {
+            store.write_relaxed("a lease that panics", |_| -> Result<(), StoreError> {
                 panic!("midway")
             })
         }));

@@ -81,6 +81,7 @@ async fn decide_as_engine(
             by: &review.actor().await,
             answer: Some(&answer),
             answer_without_plan: answer_without_plan.as_deref(),
+            mode_after: None,
         })
         .await
         .unwrap();

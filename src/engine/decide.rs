@@ -12,7 +12,7 @@ use crate::model::{self, LanguageModel};
 use crate::run::*;
 use crate::store::EventKind;
 use crate::tool::submit_plan::{self, TOOL_ID as SUBMIT_PLAN};
-use crate::tool::{approval_schema, schema, ToolOutcome};
+use crate::tool::ToolOutcome;
 
 /// How long a decision waits for another driver to let go of the run before it is refused as
 /// busy, and how often it looks.
@@ -231,15 +231,8 @@ impl Engine {
             })?;
             let data = decision.resume_data;
             let approval = entry.status == CallStatus::AwaitingApproval;
-            let resume_schema = if approval {
-                approval_schema()
-            } else {
-                tool.resume_schema().unwrap_or(Value::Null)
-            };
-            let violations = schema::validate(&resume_schema, &data);
-            let status = if !violations.is_empty() {
-                let result = schema::validation_error(tool.name(), "resume", &data, &violations);
-                done(Outcome::Result(result))
+            let status = if let Some(error) = self.invalid_answer(&step.mode, entry, &data)? {
+                done(Outcome::Result(error))
             } else if approval && data.get("approved").and_then(Value::as_bool) != Some(true) {
                 self.decline(state, call, &data, sink)
             } else {

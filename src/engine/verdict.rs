@@ -10,7 +10,7 @@ use super::{Engine, EngineError, Report, Verdict};
 use crate::run::*;
 use crate::store::{Action, NewDecision, SourceKind, StoreError};
 use crate::tool::submit_plan;
-use crate::tool::{ToolOutcome, DEFAULT_DECLINE_REASON};
+use crate::tool::{approval_schema, schema, ToolOutcome, DEFAULT_DECLINE_REASON};
 
 impl Engine {
     /// Loads an engine run's state (an outside agent's session has none).
@@ -243,7 +243,13 @@ impl Engine {
         expect_sha: Option<&str>,
     ) -> Result<(), EngineError> {
         let call = self.target(state, Some(call_id)).await?;
+        // Data that does not fit is answered with the validation error `apply_decisions` gives.
+        let invalid = match &state.phase {
+            Phase::Suspended { step } => self.invalid_answer(&step.mode, call, data)?,
+            _ => None,
+        };
         let (action, feedback) = match &call.status {
+            _ if invalid.is_some() => (Action::Invalid, None),
             CallStatus::AwaitingApproval => match data.get("approved").and_then(Value::as_bool) {
                 Some(true) => (Action::Approved, None),
                 Some(false) => (Action::Declined, data.get("reason").and_then(Value::as_str)),
@@ -258,10 +264,17 @@ impl Engine {
                 _ => (Action::Invalid, None),
             },
         };
-        let answer = answer_text(&call.status, action, data);
+        let answer = match &invalid {
+            Some(error) => error.to_string(),
+            None => answer_text(&call.status, action, data),
+        };
+        let plan_answer = matches!(call.status, CallStatus::Suspended { .. })
+            && matches!(action, Action::Approved | Action::Rejected);
         // The store keeps this one instead when the plan is the decided revision's body.
         let answer_without_plan = submit_plan::without_plan(data)
+            .filter(|_| plan_answer)
             .map(|without| answer_text(&call.status, action, &without));
+        let mode_after = self.mode_after(state, call, action)?;
         let by = self.inner.review.actor().await;
         self.inner
             .review
@@ -276,9 +289,50 @@ impl Engine {
                 by: &by,
                 answer: Some(&answer),
                 answer_without_plan: answer_without_plan.as_deref(),
+                mode_after: mode_after.as_deref(),
             })
             .await?;
         Ok(())
+    }
+
+    /// The mode the run switches to when this decision is applied, if it switches: a plan
+    /// approved (with valid resume data: else `action` is invalid), as `apply_decisions` finds
+    /// it (`submit_plan` answers `action: "approved"` with an approval).
+    fn mode_after(
+        &self,
+        state: &RunState,
+        call: &CallState,
+        action: Action,
+    ) -> Result<Option<String>, EngineError> {
+        let approved_plan = action == Action::Approved
+            && call.call.tool_name == submit_plan::TOOL_ID
+            && matches!(call.status, CallStatus::Suspended { .. });
+        if !approved_plan {
+            return Ok(None);
+        }
+        let after = self.inner.controller.after_approval(&state.mode)?;
+        Ok((after != state.mode).then(|| after.to_owned()))
+    }
+
+    /// What a call is answered when `data` does not fit what it takes (an approval's schema,
+    /// or its tool's resume schema; `mode` is its step's): the validation error. `None` when it
+    /// fits.
+    pub(super) fn invalid_answer(
+        &self,
+        mode: &str,
+        call: &CallState,
+        data: &Value,
+    ) -> Result<Option<Value>, EngineError> {
+        let resume_schema = if call.status == CallStatus::AwaitingApproval {
+            approval_schema()
+        } else {
+            self.tool(mode, &call.call.tool_name)?
+                .and_then(|tool| tool.resume_schema())
+                .unwrap_or(Value::Null)
+        };
+        let violations = schema::validate(&resume_schema, data);
+        Ok((!violations.is_empty())
+            .then(|| schema::validation_error(&call.call.tool_name, "resume", data, &violations)))
     }
 }
 

@@ -251,6 +251,7 @@ impl Review {
                 by: &by,
                 answer: None,
                 answer_without_plan: None,
+                mode_after: None,
             })
             .await?;
         Ok(row.into())
@@ -300,6 +301,7 @@ impl Review {
                 // The agent's own answer is recorded by its hook when it gives it.
                 answer: None,
                 answer_without_plan: None,
+                mode_after: None,
             })
             .await?;
         Ok(row.into())

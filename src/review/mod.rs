@@ -161,9 +161,46 @@ impl Review {
         Ok(self.store.audit(run_id).await?)
     }
 
-    /// Checks the audit trail's chain: the first entry whose hash or link does not hold.
+    /// Checks the audit trail: its chain (the first entry whose hash or link does not hold),
+    /// then that each plan an answer names by its revision's hash (`answerPlan`: the plan is
+    /// kept once, with the revision, outside the chain) is still what that hash says.
     pub async fn verify_audit(&self) -> Result<AuditCheck, ReviewError> {
-        Ok(check_chain(&self.store.audit(None).await?))
+        let trail = self.store.audit(None).await?;
+        let mut check = check_chain(&trail);
+        if check.broken.is_some() {
+            return Ok(check);
+        }
+        let mut held = std::collections::HashSet::new();
+        for entry in &trail {
+            let names_plan = entry
+                .data
+                .get("answerPlan")
+                .and_then(serde_json::Value::as_str)
+                == Some(crate::store::ANSWER_PLAN_IS_REVISION);
+            let sha = entry.revision_sha.as_deref().unwrap_or_default();
+            if !names_plan || held.contains(sha) {
+                continue;
+            }
+            let holds = !sha.is_empty()
+                && self
+                    .store
+                    .revisions_by_sha(sha)
+                    .await?
+                    .iter()
+                    .any(|r| r.sha256 == sha && plan_sha256(&r.title, &r.body) == sha);
+            if !holds {
+                check.broken = Some((
+                    entry.id,
+                    format!(
+                        "the plan its answer names (revision {}) was changed or is gone",
+                        &sha[..sha.len().min(12)]
+                    ),
+                ));
+                return Ok(check);
+            }
+            held.insert(sha);
+        }
+        Ok(check)
     }
 
     /// Everything waiting for a person, from every source, newest first. Items whose outside

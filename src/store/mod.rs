@@ -277,6 +277,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn create_run(&self, run: &NewRun<'_>, first: &Commit<'_>) -> Result<(), StoreError>;
     /// Appends a snapshot (refused with `Conflict` unless the newest one is
     /// `commit.expect_version`), its new messages, the run's open review items and an event.
+    /// On disk when it returns, unless [`Commit::derived`]: it may skip the wait for the disk.
     async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError>;
     /// The newest snapshot of a run with its whole conversation.
     async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError>;

@@ -117,7 +117,8 @@ vocabulary! {
     AuditKind {
         /// A plan (revision) was submitted for review.
         Submitted = "submitted",
-        /// A decision was recorded, with the exact text the agent was answered.
+        /// A decision was recorded, with the exact text the agent was answered (a plan in it
+        /// that is the decided revision's named by the entry's revision hash: `answerPlan`).
         Decided = "decided",
         Commented = "commented",
         CommentResolved = "comment-resolved",
@@ -343,8 +344,10 @@ pub struct Commit<'a> {
     /// Everything this move records follows from what is durable already: decisions, applied
     /// by answering their calls (a plan's result, a denial), not by running a tool. It may be
     /// committed without waiting for the disk (atomic, on disk in order with the next durable
-    /// write, kept when a process is killed). A crash of the machine before that write loses
-    /// it, and the run carries on from its recorded decisions again, to the same result.
+    /// write, kept when a process is killed). A crash of the machine (or of a PostgreSQL
+    /// server) before that write loses it: the run is then interrupted after its decisions,
+    /// and continuing it (Continue, `plandesk resume`) applies them again, to the same result.
+    /// Nothing the audit trail holds is left to such a commit.
     pub derived: bool,
 }
 
@@ -451,12 +454,18 @@ pub struct NewDecision<'a> {
     /// back), and the audit entry keeps this text, says `"answerPlan": "revision"`, and names
     /// the revision by its hash. [`answer_with_plan`] rebuilds the exact text.
     pub answer_without_plan: Option<&'a str>,
+    /// The run's mode once the decision is applied, when applying it switches the mode (an
+    /// approved plan). The switch (the run's mode and its audit entry) is recorded with the
+    /// decision, as durable as it is; the commit that applies the decision finds it made.
+    pub mode_after: Option<&'a str>,
 }
 
 /// What an audit entry's data says the agent was answered, word for word: its `answer`, with
 /// the body of the revision it names put back as the `submittedPlan.plan` when it says
 /// `"answerPlan": "revision"` (see [`NewDecision::answer_without_plan`]). `None` if the entry
-/// records no answer, or names a plan without being given one.
+/// records no answer, or names a plan without being given one. The caller gives the body of the
+/// revision whose hash is the entry's `revision_sha` (`Review::verify_audit` checks that each
+/// such revision still hashes to it).
 pub fn answer_with_plan(data: &Value, revision_body: Option<&str>) -> Option<String> {
     let answer = data.get("answer")?.as_str()?;
     if data.get("answerPlan").and_then(Value::as_str) != Some(ANSWER_PLAN_IS_REVISION) {

@@ -80,6 +80,24 @@ fn every_submission_decision_and_mode_switch_is_in_the_trail() {
     let approved: Value =
         serde_json::from_str(entries[3]["data"]["answer"].as_str().unwrap()).unwrap();
     assert_eq!(approved["content"], APPROVED);
+    // The approved plan is the revision's: the entry names it rather than holding it again,
+    // and the exact answer is rebuilt from the revision, as the model received it.
+    assert_eq!(entries[3]["data"]["answerPlan"], "revision");
+    assert_eq!(approved["submittedPlan"]["plan"], Value::Null);
+    let history = fx.listing(&["history", &run]);
+    let revision = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["sha256"] == entries[3]["revisionSha"])
+        .unwrap();
+    let rebuilt =
+        plandesk::store::answer_with_plan(&entries[3]["data"], revision["body"].as_str()).unwrap();
+    let calls = fx.model_calls();
+    let received = &tool_message(calls.last().unwrap(), "c2")["result"];
+    assert_eq!(serde_json::from_str::<Value>(&rebuilt).unwrap(), *received);
+    // So does the rejection's, on the first revision.
+    assert_eq!(entries[1]["data"]["answerPlan"], "revision");
     assert_eq!(entries[4]["data"], json!({"from": "plan", "to": "build"}));
     let human = String::from_utf8(fx.ok(&["audit"]).stdout).unwrap();
     assert!(
@@ -88,6 +106,31 @@ fn every_submission_decision_and_mode_switch_is_in_the_trail() {
     );
     let verified = String::from_utf8(fx.ok(&["audit", "--verify"]).stdout).unwrap();
     assert!(verified.contains("5 entries, chain intact"), "{verified}");
+}
+
+/// Resume data that does not fit is answered with a validation error: the decision is
+/// recorded as invalid (not as the approval it claims to be), the trail keeps that answer
+/// whole, and the run does not switch mode.
+#[test]
+fn an_invalid_decision_keeps_its_answer_whole() {
+    let fx = Fixture::new(json!([{"toolCalls": [submit("c1", PLAN)]}, text("Hm.")]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let (run, _) = fx.start(&[]);
+    let data = json!({"action": "approved", "plan": PLAN_TEXT, "extra": true}).to_string();
+    fx.stream(&["resume", &run, "--data", &data]);
+    let entries = jsonl(&fx, &["audit", &run]);
+    let decided = entries.iter().find(|e| e["kind"] == "decided").unwrap();
+    assert_eq!(decided["data"].get("answerPlan"), None, "{decided}");
+    assert_eq!(decided["data"]["action"], "invalid");
+    let answer: Value = serde_json::from_str(decided["data"]["answer"].as_str().unwrap()).unwrap();
+    let calls = fx.model_calls();
+    let received = &tool_message(calls.last().unwrap(), "c1")["result"];
+    assert_eq!(answer, *received, "the exact text the model received");
+    assert!(
+        entries.iter().all(|e| e["kind"] != "mode-switched"),
+        "{entries:?}"
+    );
+    assert_eq!(fx.listing(&["runs"])[0]["mode"], "plan");
 }
 
 #[test]
@@ -120,4 +163,21 @@ fn tampering_with_one_entry_is_found_and_named() {
         String::from_utf8_lossy(&fx.command(&["audit", "--verify"]).output().unwrap().stdout)
             .into_owned();
     assert!(said.contains("entry 3 is missing"), "{said}");
+
+    // The plan an answer names is kept with its revision, outside the chain: changing it is
+    // found all the same, at the decision that named it.
+    let (fx, _) = audited_run();
+    let db = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+    db.execute(
+        "UPDATE plan_revisions SET body = body || 'Also drop the tests.' WHERE id = 2",
+        [],
+    )
+    .unwrap();
+    let out = fx.command(&["audit", "--verify"]).output().unwrap();
+    assert!(!out.status.success(), "verification fails");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("broken at entry #4") && said.contains("the plan its answer names"),
+        "{said}"
+    );
 }

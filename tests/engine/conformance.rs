@@ -145,6 +145,7 @@ fn decision<'a>(call: &'a str, action: Action, expect_sha: Option<&'a str>) -> N
         by: &ACTOR,
         answer: Some("ok"),
         answer_without_plan: None,
+        mode_after: None,
     }
 }
 
@@ -788,11 +789,14 @@ async fn a_decided_plan_is_stored_once_and_read_whole(location: StoreLocation) {
         ],
         "the history has it whole"
     );
-    for listed in store.revision_list(Some("r"), &[]).await.unwrap() {
-        if let Some(decision) = listed.decision {
-            assert_eq!(decision.resume_data, Value::Null, "a listing has none");
-        }
-    }
+    let listed: Vec<Value> = store
+        .revision_list(Some("r"), &[])
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| Some(r.decision?.resume_data))
+        .collect();
+    assert_eq!(listed, [Value::Null, Value::Null], "a listing has none");
 
     let trail = store.audit(Some("r")).await.unwrap();
     let entries: Vec<&AuditRow> = trail.iter().filter(|e| e.kind == "decided").collect();

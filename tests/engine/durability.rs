@@ -52,7 +52,15 @@ macro_rules! noting_store {
                     .lock()
                     .unwrap()
                     .push((kind, commit.status, commit.derived));
-                self.store.commit(commit).await
+                let trail = self.store.audit(Some(commit.run_id)).await?.len();
+                self.store.commit(commit).await?;
+                // The trail is never left to a commit the machine may lose (an approval's
+                // switch to build is recorded with the decision).
+                if commit.derived {
+                    let after = self.store.audit(Some(commit.run_id)).await?.len();
+                    assert_eq!(after, trail, "a derived commit appended to the audit trail");
+                }
+                Ok(())
             }
 
             async fn record_decision(
@@ -152,6 +160,9 @@ async fn an_approved_plan_is_answered_without_waiting_for_the_disk_again() {
         .await
         .unwrap();
     assert_eq!(*store.decisions.lock().unwrap(), 1);
+    let trail = store.audit(Some(&run)).await.unwrap();
+    let kinds: Vec<&str> = trail.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["submitted", "decided", "mode-switched"]);
     assert_eq!(
         store.take(),
         [

@@ -389,6 +389,9 @@ pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionR
         },
     )
     .await?;
+    if let Some(mode) = d.mode_after {
+        runs::switch_mode(tx, d.run_id, mode, d.at, d.by).await?;
+    }
     runs::settle_session(tx, d.run_id, d.at).await?;
     Ok(d.stored_as(id, revision_id))
 }

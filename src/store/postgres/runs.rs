@@ -211,6 +211,61 @@ pub(super) async fn release(tx: &Tx<'_>, run_id: &str, holder: &str) -> Result<(
     Ok(())
 }
 
+/// Logs a switch of the run's mode from `before` to `to` in the audit trail, if it is one (a
+/// run's first mode is set, not switched).
+async fn log_mode_switch(
+    tx: &Tx<'_>,
+    run_id: &str,
+    before: &str,
+    to: &str,
+    at: Millis,
+    by: &Actor,
+) -> Result<(), StoreError> {
+    if before.is_empty() || before == to {
+        return Ok(());
+    }
+    log::append(
+        tx,
+        log::Entry {
+            at,
+            actor: &by.name,
+            process: &by.process,
+            run_id,
+            kind: AuditKind::ModeSwitched,
+            revision_sha: None,
+            data: serde_json::json!({"from": before, "to": to}),
+        },
+    )
+    .await
+}
+
+/// Switches the run's mode to `to` with the decision that switches it, and logs it.
+pub(super) async fn switch_mode(
+    tx: &Tx<'_>,
+    run_id: &str,
+    to: &str,
+    at: Millis,
+    by: &Actor,
+) -> Result<(), StoreError> {
+    let before = row(
+        tx,
+        "read run mode",
+        "SELECT mode FROM runs WHERE id = $1",
+        &[&run_id],
+    )
+    .await?
+    .ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))?;
+    log_mode_switch(tx, run_id, &col::<String>(&before, 0)?, to, at, by).await?;
+    execute(
+        tx,
+        "switch run mode",
+        "UPDATE runs SET mode = $2 WHERE id = $1",
+        &[&run_id, &to],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Writes one move of a run; refused if another writer committed since `expect_version`.
 pub(super) async fn commit(tx: &Tx<'_>, c: &Commit<'_>) -> Result<(), StoreError> {
     let counts = row(
@@ -266,21 +321,7 @@ pub(super) async fn commit(tx: &Tx<'_>, c: &Commit<'_>) -> Result<(), StoreError
         ],
     )
     .await?;
-    if !before.is_empty() && before != c.mode {
-        log::append(
-            tx,
-            log::Entry {
-                at: c.at,
-                actor: &c.by.name,
-                process: &c.by.process,
-                run_id: c.run_id,
-                kind: AuditKind::ModeSwitched,
-                revision_sha: None,
-                data: serde_json::json!({"from": before, "to": c.mode}),
-            },
-        )
-        .await?;
-    }
+    log_mode_switch(tx, c.run_id, &before, c.mode, c.at, c.by).await?;
     execute(
         tx,
         "update run",

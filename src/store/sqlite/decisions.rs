@@ -155,6 +155,9 @@ pub(super) fn record(tx: &Connection, d: &NewDecision<'_>) -> Result<DecisionRow
             data: d.audit_data(plan_from_revision),
         },
     )?;
+    if let Some(mode) = d.mode_after {
+        runs::switch_mode(tx, d.run_id, mode, d.at, d.by)?;
+    }
     runs::settle_session(tx, d.run_id, d.at)?;
     Ok(d.stored_as(id, revision_id))
 }

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{query, word};
+use super::{audit, query, word};
 use crate::clock::Millis;
 use crate::store::*;
 
@@ -91,6 +91,58 @@ pub(super) fn update(
         params![run_id, status.as_str(), mode, at],
     )
     .map_err(query("update run"))?;
+    Ok(())
+}
+
+/// The run's mode as stored.
+pub(super) fn mode(tx: &Connection, run_id: &str) -> Result<String, StoreError> {
+    tx.query_row("SELECT mode FROM runs WHERE id = ?1", [run_id], |r| {
+        r.get(0)
+    })
+    .map_err(query("read run mode"))
+}
+
+/// Logs a switch of the run's mode from `before` to `to` in the audit trail, if it is one (a
+/// run's first mode is set, not switched).
+pub(super) fn log_mode_switch(
+    tx: &Connection,
+    run_id: &str,
+    before: &str,
+    to: &str,
+    at: Millis,
+    by: &Actor,
+) -> Result<(), StoreError> {
+    if before.is_empty() || before == to {
+        return Ok(());
+    }
+    audit::append(
+        tx,
+        audit::Entry {
+            at,
+            actor: &by.name,
+            process: &by.process,
+            run_id,
+            kind: AuditKind::ModeSwitched,
+            revision_sha: None,
+            data: serde_json::json!({"from": before, "to": to}),
+        },
+    )
+}
+
+/// Switches the run's mode to `to` with the decision that switches it, and logs it.
+pub(super) fn switch_mode(
+    tx: &Connection,
+    run_id: &str,
+    to: &str,
+    at: Millis,
+    by: &Actor,
+) -> Result<(), StoreError> {
+    log_mode_switch(tx, run_id, &mode(tx, run_id)?, to, at, by)?;
+    tx.execute(
+        "UPDATE runs SET mode = ?2 WHERE id = ?1",
+        params![run_id, to],
+    )
+    .map_err(query("switch run mode"))?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{audit, events, items, query, runs};
+use super::{events, items, query, runs};
 use crate::store::*;
 
 /// Writes one move of a run; refused if another writer committed since `expect_version`.
@@ -59,25 +59,8 @@ pub(super) fn commit(tx: &Connection, c: &Commit<'_>) -> Result<(), StoreError> 
         ],
     )
     .map_err(query("insert snapshot"))?;
-    let before: String = tx
-        .query_row("SELECT mode FROM runs WHERE id = ?1", [c.run_id], |r| {
-            r.get(0)
-        })
-        .map_err(query("read run mode"))?;
-    if !before.is_empty() && before != c.mode {
-        audit::append(
-            tx,
-            audit::Entry {
-                at: c.at,
-                actor: &c.by.name,
-                process: &c.by.process,
-                run_id: c.run_id,
-                kind: AuditKind::ModeSwitched,
-                revision_sha: None,
-                data: serde_json::json!({"from": before, "to": c.mode}),
-            },
-        )?;
-    }
+    let before = runs::mode(tx, c.run_id)?;
+    runs::log_mode_switch(tx, c.run_id, &before, c.mode, c.at, c.by)?;
     runs::update(tx, c.run_id, c.status, c.mode, c.at)?;
     items::sync(tx, c.run_id, c.open, c.at, c.by)?;
     if let Some((kind, data)) = &c.event {

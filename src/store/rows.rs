@@ -235,7 +235,27 @@ pub(crate) struct AuditEntry<'a> {
     pub data: Value,
 }
 
-impl AuditEntry<'_> {
+impl<'a> AuditEntry<'a> {
+    /// The entry of a run's switch from mode `before` to `to` by `by`; `None` when it is none
+    /// (the same mode, or a run's first, which is set rather than switched).
+    pub(crate) fn mode_switch(
+        run_id: &'a str,
+        before: &str,
+        to: &str,
+        at: Millis,
+        by: &'a Actor,
+    ) -> Option<Self> {
+        (!before.is_empty() && before != to).then(|| AuditEntry {
+            at,
+            actor: &by.name,
+            process: &by.process,
+            run_id,
+            kind: AuditKind::ModeSwitched,
+            revision_sha: None,
+            data: serde_json::json!({"from": before, "to": to}),
+        })
+    }
+
     /// The hash this entry carries as entry `id`, after the entry whose hash is `prev`.
     pub(crate) fn hash(&self, prev: &str, id: i64) -> String {
         audit_hash(

@@ -221,22 +221,10 @@ async fn log_mode_switch(
     at: Millis,
     by: &Actor,
 ) -> Result<(), StoreError> {
-    if before.is_empty() || before == to {
-        return Ok(());
+    match log::Entry::mode_switch(run_id, before, to, at, by) {
+        Some(entry) => log::append(tx, entry).await,
+        None => Ok(()),
     }
-    log::append(
-        tx,
-        log::Entry {
-            at,
-            actor: &by.name,
-            process: &by.process,
-            run_id,
-            kind: AuditKind::ModeSwitched,
-            revision_sha: None,
-            data: serde_json::json!({"from": before, "to": to}),
-        },
-    )
-    .await
 }
 
 /// Switches the run's mode to `to` with the decision that switches it, and logs it.

@@ -112,21 +112,10 @@ pub(super) fn log_mode_switch(
     at: Millis,
     by: &Actor,
 ) -> Result<(), StoreError> {
-    if before.is_empty() || before == to {
-        return Ok(());
+    match audit::Entry::mode_switch(run_id, before, to, at, by) {
+        Some(entry) => audit::append(tx, entry),
+        None => Ok(()),
     }
-    audit::append(
-        tx,
-        audit::Entry {
-            at,
-            actor: &by.name,
-            process: &by.process,
-            run_id,
-            kind: AuditKind::ModeSwitched,
-            revision_sha: None,
-            data: serde_json::json!({"from": before, "to": to}),
-        },
-    )
 }
 
 /// Switches the run's mode to `to` with the decision that switches it, and logs it.

@@ -96,7 +96,7 @@ pub async fn audit(state: State<'_, AppState>, run_id: Option<String>) -> Result
     // The chain is checked over the whole trail; one run's entries are a part of it.
     let review = state.engine.review();
     let all = review.audit(None).await?;
-    let check = plandesk::review::check_chain(&all);
+    let check = review.check_trail(&all).await?;
     let entries = match run_id {
         Some(run) => all.into_iter().filter(|e| e.run_id == run).collect(),
         None => all,

@@ -165,13 +165,17 @@ impl Review {
     /// then that each plan an answer names by its revision's hash (`answerPlan`: the plan is
     /// kept once, with the revision, outside the chain) is still what that hash says.
     pub async fn verify_audit(&self) -> Result<AuditCheck, ReviewError> {
-        let trail = self.store.audit(None).await?;
-        let mut check = check_chain(&trail);
+        self.check_trail(&self.store.audit(None).await?).await
+    }
+
+    /// [`Review::verify_audit`] of `trail`, the whole trail as read.
+    pub async fn check_trail(&self, trail: &[AuditRow]) -> Result<AuditCheck, ReviewError> {
+        let mut check = check_chain(trail);
         if check.broken.is_some() {
             return Ok(check);
         }
         let mut held = std::collections::HashSet::new();
-        for entry in &trail {
+        for entry in trail {
             let names_plan = entry
                 .data
                 .get("answerPlan")

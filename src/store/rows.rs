@@ -496,6 +496,17 @@ pub fn answer_with_plan(data: &Value, revision_body: Option<&str>) -> Option<Str
     Some(answer.to_string())
 }
 
+/// A decision's resume data as read back: its stored text, parsed (a row altered into invalid
+/// JSON is kept as its text), with `plan` put back when the decision was stored without it
+/// ([`NewDecision::stored_resume_data`]): the decided revision's body, read with it.
+pub(crate) fn resume_data_as_read(stored: String, plan: Option<String>) -> Value {
+    let mut data = serde_json::from_str(&stored).unwrap_or(Value::String(stored));
+    if let (Some(plan), Some(fields)) = (plan, data.as_object_mut()) {
+        fields.insert("plan".to_owned(), Value::String(plan));
+    }
+    data
+}
+
 /// The value of an audit entry's `answerPlan` when its answer's plan is its revision's body.
 pub const ANSWER_PLAN_IS_REVISION: &str = "revision";
 

@@ -27,13 +27,6 @@ pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, Sto
     let Some(id) = col::<Option<i64>>(r, at)? else {
         return Ok(None);
     };
-    let mut resume_data: serde_json::Value = json(r, at + 6)?;
-    if let (Some(plan), Some(fields)) = (
-        col::<Option<String>>(r, at + 9)?,
-        resume_data.as_object_mut(),
-    ) {
-        fields.insert("plan".to_owned(), serde_json::Value::String(plan));
-    }
     Ok(Some(DecisionRow {
         id,
         run_id: col(r, at + 1)?,
@@ -41,7 +34,7 @@ pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, Sto
         revision_id: col(r, at + 3)?,
         action: word(Action::parse, r, at + 4)?,
         feedback: col(r, at + 5)?,
-        resume_data,
+        resume_data: resume_data_as_read(col(r, at + 6)?, col(r, at + 9)?),
         decided_at: col(r, at + 7)?,
         decided_by: col(r, at + 8)?,
     }))

@@ -349,9 +349,9 @@ impl PostgresStore {
     /// ([`Commit::derived`]): committed without waiting for the server's disk
     /// (`synchronous_commit` off for this transaction alone). Lost in a crash of the server, a
     /// release leaves a lease that expires, and a derived commit is made again when the run,
-    /// interrupted after its decisions, is continued. Claims, take-overs and renewals stay durable here: unlike
-    /// the embedded store's, a holder outlives a crash of its server, and a claim or renewal
-    /// lost there would let a second process drive the run beside it.
+    /// interrupted after its decisions, is continued. Claims, take-overs and renewals stay
+    /// durable here: unlike the embedded store's, a holder outlives a crash of its server, and
+    /// a claim or renewal lost there would let a second process drive the run beside it.
     async fn write_relaxed<T>(
         &self,
         context: &'static str,

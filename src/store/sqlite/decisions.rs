@@ -1,7 +1,7 @@
 //! `decisions`: at most one per item, bound to the plan revision it was made on.
 
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{audit, events, query, runs, word};
 use crate::store::*;
@@ -18,14 +18,6 @@ pub(super) fn row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Optio
     let Some(id) = r.get::<_, Option<i64>>(at)? else {
         return Ok(None);
     };
-    let data: String = r.get(at + 6)?;
-    let mut resume_data = serde_json::from_str(&data).unwrap_or(Value::String(data));
-    if let (Some(plan), Some(fields)) = (
-        r.get::<_, Option<String>>(at + 9)?,
-        resume_data.as_object_mut(),
-    ) {
-        fields.insert("plan".to_owned(), Value::String(plan));
-    }
     Ok(Some(DecisionRow {
         id,
         run_id: r.get(at + 1)?,
@@ -33,7 +25,7 @@ pub(super) fn row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Optio
         revision_id: r.get(at + 3)?,
         action: word(Action::parse, r.get(at + 4)?, at + 4)?,
         feedback: r.get(at + 5)?,
-        resume_data,
+        resume_data: resume_data_as_read(r.get(at + 6)?, r.get(at + 9)?),
         decided_at: r.get(at + 7)?,
         decided_by: r.get(at + 8)?,
     }))

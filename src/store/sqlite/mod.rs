@@ -1,7 +1,7 @@
 //! The embedded store: one SQLite file (WAL, synchronous=FULL, but for a lease or a
 //! derived commit: see `write_relaxed`) shared by every process using the same data
-//! directory. A table per file; migrations in their own module. What every store must do is tested on this one and on
-//! PostgreSQL alike: tests/engine/conformance.rs.
+//! directory. A table per file; migrations in their own module. What every store must do is
+//! tested on this one and on PostgreSQL alike: tests/engine/conformance.rs.
 
 mod audit;
 mod comments;

@@ -41,6 +41,7 @@ async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
       // The stream is over: the stored transcript is the truth from here on.
       transcript = new Transcript();
       transcript.load(detail.transcript, wholeToolCall(runId));
+      transcript.keepOpen(live.transcript);
       state.live.delete(runId);
     }
   } else {

@@ -104,13 +104,24 @@ export class Transcript {
     const text = pretty(result);
     const failed = isError || (result && typeof result === 'object' && result.isError === true);
     // Collapsed: the summary line carries the gist, the whole result is one click away.
-    const details = h('details', { class: `tool result${failed ? ' error' : ''}` },
+    const details = h('details', { class: `tool result${failed ? ' error' : ''}`, dataset: { resultOf: id } },
       h('summary', {}, h('span', { class: 'name' }, `${name} →`), h('span', { class: 'arg' }, resultSummary(result))),
       h('pre', {}, text));
     this.el.append(details);
     const call = this.calls.get(id);
     if (call) call.stateEl.textContent = failed ? 'failed' : 'done';
     return details;
+  }
+
+  /** Opens the lines that are open in `live`, the stream's transcript this one replaces once
+   * the stream ended: a line a person opened stays open, and shows its value whole. */
+  keepOpen(live) {
+    for (const open of live.el.querySelectorAll('details[open]')) {
+      const { callId, resultOf } = open.dataset;
+      const mine = callId ? this.calls.get(callId)
+        : resultOf && this.el.querySelector(`details[data-result-of="${CSS.escape(resultOf)}"]`);
+      if (mine) mine.open = true;
+    }
   }
 
   /** The model's turn so far is stored (a chunk of AFTER_TURN says so): a value opened while

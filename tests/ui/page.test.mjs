@@ -273,6 +273,22 @@ test('Approve: one decision however often it is clicked; the stream shows its fi
   assert.equal(JSON.parse(await line.locator('pre').textContent()).submittedPlan.plan, plan);
   assert.deepEqual((await calls(page, 'tool_call')).map((c) => c.args), [{ runId: 'run1', toolCallId: 'call1' }]);
   await page.evaluate(() => window.__answerDecision());
+  // The stream ends and the stored transcript takes its place: the line opened stays open, whole.
+  await page.evaluate(([r, full]) => {
+    const short = { ...r, submittedPlan: { ...r.submittedPlan, plan: r.submittedPlan.plan.slice(0, 600) } };
+    window.__world.inbox = [];
+    window.__world.details = { run1: { pending: [], transcript: [
+      { kind: 'user', text: 'Add caching' },
+      { kind: 'tool-call', toolCallId: 'call1', toolName: 'submit_plan', args: { path: '.plandesk/plans/p1.md' } },
+      { kind: 'tool-result', toolCallId: 'call1', toolName: 'submit_plan', result: short, fullBytes: full },
+      { kind: 'assistant', text: 'Approved; starting.' }] } };
+    window.__channels[0].onmessage({ event: 'ended', data: { runId: 'run1', status: 'finished' } });
+  }, [result, JSON.stringify(result).length]);
+  await page.waitForFunction(() => /Approved; starting/.test(document.querySelector('.transcript')?.textContent));
+  const stored = page.locator('.transcript details.tool.result').last();
+  assert.equal(await stored.evaluate((d) => d.open), true, 'still open');
+  await page.waitForFunction(() => !document.querySelector('.transcript details.tool.result:last-of-type .preview-note'));
+  assert.equal(JSON.parse(await stored.locator('pre').textContent()).submittedPlan.plan, plan);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -4,28 +4,31 @@ import { call } from './api.js';
 import { h, clear } from './dom.js';
 import { diffTable } from './diff.js';
 import { showError, hideBanner } from './banner.js';
-import { go, register, setView, viewEl } from './nav.js';
+import { go, latest, register, setView, viewEl } from './nav.js';
 
 /** Compares revision `rightId` with `leftId` (default: the one before it in its thread). */
 async function showCompare(rightId, leftId) {
   hideBanner();
+  const current = latest();
   let thread;
   try {
     thread = await call('plan_thread', { id: rightId });
   } catch (e) { showError(e); return; }
+  if (!current()) return;
   const right = thread.find((r) => r.id === rightId) || thread[thread.length - 1];
   const left = leftId ? thread.find((r) => r.id === leftId) : thread[Math.max(0, thread.indexOf(right) - 1)];
   const pick = (id, selected) => h('select', { id, 'aria-label': id === 'left-rev' ? 'Older revision' : 'Newer revision' },
     thread.map((r) => h('option', { value: String(r.id), selected: r.id === selected.id }, `Revision ${r.revisionNo} · ${r.status}`)));
   const leftSel = pick('left-rev', left);
   const rightSel = pick('right-rev', right);
-  const onChange = () => showCompare(Number(rightSel.value), Number(leftSel.value));
+  const onChange = () => go('compare', Number(rightSel.value), Number(leftSel.value));
   leftSel.addEventListener('change', onChange);
   rightSel.addEventListener('change', onChange);
   let comparison;
   try {
     comparison = await call('compare', { left: left.id, right: right.id });
   } catch (e) { showError(e); return; }
+  if (!current()) return;
   setView({ name: 'compare', runId: right.runId });
   const between = comparison.between.map((step) => h('div', { class: 'fb' },
     h('strong', {}, `Revision ${step.revisionNo} was ${step.action}`),

@@ -3,7 +3,7 @@
 import { call } from './api.js';
 import { h, clear, when, badge, shorten, emptyState } from './dom.js';
 import { showError, showNotice } from './banner.js';
-import { go, register, setView, viewEl } from './nav.js';
+import { go, latest, register, setView, viewEl } from './nav.js';
 import { planView } from './plan.js';
 
 async function showHistory(filter = { status: 'all', query: '' }) {
@@ -12,9 +12,13 @@ async function showHistory(filter = { status: 'all', query: '' }) {
     ['all', 'pending', 'approved', 'rejected', 'superseded'].map((s) => h('option', { value: s, selected: s === filter.status }, s === 'all' ? 'All revisions' : s)));
   const query = h('input', { id: 'history-query', type: 'search', value: filter.query, placeholder: 'Search titles and plan text', 'aria-label': 'Search' });
   const rows = h('div', { class: 'rows', id: 'history-rows' });
+  // Each change of the filter reads the list again; only the latest read is shown, on this view.
+  let reads = 0;
   const load = async () => {
+    const read = ++reads;
     try {
       const list = await call('history', { filter: { status: status.value, query: query.value } });
+      if (read !== reads || !rows.isConnected) return;
       clear(rows);
       if (!list.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
       renderInPages(rows, list, historyRow);
@@ -56,7 +60,7 @@ function renderInPages(container, items, row) {
 }
 
 function historyRow(r) {
-  return h('button', { class: 'row-item', type: 'button', onclick: () => showRevision(r.id) },
+  return h('button', { class: 'row-item', type: 'button', onclick: () => go('revision', r.id) },
     h('span', { class: 'title' }, h('strong', {}, r.title || 'Untitled plan'), ` · revision ${r.revisionNo}`),
     badge(r.status),
     h('span', { class: 'meta-line' }, h('span', {}, r.path), h('span', {}, when(r.submittedAt)),
@@ -65,8 +69,10 @@ function historyRow(r) {
 }
 
 async function showRevision(id) {
+  const current = latest();
   let revision;
   try { revision = await call('revision', { id }); } catch (e) { showError(e); return; }
+  if (!current()) return;
   setView({ name: 'revision', runId: revision.runId });
   const plan = planView(revision, {});
   clear(viewEl()).append(
@@ -106,8 +112,10 @@ function detail(entry) {
 
 /** The audit trail: who did what, when, from where; whether its chain holds; export. */
 async function showAudit() {
+  const current = latest();
   let audit;
   try { audit = await call('audit', { runId: null }); } catch (e) { showError(e); return; }
+  if (!current()) return;
   setView({ name: 'audit' });
   const check = audit.check;
   const chain = check.broken

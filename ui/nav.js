@@ -7,6 +7,7 @@ import { state } from './state.js';
 
 const views = new Map(); // name -> open(...args)
 const watchers = [];
+let opened = 0; // how many times a view was opened: a later one supersedes one still being read
 
 export function register(name, open) {
   views.set(name, open);
@@ -16,7 +17,19 @@ export function register(name, open) {
 export function go(name, ...args) {
   const open = views.get(name);
   if (!open) throw new Error(`no view named ${name}`);
+  opened += 1;
   return open(...args);
+}
+
+/**
+ * For a view being opened (called as it starts): a check that no view was opened since. A view
+ * that reads before it draws asks it after each read, so that a slow read never draws over
+ * what was opened meanwhile (the next plan, another page, the same run's review handed over
+ * with its end).
+ */
+export function latest() {
+  const ticket = opened;
+  return () => ticket === opened;
 }
 
 export function setView(next) {

@@ -4,7 +4,7 @@ import { call } from './api.js';
 import { h, clear, badge, shorten, emptyState } from './dom.js';
 import { state } from './state.js';
 import { showError, hideBanner } from './banner.js';
-import { go, register, setView, viewEl } from './nav.js';
+import { go, latest, register, setView, viewEl } from './nav.js';
 import { newLive, updateStatus } from './live.js';
 
 function showNewRun() {
@@ -35,12 +35,15 @@ function showNewRun() {
 async function startRun(workspace, prompt, model, button) {
   hideBanner();
   button.disabled = true;
+  const current = latest();
   const live = newLive();
   try {
     const runId = await call('start_run', { request: { workspace, prompt, model: model || null }, onEvent: live.channel });
     live.transcript.user(prompt.trim());
     live.runId = runId;
     state.live.set(runId, live);
+    // Moved on meanwhile: the run goes on, and shows its stream when opened.
+    if (!current()) return;
     // The run is stored just before its `start` chunk: until then show it from the stream alone.
     setView({ name: 'run', runId, pendingKey: '' });
     clear(viewEl()).append(h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, shorten(prompt, 140)),
@@ -57,7 +60,7 @@ async function startRun(workspace, prompt, model, button) {
 
 function showHome() {
   clear(viewEl()).append(emptyState('Nothing is waiting for you', 'Plans the agent submits show up in the inbox on the left.',
-    h('button', { class: 'primary', type: 'button', onclick: showNewRun }, 'Start a new run')));
+    h('button', { class: 'primary', type: 'button', onclick: () => go('new') }, 'Start a new run')));
   setView({ name: 'home' });
 }
 

@@ -18,6 +18,8 @@ export async function renderPending(item, slot, revision) {
 
 async function renderPlanReview(item, slot, given) {
   const revision = given && given.id === item.revisionId ? given : await call('revision', { id: item.revisionId });
+  // The view it was read for was replaced meanwhile.
+  if (!slot.isConnected) return;
   const { card, plan, comments } = planReview(item, revision, slot);
   clear(slot).append(card);
   markPlanRendered(plan.rendered);

@@ -6,7 +6,7 @@ import { h, clear, age, when, badge, shorten, agentName } from './dom.js';
 import { Transcript } from './transcript.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
-import { register, setView, viewEl } from './nav.js';
+import { latest, register, setView, viewEl } from './nav.js';
 import { follow, updateStatus } from './live.js';
 import { renderPending, reviewCardForWarmUp } from './review.js';
 
@@ -24,12 +24,15 @@ async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
   // Read only when needed: reading it lays out the view about to be replaced.
   const scroll = keepScroll ? viewEl().scrollTop : 0;
   if (!detail) {
+    const current = latest();
     try {
       detail = await call('run_detail', { runId });
     } catch (e) {
       showError(e);
       return;
     }
+    // Opened again meanwhile (e.g. the run ended and handed its review over), or moved on from.
+    if (!current()) return;
   }
   live = live || state.live.get(runId);
   const pendingKey = detail.pending.map((i) => `${i.toolCallId}:${i.sha256}`).join();

@@ -63,7 +63,14 @@ function installFake(world) {
     inbox: () => world.inbox,
     runs: () => world.runs,
     set_viewing: () => null,
-    run_detail: ({ runId }) => {
+    run_detail: (args) => {
+      // Held until the test lets it answer: what the window does while a run is being read.
+      if (world.holdRunDetail) {
+        return new Promise((resolve) => {
+          window.__answerRunDetail = () => { world.holdRunDetail = false; resolve(handlers.run_detail(args)); };
+        });
+      }
+      const { runId } = args;
       const pending = world.inbox.filter((i) => i.runId === runId);
       const run = world.runs.find((r) => r.id === runId);
       return { run, transcript: [{ kind: 'user', text: run.prompt }, { kind: 'assistant', text: 'Here is my plan.' }], pending, error: null, waiting: null,
@@ -96,6 +103,13 @@ function installFake(world) {
       return null;
     },
     retry_run: ({ runId }) => { world.retried = runId; return null; },
+    // The run starts streaming before the command answers, as the backend's does.
+    start_run: ({ onEvent }) => {
+      const run = world.starts;
+      world.runs.push(run);
+      onEvent.onmessage({ event: 'chunk', data: { type: 'start', runId: run.id, from: 'AGENT', payload: {} } });
+      return run.id;
+    },
     send_message: () => new Promise((resolve) => { window.__answerMessage = () => resolve(null); }),
     history: () => world.history || [],
     comments: () => world.comments || [],
@@ -418,6 +432,46 @@ test('a run that stops on a plan draws its review, from the top, from what its e
     assert.deepEqual(page.errors, []);
     await page.close();
   }
+});
+
+test('a run read while its stream ends draws once, from the hand-off; a view opened while a run is read stays', async () => {
+  const item = plan(9, 'Cache the sessions', 'fff999');
+  const run = { id: 'run9', prompt: 'Plan the caching', model: 'demo', mode: 'plan', status: 'running', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null };
+  const page = await open(world({ starts: run }));
+  await page.keyboard.press('n');
+  await page.fill('#prompt', 'Plan the caching');
+  // The run's view reads the run once the start answers; the read is slow.
+  await page.evaluate(() => { window.__world.holdRunDetail = true; window.__channels = []; });
+  await page.click('#start');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'run_detail' && c.args.runId === 'run9'));
+  // Meanwhile the run submits its plan and ends, handing its review over: drawn from it.
+  await page.evaluate((i) => window.__world.inbox.push(i), item);
+  const detail = { run: { ...run, status: 'suspended' }, transcript: [{ kind: 'user', text: 'Plan the caching' }], pending: [item], error: null, waiting: null, interrupted: false };
+  const revision = { id: 9, runId: 'run9', toolCallId: 'call9', path: item.path, title: item.title, revisionNo: 1, sha256: item.sha256, submittedAt: now,
+    status: 'pending', feedback: null, decidedAt: null, prompt: 'Plan the caching', pages: ['<p id="handed">Handed over</p>'], revisionsInThread: 1, fallback: null, hidden: [], hiddenOmitted: 0 };
+  await page.evaluate((data) => window.__channels[0].onmessage({ event: 'ended', data }), { runId: 'run9', status: 'suspended', review: { detail, revision } });
+  await page.waitForSelector('#plan #handed');
+  await page.evaluate(() => { document.querySelector('section.review').dataset.first = 'yes'; });
+  // The slow read answers: the review on screen is the one drawn, not drawn again (before, it was
+  // redrawn with an empty slot until its revision was read, and a reader saw half a review).
+  await page.evaluate(() => window.__answerRunDetail());
+  await page.waitForFunction(() => !window.__world.holdRunDetail);
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 100)));
+  assert.equal(await page.getAttribute('section.review', 'data-first'), 'yes', 'the review was not drawn again');
+  assert.equal(await page.textContent('#plan-revision'), 'Revision 1');
+  // A run opened, then History before the run is read: History stays.
+  await page.evaluate(() => { window.__world.holdRunDetail = true; });
+  await page.click('#runs li[data-run-id="run2"]');
+  await page.waitForFunction(() => window.__calls.filter((c) => c.cmd === 'run_detail' && c.args.runId === 'run2').length);
+  await page.keyboard.press('h');
+  await page.waitForSelector('#history-rows');
+  await page.evaluate(() => window.__answerRunDetail());
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 100)));
+  assert.ok(await page.$('#history-rows'), 'History is still on screen');
+  assert.equal(await page.$('#plan-title'), null);
+  assert.equal(await page.evaluate(() => window.__plandesk.view.name), 'history');
+  assert.deepEqual(page.errors, []);
+  await page.close();
 });
 
 test('links in a plan go to the system browser through open_link', async () => {

@@ -29,14 +29,12 @@ async function boot() {
   document.addEventListener('keydown', onKey);
   document.addEventListener('click', onLinkClick);
   try {
-    state.info = await call('app_info');
-    await listen('inbox-changed', setInbox);
-    await listen('open-plan', openPending);
-    await listen('open-inbox', showInbox);
-    await listen('open-failed', showError);
-    state.inbox = await call('inbox');
+    // Asked together: each is a round trip to a backend still busy starting. The inbox is read
+    // once its watcher listens, so that no change falls between the two.
+    [state.info] = await Promise.all([call('app_info'), listen('inbox-changed', setInbox),
+      listen('open-plan', openPending), listen('open-inbox', showInbox), listen('open-failed', showError)]);
+    [state.inbox] = await Promise.all([call('inbox'), refreshRuns()]);
     renderInbox();
-    await refreshRuns();
   } catch (e) {
     showError(e);
     return;

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { readFile, mkdir } from 'node:fs/promises';
+import { readFile, readdir, mkdir } from 'node:fs/promises';
 import { join, resolve, extname } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -472,6 +472,13 @@ test('a run read while its stream ends draws once, from the hand-off; a view ope
   assert.equal(await page.evaluate(() => window.__plandesk.view.name), 'history');
   assert.deepEqual(page.errors, []);
   await page.close();
+});
+
+test('index.html preloads every module the app imports, and nothing else', async () => {
+  const html = await readFile(join(UI, 'index.html'), 'utf8');
+  const preloaded = [...html.matchAll(/<link rel="modulepreload" href="([^"]+)">/g)].map((m) => m[1]).sort();
+  const modules = (await readdir(UI)).filter((f) => f.endsWith('.js') && f !== 'app.js').sort();
+  assert.deepEqual(preloaded, modules);
 });
 
 test('links in a plan go to the system browser through open_link', async () => {

@@ -320,9 +320,12 @@ fn provider_stream(provider: &str, plan: &str) {
 }
 
 /// The app's approve path, engine side: `decide_and_tell` until the decision is durable (when
-/// the app answers the click) and until the resumed run's first chunk. 20 rounds, each a fresh
-/// run suspended on a ~200 KB plan.
-fn approve_to_first_chunk() {
+/// the app answers the click) and until the resumed run's first chunk, each round a run
+/// suspended on a ~200 KB plan. On a fresh store per round (20 rounds), and on one store in
+/// use (40 rounds, approved after a person's reading time): there, the store's write-ahead
+/// log fills up over the rounds, and the click must not be the one that pays for moving it
+/// into the database.
+fn approve_to_first_chunk(label: &str, rounds: usize, one_store: bool) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -330,12 +333,19 @@ fn approve_to_first_chunk() {
         .unwrap();
     let plan = big_plan(0);
     let (mut recorded, mut first) = (Vec::new(), Vec::new());
-    for _ in 0..20 {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().join("ws");
+    let shared = tempfile::tempdir().unwrap();
+    let mut engine = None;
+    for round in 0..rounds {
+        let fresh = tempfile::tempdir().unwrap();
+        let dir = if one_store {
+            shared.path()
+        } else {
+            fresh.path()
+        };
+        let workspace = dir.join(format!("ws{round}"));
         std::fs::create_dir_all(&workspace).unwrap();
         let path = ".plandesk/plans/big.md";
-        let script = dir.path().join("script.json");
+        let script = dir.join(format!("script{round}.json"));
         let turns = json!({"turns": [
             {"toolCalls": [
                 {"toolCallId": "w", "toolName": "write_file", "args": {"path": path, "content": plan}},
@@ -343,12 +353,19 @@ fn approve_to_first_chunk() {
             {"text": "Approved; starting."}
         ]});
         std::fs::write(&script, turns.to_string()).unwrap();
-        let engine = Engine::open(&dir.path().join("data")).unwrap();
+        if !one_store || engine.is_none() {
+            engine = Some(Engine::open(&dir.join("data")).unwrap());
+        }
+        let engine = engine.as_ref().unwrap();
         let options = StartOptions::new(&workspace, format!("scripted:{}", script.display()));
         let report = runtime
             .block_on(engine.start("Migrate the store", &options, &mut |_| {}))
             .unwrap();
         assert_eq!(report.status, plandesk::RunStatus::Suspended);
+        if one_store {
+            // A person reads the plan before approving it.
+            std::thread::sleep(Duration::from_millis(400));
+        }
         let verdict = plandesk::Verdict {
             approve: true,
             feedback: None,
@@ -374,16 +391,18 @@ fn approve_to_first_chunk() {
         first.push(first_chunk.expect("the resumed run streams"));
     }
     let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
+    let worst = first.iter().map(ms).fold(0.0, f64::max);
     summary(
-        "approve: decision recorded (200 KB plan)",
+        &format!("approve: decision recorded (200 KB plan{label})"),
         recorded.iter().map(ms).collect(),
         "ms",
     );
     summary(
-        "approve: first resumed chunk (200 KB plan)",
+        &format!("approve: first resumed chunk (200 KB plan{label})"),
         first.iter().map(ms).collect(),
         "ms",
     );
+    println!("  slowest first chunk: {worst:.2} ms");
 }
 
 fn main() {
@@ -391,30 +410,45 @@ fn main() {
         scripted_run(steps.parse().unwrap());
         return;
     }
-    let thousand = scripted_runs(1_000, 20);
-    let ten_thousand = scripted_runs(10_000, 5);
-    let ratio = ten_thousand / thousand;
-    println!("per-step cost, 10,000 steps / 1,000 steps: {ratio:.2}x");
-    record(
-        "per-step cost, 10,000-step / 1,000-step run",
-        ratio,
-        ratio,
-        "x",
-    );
-    approve_to_first_chunk();
+    // `cargo bench --bench engine -- approve`: only the groups whose name holds a word given.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wanted = |group: &str| only.is_empty() || only.iter().any(|w| group.contains(w.as_str()));
+    if wanted("steps") {
+        let thousand = scripted_runs(1_000, 20);
+        let ten_thousand = scripted_runs(10_000, 5);
+        let ratio = ten_thousand / thousand;
+        println!("per-step cost, 10,000 steps / 1,000 steps: {ratio:.2}x");
+        record(
+            "per-step cost, 10,000-step / 1,000-step run",
+            ratio,
+            ratio,
+            "x",
+        );
+    }
+    if wanted("approve") {
+        approve_to_first_chunk("", 20, false);
+        approve_to_first_chunk(", one store in use", 40, true);
+    }
     let (a, b) = (big_plan(0), big_plan(1));
-    println!("plan size: {} KiB", a.len() / 1024);
-    time("render 200 KB plan (comrak + ammonia)", 20, || {
-        plandesk::plan::render_html(&a)
-    });
-    time("side-by-side diff of two 200 KB revisions", 20, || {
-        plandesk::plan::side_by_side(&a, &b)
-    });
-    time("side-by-side diff, identical 200 KB revisions", 20, || {
-        plandesk::plan::side_by_side(&a, &a)
-    });
-    provider_stream("openai", &a);
-    provider_stream("anthropic", &a);
+    if wanted("render diff") {
+        println!("plan size: {} KiB", a.len() / 1024);
+        time("render 200 KB plan (comrak + ammonia)", 20, || {
+            plandesk::plan::render_html(&a)
+        });
+        time("side-by-side diff of two 200 KB revisions", 20, || {
+            plandesk::plan::side_by_side(&a, &b)
+        });
+        time("side-by-side diff, identical 200 KB revisions", 20, || {
+            plandesk::plan::side_by_side(&a, &a)
+        });
+    }
+    if wanted("provider") {
+        provider_stream("openai", &a);
+        provider_stream("anthropic", &a);
+    }
     let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     std::fs::create_dir_all(&target).unwrap();
     let file = target.join("engine.json");

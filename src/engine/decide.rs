@@ -130,6 +130,7 @@ impl Engine {
         }
         .await;
         claim.release().await;
+        self.park(state, &went);
         went
     }
 
@@ -160,6 +161,7 @@ impl Engine {
         }
         .await;
         claim.release().await;
+        self.park(state, &went);
         went
     }
 
@@ -195,6 +197,7 @@ impl Engine {
         }
         .await;
         claim.release().await;
+        self.park(state, &went);
         went
     }
 

@@ -113,6 +113,8 @@ struct Inner {
     cwd: PathBuf,
     /// Render each plan as soon as it is submitted (a process that will show it: the app).
     prerender: std::sync::atomic::AtomicBool,
+    /// The state the last stream driven here stopped on (see `park`).
+    parked: std::sync::Mutex<Option<RunState>>,
 }
 
 /// The engine: runs agents over a store. Cheap to clone; clones share everything.
@@ -175,6 +177,7 @@ impl Engine {
                     .prerender
                     .load(std::sync::atomic::Ordering::Relaxed)
                     .into(),
+                parked: Default::default(),
             },
         };
         Self {
@@ -203,6 +206,7 @@ impl Engine {
             controller,
             cwd,
             prerender: false.into(),
+            parked: Default::default(),
         };
         Self {
             inner: Arc::new(inner),
@@ -311,6 +315,7 @@ impl Engine {
             .drive(&mut state, &*model, Some(message_id), sink)
             .await;
         claim.release().await;
+        self.park(state, &report);
         report
     }
 

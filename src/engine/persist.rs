@@ -89,6 +89,42 @@ impl Engine {
         };
     }
 
+    /// Keeps the state a stream stopped on, saved as it is (`report`: how the stream went; a
+    /// stream that failed keeps nothing), for the run's next move in this process: most often
+    /// a decision on the plan it just submitted, which then need not read and parse it again
+    /// (for a 200 KB plan, ~600 KB of JSON: a fifth of the way from a click to the first
+    /// chunk). One run's, the latest: what a person acts on next.
+    pub(super) fn park<T>(&self, state: RunState, report: &Result<T, EngineError>) {
+        if report.is_ok() {
+            *self.parked() = Some(state);
+        }
+    }
+
+    /// The parked state of `run_id`, taken, if the store holds no newer version of the run.
+    pub(super) async fn unpark(&self, run_id: &str) -> Result<Option<RunState>, EngineError> {
+        let parked = {
+            let mut parked = self.parked();
+            match parked.as_ref() {
+                Some(state) if state.run_id == run_id => parked.take(),
+                _ => None,
+            }
+        };
+        let Some(state) = parked else {
+            return Ok(None);
+        };
+        if self.inner.store.snapshot_version(run_id).await? != state.stored.version {
+            return Ok(None);
+        }
+        Ok(Some(state))
+    }
+
+    fn parked(&self) -> std::sync::MutexGuard<'_, Option<RunState>> {
+        self.inner
+            .parked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     pub(super) async fn report(&self, state: &RunState) -> Result<Report, EngineError> {
         let pending = match &state.phase {
             Phase::Suspended { .. } => self

@@ -22,6 +22,26 @@ impl Engine {
                 agent: run.source.kind.to_string(),
             });
         }
+        let Some(parked) = self.unpark(run_id).await? else {
+            return self.load_stored(run_id).await;
+        };
+        // Every test checks that a parked state is the state as stored (release builds trust
+        // it: what is parked was saved as it is, and no version was saved since).
+        if cfg!(debug_assertions) {
+            if let Ok(stored) = self.load_stored(run_id).await {
+                if stored.stored.version == parked.stored.version {
+                    assert_eq!(
+                        parked, stored,
+                        "the parked state of {run_id} is not as stored"
+                    );
+                }
+            }
+        }
+        Ok(parked)
+    }
+
+    /// The run's newest snapshot and conversation, read and parsed.
+    async fn load_stored(&self, run_id: &str) -> Result<RunState, EngineError> {
         let stored = self.inner.store.load(run_id).await?;
         let corrupt = |message: String| StoreError::Corrupt {
             run_id: run_id.to_owned(),

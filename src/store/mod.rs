@@ -281,6 +281,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError>;
     /// The newest snapshot of a run with its whole conversation.
     async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError>;
+    /// The version of a run's newest snapshot ([`Store::load`]'s, without reading it).
+    async fn snapshot_version(&self, run_id: &str) -> Result<i64, StoreError> {
+        Ok(self.load(run_id).await?.version)
+    }
 
     /// Takes a run for one driver: atomic, refused while another live holder's lease runs.
     ///

@@ -22,6 +22,7 @@ mod http_server;
 mod keys;
 mod local_models;
 mod mcp;
+mod parking;
 mod plan_loop;
 mod providers;
 mod refusals;

@@ -537,6 +537,10 @@ impl Store for PostgresStore {
         runs::load(&self.client("load snapshot").await?, run_id).await
     }
 
+    async fn snapshot_version(&self, run_id: &str) -> Result<i64, StoreError> {
+        runs::snapshot_version(&self.client("snapshot version").await?, run_id).await
+    }
+
     async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
         self.write("claim run", async |tx| runs::claim(tx, run_id, lease).await)
             .await

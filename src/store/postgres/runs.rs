@@ -324,6 +324,24 @@ pub(super) async fn commit(tx: &Tx<'_>, c: &Commit<'_>) -> Result<(), StoreError
     Ok(())
 }
 
+pub(super) async fn snapshot_version(
+    c: &impl GenericClient,
+    run_id: &str,
+) -> Result<i64, StoreError> {
+    let newest: Option<i64> = match row(
+        c,
+        "snapshot version",
+        "SELECT MAX(version) FROM run_snapshots WHERE run_id = $1",
+        &[&run_id],
+    )
+    .await?
+    {
+        Some(r) => col(&r, 0)?,
+        None => None,
+    };
+    newest.ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))
+}
+
 pub(super) async fn load(c: &impl GenericClient, run_id: &str) -> Result<StoredRun, StoreError> {
     let snapshot = row(
         c,

@@ -256,6 +256,10 @@ impl Store for SqliteStore {
         snapshots::load(&self.conn(), run_id)
     }
 
+    async fn snapshot_version(&self, run_id: &str) -> Result<i64, StoreError> {
+        snapshots::version(&self.conn(), run_id)
+    }
+
     async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
         self.write_relaxed("claim run", |tx| runs::claim(tx, run_id, lease))
     }

@@ -103,6 +103,16 @@ pub(super) fn load(conn: &Connection, run_id: &str) -> Result<StoredRun, StoreEr
     })
 }
 
+pub(super) fn version(conn: &Connection, run_id: &str) -> Result<i64, StoreError> {
+    conn.query_row(
+        "SELECT MAX(version) FROM run_snapshots WHERE run_id = ?1",
+        [run_id],
+        |r| r.get::<_, Option<i64>>(0),
+    )
+    .map_err(query("snapshot version"))?
+    .ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))
+}
+
 pub(super) fn count(conn: &Connection, run_id: &str) -> Result<i64, StoreError> {
     conn.query_row(
         "SELECT COUNT(*) FROM run_snapshots WHERE run_id = ?1",

@@ -334,7 +334,7 @@ fn approve_to_first_chunk(label: &str, rounds: usize, one_store: bool) {
     let plan = big_plan(0);
     let (mut recorded, mut first) = (Vec::new(), Vec::new());
     let shared = tempfile::tempdir().unwrap();
-    let mut engine = None;
+    let mut shared_engine: Option<Engine> = None;
     for round in 0..rounds {
         let fresh = tempfile::tempdir().unwrap();
         let dir = if one_store {
@@ -353,10 +353,13 @@ fn approve_to_first_chunk(label: &str, rounds: usize, one_store: bool) {
             {"text": "Approved; starting."}
         ]});
         std::fs::write(&script, turns.to_string()).unwrap();
-        if !one_store || engine.is_none() {
-            engine = Some(Engine::open(&dir.join("data")).unwrap());
+        let engine = match (one_store, &shared_engine) {
+            (true, Some(engine)) => engine.clone(),
+            _ => Engine::open(&dir.join("data")).unwrap(),
+        };
+        if one_store {
+            shared_engine.get_or_insert_with(|| engine.clone());
         }
-        let engine = engine.as_ref().unwrap();
         let options = StartOptions::new(&workspace, format!("scripted:{}", script.display()));
         let report = runtime
             .block_on(engine.start("Migrate the store", &options, &mut |_| {}))
@@ -389,6 +392,8 @@ fn approve_to_first_chunk(label: &str, rounds: usize, one_store: bool) {
             .unwrap();
         recorded.push(recorded_at.expect("the decision is recorded"));
         first.push(first_chunk.expect("the resumed run streams"));
+        // A fresh store's engine is closed here, with its round, before its folder goes.
+        drop(engine);
     }
     let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
     let worst = first.iter().map(ms).fold(0.0, f64::max);
@@ -452,7 +457,19 @@ fn main() {
     let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     std::fs::create_dir_all(&target).unwrap();
     let file = target.join("engine.json");
-    let figures = FIGURES.lock().unwrap().clone();
+    let mut figures = FIGURES.lock().unwrap().clone();
+    if !only.is_empty() {
+        // Some groups only: the file keeps the other groups' figures from the last run.
+        let earlier: Vec<serde_json::Value> = std::fs::read(&file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        let measured: Vec<serde_json::Value> = figures.iter().map(|f| f["name"].clone()).collect();
+        let kept = earlier
+            .into_iter()
+            .filter(|f| !measured.contains(&f["name"]));
+        figures = kept.chain(figures).collect();
+    }
     std::fs::write(&file, serde_json::to_string_pretty(&figures).unwrap()).unwrap();
     println!("written to {}", file.display());
 }

@@ -7,7 +7,7 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { markInteractive } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
-import { go } from './nav.js';
+import { go, latest } from './nav.js';
 import { renderInbox, refreshRuns, setInbox, openPending, showInbox } from './sidebar.js';
 import { onKey } from './keys.js';
 import { onLinkClick } from './plan.js';
@@ -28,6 +28,8 @@ async function boot() {
   initDialogs();
   document.addEventListener('keydown', onKey);
   document.addEventListener('click', onLinkClick);
+  // A view opened while the window loads (a key, a plan a notification names) is kept.
+  const untouched = latest();
   try {
     // Asked together: each is a round trip to a backend still busy starting. The inbox is read
     // once its watcher listens, so that no change falls between the two.
@@ -40,6 +42,16 @@ async function boot() {
     return;
   }
   if (state.info.openError) showError(state.info.openError);
+  if (untouched()) await openFirstView();
+  markInteractive();
+  document.body.dataset.ready = 'true';
+  // Idle now: ready the first plan's way to the screen, unless one is on it already.
+  if (!document.querySelector('.review')) (window.requestIdleCallback || setTimeout)(warmUpReview);
+}
+
+/** The first view: the plan the app was started on, else the newest waiting, else home or the
+ * new-run form. */
+async function openFirstView() {
   if (state.info.openRun) {
     // Started on a plan (a notification, a link, `plandesk open`): that plan first.
     await openPending({ runId: state.info.openRun, toolCallId: state.info.openToolCallId });
@@ -52,10 +64,6 @@ async function boot() {
   } else {
     go('new');
   }
-  markInteractive();
-  document.body.dataset.ready = 'true';
-  // Idle now: ready the first plan's way to the screen, unless one is on it already.
-  if (!document.querySelector('.review')) (window.requestIdleCallback || setTimeout)(warmUpReview);
 }
 
 boot();

@@ -149,8 +149,14 @@ export function commentsFor(revision, plan, { onCount } = {}) {
         : h('button', { type: 'button', class: 'link resolve', onclick: () => setResolved(c, true) }, 'Resolve'));
   }
 
+  // Reloaded after each change: only the latest answer is drawn.
+  let reads = 0;
   async function load() {
-    try { comments = await call('comments', { revisionId: revision.id }); } catch (e) { showError(e); return; }
+    const read = ++reads;
+    let answer;
+    try { answer = await call('comments', { revisionId: revision.id }); } catch (e) { showError(e); return; }
+    if (read !== reads) return;
+    comments = answer;
     clear(list).append(...comments.map(item));
     list.hidden = !comments.length;
     decorate(plan.rendered);

@@ -6,7 +6,7 @@ import { Transcript } from './transcript.js';
 import { state } from './state.js';
 import { markChunk, markRefused, markSuspended } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
-import { go } from './nav.js';
+import { redraw } from './nav.js';
 import { setInbox } from './sidebar.js';
 
 /** How long a continuation waits for its run's first answer before its view switches anyway. */
@@ -47,7 +47,7 @@ function onRunEvent(live, event) {
     if (chunk.type === 'start') {
       live.started = true;
       // The run's view switches to this stream, unless it shows it already.
-      if (state.view && state.view.runId === chunk.runId && state.view.stream !== live) go('run', chunk.runId, { live });
+      if (state.view && state.view.runId === chunk.runId && state.view.stream !== live) redraw('run', chunk.runId, { live });
     }
     if (chunk.type === 'error') {
       live.error = chunk.payload.error;
@@ -76,7 +76,7 @@ function onRunEvent(live, event) {
   // A run that stopped on a plan hands its review over with its end: drawn from it at once.
   const handed = event.event === 'ended' && event.data.review;
   const shown = onScreen
-    ? go('run', runId, { live, keepScroll, detail: handed?.detail, revision: handed?.revision })
+    ? redraw('run', runId, { live, keepScroll, detail: handed?.detail, revision: handed?.revision })
     : Promise.resolve();
   // The inbox watcher notices too, within a poll; this keeps the sidebar in step at once.
   shown.then(() => call('inbox')).then(setInbox).catch(showError);
@@ -133,7 +133,7 @@ export async function follow(runId, invoke, { said } = {}) {
   const switched = new Promise((resolve) => {
     live.draw = () => {
       live.draw = null;
-      if (state.view === from) drawn = go('run', runId, { live, detail: { ...detail, pending: [], error: null, interrupted: false } });
+      if (state.view === from) drawn = redraw('run', runId, { live, detail: { ...detail, pending: [], error: null, interrupted: false } });
       resolve();
     };
   });
@@ -147,7 +147,7 @@ export async function follow(runId, invoke, { said } = {}) {
     live.running = false;
     state.live.delete(runId);
     await drawn;
-    await go('run', runId);
+    await redraw('run', runId);
     showError(e);
     return e;
   }

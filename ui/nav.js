@@ -8,6 +8,7 @@ import { state } from './state.js';
 const views = new Map(); // name -> open(...args)
 const watchers = [];
 let opened = 0; // how many times a view was opened: a later one supersedes one still being read
+let opening = null; // { ticket, name, key }: the view last opened, until opening it is done
 
 export function register(name, open) {
   views.set(name, open);
@@ -17,8 +18,29 @@ export function register(name, open) {
 export function go(name, ...args) {
   const open = views.get(name);
   if (!open) throw new Error(`no view named ${name}`);
+  const ticket = ++opened;
+  opening = { ticket, name, key: args[0] };
+  const done = () => { if (opening && opening.ticket === ticket) opening = null; };
+  const result = open(...args);
+  Promise.resolve(result).then(done, done);
+  return result;
+}
+
+/**
+ * Opens the view `name` for `key` again, for what changed in it (a run's stream started or
+ * ended, its pending plans changed), unless the person is opening another view meanwhile:
+ * that one is theirs, and reads what is new itself.
+ */
+export function redraw(name, key, ...rest) {
+  if (opening && (opening.name !== name || opening.key !== key)) return Promise.resolve();
+  return go(name, key, ...rest);
+}
+
+/** A view drawn without go() (a run shown from its stream before it is stored): whatever was
+ * being opened is superseded. */
+export function drawnDirectly() {
   opened += 1;
-  return open(...args);
+  opening = null;
 }
 
 /**

@@ -4,8 +4,9 @@ import { call } from './api.js';
 import { h, clear, badge, shorten, emptyState } from './dom.js';
 import { state } from './state.js';
 import { showError, hideBanner } from './banner.js';
-import { go, latest, register, setView, viewEl } from './nav.js';
+import { drawnDirectly, go, latest, register, setView, viewEl } from './nav.js';
 import { newLive, updateStatus } from './live.js';
+import { refreshRuns } from './sidebar.js';
 
 function showNewRun() {
   setView({ name: 'new' });
@@ -43,8 +44,12 @@ async function startRun(workspace, prompt, model, button) {
     live.runId = runId;
     state.live.set(runId, live);
     // Moved on meanwhile: the run goes on, and shows its stream when opened.
-    if (!current()) return;
+    if (!current()) {
+      refreshRuns();
+      return;
+    }
     // The run is stored just before its `start` chunk: until then show it from the stream alone.
+    drawnDirectly();
     setView({ name: 'run', runId, pendingKey: '' });
     clear(viewEl()).append(h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, shorten(prompt, 140)),
       h('div', { class: 'meta-line' }, badge('running')))), live.transcript.el, h('div', { class: 'run-status', 'aria-live': 'polite' }),

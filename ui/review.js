@@ -4,6 +4,7 @@ import { call } from './api.js';
 import { $, h, clear, age, when, agentName } from './dom.js';
 import { markDecisionAnswered, markDecisionClicked, markPlanRendered } from './metrics.js';
 import { go } from './nav.js';
+import { state } from './state.js';
 import { follow } from './live.js';
 import { planView } from './plan.js';
 import { commentsFor } from './comments.js';
@@ -109,5 +110,5 @@ async function decide(item, revision, approve, text) {
   // Refused: follow() has put the run back on screen as it stands (a new review), with the reason.
   if (error) return;
   // Rejected without feedback: the run waits for the person's next message.
-  if (!approve && !text && item.kind === 'plan') $('message')?.focus();
+  if (!approve && !text && item.kind === 'plan' && state.view?.runId === item.runId) $('message')?.focus();
 }

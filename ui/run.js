@@ -23,8 +23,8 @@ function openRun(runId, options) {
 async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
   // Read only when needed: reading it lays out the view about to be replaced.
   const scroll = keepScroll ? viewEl().scrollTop : 0;
+  const current = latest();
   if (!detail) {
-    const current = latest();
     try {
       detail = await call('run_detail', { runId });
     } catch (e) {
@@ -76,6 +76,7 @@ async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
   if (live) { live.runId = runId; updateStatus(live); }
   if (detail.pending.length) {
     await renderPending(detail.pending[0], review, revision);
+    if (!current()) return;
   } else if (!streaming) {
     renderFooter(detail, footer);
   }

@@ -17,17 +17,19 @@ export function openSettings() {
   loadAgents();
 }
 
-/** One row per agent: whether its plans come here, and a button to change that. */
+let agentReads = 0;
+
+/** One row per agent: whether its plans come here, and a button to change that. Drawn from the
+ * latest read only (Settings opened again, or an agent set up, while one was under way). */
 async function loadAgents() {
-  const list = clear($('settings-agents'));
-  let agents;
+  const read = ++agentReads;
+  let rows;
   try {
-    agents = await call('agent_setup');
+    rows = (await call('agent_setup')).map(agentRow);
   } catch (e) {
-    list.append(h('li', { class: 'muted' }, e.message || String(e)));
-    return;
+    rows = [h('li', { class: 'muted' }, e.message || String(e))];
   }
-  for (const agent of agents) list.append(agentRow(agent));
+  if (read === agentReads) clear($('settings-agents')).append(...rows);
 }
 
 function agentRow(agent) {

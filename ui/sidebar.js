@@ -4,7 +4,7 @@ import { call } from './api.js';
 import { $, h, clear, age, when, badge, shorten, agentName } from './dom.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
-import { go, onViewChange } from './nav.js';
+import { go, onViewChange, redraw } from './nav.js';
 
 export function renderInbox() {
   const list = clear($('inbox'));
@@ -52,9 +52,15 @@ export function renderRuns() {
   }
 }
 
+let runsRead = 0;
+
 export async function refreshRuns() {
+  // Asked often (each inbox change): only the latest answer is drawn.
+  const read = ++runsRead;
   try {
-    state.runs = await call('runs');
+    const runs = await call('runs');
+    if (read !== runsRead) return;
+    state.runs = runs;
     renderRuns();
   } catch (e) { showError(e); }
 }
@@ -80,7 +86,7 @@ function recheckRun() {
     return;
   }
   const mine = state.inbox.filter((i) => i.runId === view.runId).map((i) => `${i.toolCallId}:${i.sha256}`).join();
-  if (mine !== view.pendingKey) go('run', view.runId, { keepScroll: true });
+  if (mine !== view.pendingKey) redraw('run', view.runId, { keepScroll: true });
 }
 
 /** j/k: highlights the next or previous inbox item and opens its run. */

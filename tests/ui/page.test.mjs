@@ -197,6 +197,25 @@ test('a then j: the next plan opens and stays, while the approved run goes on ou
   await page.close();
 });
 
+test('a then j while the next run is slow to read: the next plan opens, not the approved run\'s stream', async () => {
+  const page = await open(world({ holdDecision: true }));
+  await page.waitForSelector('#plan-title');
+  await page.evaluate(() => { window.__world.holdRunDetail = true; });
+  await page.keyboard.press('a');
+  await page.keyboard.press('j');
+  // Past the moment the approved run's view would switch to its stream (100 ms), while the next
+  // run is still being read: the switch is not made over the person's choice.
+  await page.waitForTimeout(300);
+  await page.evaluate(() => window.__answerRunDetail());
+  await page.waitForFunction(() => document.querySelector('#plan-title')?.textContent === 'Fix the login bug');
+  await page.evaluate(() => window.__answerDecision());
+  await page.waitForTimeout(100);
+  assert.equal(await page.textContent('#plan-title'), 'Fix the login bug');
+  assert.equal(await page.evaluate(() => window.__plandesk.view.runId), 'run2');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('r focuses the feedback box and Ctrl+Enter rejects with the feedback', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan-title');

@@ -4,7 +4,9 @@
 //! synced (measured: a decision's p95 3 → 20 ms on one store over 40 approvals of 200 KB
 //! plans). A thread with its own connection does it instead once the store's writes have
 //! paused for [`QUIET`]: the log is then nearly empty when the next burst of writes (a click)
-//! begins, and SQLite's own checkpoint is left for runs that write without a pause.
+//! begins, and SQLite's own checkpoint is left for runs that write without a pause. Lease
+//! renewals do not call for one (they are written without waiting for the disk, and a
+//! checkpoint would make them wait for it every 10 s).
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -15,6 +17,12 @@ use rusqlite::Connection;
 
 /// How long the store's writes must pause before the log is checkpointed.
 pub(super) const QUIET: Duration = Duration::from_millis(250);
+/// A checkpoint that could not take the whole log (a reader still needs part of it, another
+/// connection was checkpointing) is tried again after QUIET, twice as long each time, this
+/// many times at most; then SQLite's own checkpoints take over until the next write.
+const RETRIES: u32 = 5;
+/// How long the checkpointing connection waits for a lock: it never holds anything up.
+const BUSY: Duration = Duration::from_millis(50);
 
 /// The checkpointing thread of one store; stopped (and waited for) when dropped.
 #[derive(Debug)]
@@ -31,8 +39,10 @@ struct Shared {
 
 #[derive(Debug, Default)]
 struct State {
-    /// When the store last committed, if after the last checkpoint.
-    written: Option<Instant>,
+    /// When to checkpoint, if the log holds writes not yet checkpointed.
+    due: Option<Instant>,
+    /// Checkpoints tried since the last write that did not take the whole log.
+    retries: u32,
     stop: bool,
 }
 
@@ -42,20 +52,27 @@ impl Shared {
     }
 }
 
+/// How a checkpoint went.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// The whole log is in the database.
+    Whole,
+    /// Part of it is (or none): a reader or another checkpoint was in the way.
+    Partial,
+    Failed(String),
+}
+
 impl Checkpointer {
-    /// Starts checkpointing the store at `path`, on a connection `connect` opens on the
-    /// thread. If no thread can be started, SQLite's own checkpoints go on as before.
-    pub(super) fn start(
-        path: &Path,
-        connect: fn(&Path) -> Result<Connection, crate::store::StoreError>,
-    ) -> Self {
+    /// Starts checkpointing the store at `path`. If no thread can be started, SQLite's own
+    /// checkpoints go on as before.
+    pub(super) fn start(path: &Path) -> Self {
         let shared = Arc::new(Shared::default());
         let path = path.to_owned();
         let thread = std::thread::Builder::new()
             .name("store-checkpoint".into())
             .spawn({
                 let shared = shared.clone();
-                move || run(&shared, &path, connect)
+                move || run(&shared, &path)
             })
             .map_err(|err| eprintln!("plandesk: the store's log is checkpointed inline: {err}"))
             .ok();
@@ -64,7 +81,10 @@ impl Checkpointer {
 
     /// The store committed: checkpoint once its writes pause.
     pub(super) fn written(&self) {
-        self.shared.state().written = Some(Instant::now());
+        let mut state = self.shared.state();
+        state.due = Some(Instant::now() + QUIET);
+        state.retries = 0;
+        drop(state);
         self.shared.wake.notify_one();
     }
 }
@@ -79,22 +99,16 @@ impl Drop for Checkpointer {
     }
 }
 
-fn run(
-    shared: &Shared,
-    path: &Path,
-    connect: fn(&Path) -> Result<Connection, crate::store::StoreError>,
-) {
+fn run(shared: &Shared, path: &Path) {
     let mut conn = None;
+    let mut reported = false;
     let mut state = shared.state();
     loop {
-        // Until a write has been followed by QUIET without another, or the store closes.
-        let due = match (state.stop, state.written) {
-            (true, _) => return,
-            (false, None) => None,
-            (false, Some(at)) => Some(at + QUIET),
-        };
+        if state.stop {
+            return;
+        }
         let now = Instant::now();
-        match due {
+        match state.due {
             None => state = shared.wake.wait(state).unwrap_or_else(|p| p.into_inner()),
             Some(due) if due > now => {
                 state = shared
@@ -104,30 +118,50 @@ fn run(
                     .0;
             }
             Some(_) => {
-                state.written = None;
+                state.due = None;
                 drop(state);
-                checkpoint(&mut conn, path, connect);
+                let outcome = checkpoint(&mut conn, path);
+                if let (Outcome::Failed(err), false) = (&outcome, reported) {
+                    eprintln!("plandesk: cannot checkpoint the store's log (SQLite will): {err}");
+                    reported = true;
+                }
                 state = shared.state();
+                // Not all of it, and no write since to try again after: try again later.
+                if outcome != Outcome::Whole && state.due.is_none() && state.retries < RETRIES {
+                    state.retries += 1;
+                    state.due = Some(Instant::now() + QUIET * 2u32.pow(state.retries));
+                }
             }
         }
     }
 }
 
 /// One PASSIVE checkpoint: as much of the log as no reader still needs, without waiting for
-/// any reader or writer. A failure is left to the next one (or to SQLite's own).
-fn checkpoint(
-    conn: &mut Option<Connection>,
-    path: &Path,
-    connect: fn(&Path) -> Result<Connection, crate::store::StoreError>,
-) {
+/// any reader or writer.
+fn checkpoint(conn: &mut Option<Connection>, path: &Path) -> Outcome {
     if conn.is_none() {
-        *conn = connect(path).ok();
+        match Connection::open(path).and_then(|c| c.busy_timeout(BUSY).map(|()| c)) {
+            Ok(c) => *conn = Some(c),
+            Err(err) => return Outcome::Failed(err.to_string()),
+        }
     }
-    if let Some(c) = conn {
-        if c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-            .is_err()
-        {
+    let Some(c) = conn.as_ref() else {
+        return Outcome::Failed("no connection".into());
+    };
+    // (busy, frames in the log, frames checkpointed); -1 when the file is not in WAL mode.
+    let row = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    });
+    match row {
+        Ok((0, log, done)) if done >= log => Outcome::Whole,
+        Ok(_) => Outcome::Partial,
+        Err(err) => {
             *conn = None;
+            Outcome::Failed(err.to_string())
         }
     }
 }

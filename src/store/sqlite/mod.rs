@@ -1,5 +1,5 @@
 //! The embedded store: one SQLite file (WAL, synchronous=FULL, but for a lease or a
-//! derived commit: see `write_relaxed`) shared by every process using the same data
+//! derived commit: see `write_lease`) shared by every process using the same data
 //! directory. A table per file; migrations in their own module. What every store must do is
 //! tested on this one and on PostgreSQL alike: tests/engine/conformance.rs.
 
@@ -77,7 +77,7 @@ impl SqliteStore {
         let mut conn = connect(&path)?;
         migrations::migrate(&mut conn, &path)?;
         Ok(Self {
-            checkpointer: checkpoint::Checkpointer::start(&path, connect),
+            checkpointer: checkpoint::Checkpointer::start(&path),
             conn: Mutex::new(conn),
             path,
             relaxed: AtomicBool::new(false),
@@ -108,7 +108,9 @@ impl SqliteStore {
             self.synchronous(&conn, "FULL", context)?;
             self.relaxed.store(false, Ordering::SeqCst);
         }
-        self.commit(&mut conn, context, work)
+        let value = self.commit(&mut conn, context, work)?;
+        self.checkpointer.written();
+        Ok(value)
     }
 
     /// `work` in one IMMEDIATE transaction on `conn`, committed if it succeeds.
@@ -123,19 +125,31 @@ impl SqliteStore {
             .map_err(|e| self.classify(context, e))?;
         let value = work(&tx)?;
         tx.commit().map_err(|e| self.classify(context, e))?;
+        Ok(value)
+    }
+
+    /// As [`Self::write`], for a commit derived from durable decisions ([`Commit::derived`]:
+    /// the run applies them again): committed without waiting for the disk, as
+    /// [`Self::write_lease`].
+    fn write_relaxed<T>(
+        &self,
+        context: &'static str,
+        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let value = self.write_lease(context, work)?;
         self.checkpointer.written();
         Ok(value)
     }
 
     /// As [`Self::write`], for what need not outlast a crash of the machine: a run's lease or
     /// an item's waiter (the process holding it is gone with the machine, and what it leaves
-    /// behind expires or is taken over at once: a lease works without the disk), and a commit
-    /// derived from durable decisions ([`Commit::derived`]: the run applies them again). Such
-    /// a write is committed without waiting for the disk (`synchronous = NORMAL`, in WAL mode
-    /// still atomic, and on the disk in order with the next durable commit), which takes an
-    /// fsync off the way between a click and the run going on, and between a suspension and
-    /// its end. A process killed, not the machine, loses nothing either way.
-    fn write_relaxed<T>(
+    /// behind expires or is taken over at once: a lease works without the disk). Such a write
+    /// is committed without waiting for the disk (`synchronous = NORMAL`, in WAL mode still
+    /// atomic, and on the disk in order with the next durable commit), which takes an fsync
+    /// off the way between a click and the run going on, and between a suspension and its
+    /// end. A process killed, not the machine, loses nothing either way. Nor does it call for
+    /// a checkpoint (which would wait for the disk, every 10 s while a hook waits).
+    fn write_lease<T>(
         &self,
         context: &'static str,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
@@ -261,7 +275,7 @@ impl Store for SqliteStore {
     }
 
     async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
-        self.write_relaxed("claim run", |tx| runs::claim(tx, run_id, lease))
+        self.write_lease("claim run", |tx| runs::claim(tx, run_id, lease))
     }
 
     async fn take_over(
@@ -270,17 +284,17 @@ impl Store for SqliteStore {
         holder: &str,
         lease: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write_relaxed("take over run", |tx| {
+        self.write_lease("take over run", |tx| {
             runs::take_over(tx, run_id, holder, lease)
         })
     }
 
     async fn renew(&self, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
-        self.write_relaxed("renew lease", |tx| runs::renew(tx, run_id, lease))
+        self.write_lease("renew lease", |tx| runs::renew(tx, run_id, lease))
     }
 
     async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError> {
-        self.write_relaxed("release run", |tx| runs::release(tx, run_id, holder))
+        self.write_lease("release run", |tx| runs::release(tx, run_id, holder))
     }
 
     async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
@@ -327,7 +341,7 @@ impl Store for SqliteStore {
         tool_call_id: &str,
         waiter: &Lease<'_>,
     ) -> Result<bool, StoreError> {
-        self.write_relaxed("renew waiter", |tx| {
+        self.write_lease("renew waiter", |tx| {
             items::renew_waiter(tx, run_id, tool_call_id, waiter)
         })
     }
@@ -501,37 +515,84 @@ mod tests {
             .unwrap()
     }
 
-    /// Writes that pause have their log moved into the database by the store's own thread,
-    /// not by a later commit: ~2 MB written (half of what makes SQLite checkpoint inside a
-    /// commit) are in the database file soon after the writes stop.
-    #[test]
-    fn a_pause_in_the_writes_checkpoints_the_log() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path()).unwrap();
-        let file = || std::fs::metadata(store.path()).unwrap().len();
-        let before = file();
-        for _ in 0..4 {
-            store
-                .write("test", |tx| {
-                    tx.execute_batch(
-                        "CREATE TABLE IF NOT EXISTS scratch(x);
-                         INSERT INTO scratch VALUES (randomblob(500000));",
-                    )
-                    .map_err(query("test"))
-                })
-                .unwrap();
+    /// ~500 KB written by `write` (or `write_lease`, when `lease`).
+    fn blob(store: &SqliteStore, lease: bool) {
+        let work = |tx: &rusqlite::Transaction<'_>| {
+            tx.execute_batch(
+                "CREATE TABLE IF NOT EXISTS scratch(x);
+                 INSERT INTO scratch VALUES (randomblob(500000));",
+            )
+            .map_err(query("test"))
+        };
+        if lease {
+            store.write_lease("test", work).unwrap();
+        } else {
+            store.write("test", work).unwrap();
         }
-        assert!(file() < before + 1_000_000, "still in the log");
+    }
+
+    /// Waits up to 10 s for the database file to reach `size` bytes; its size then.
+    fn file_reaches(store: &SqliteStore, size: u64) -> u64 {
+        let file = || std::fs::metadata(store.path()).unwrap().len();
         let until = std::time::Instant::now() + Duration::from_secs(10);
-        while file() < before + 2_000_000 && std::time::Instant::now() < until {
+        while file() < size && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(50));
         }
+        file()
+    }
+
+    /// Writes that pause have their log moved into the database by the store's own thread,
+    /// not by a later commit: ~2 MB written (half of what makes SQLite checkpoint inside a
+    /// commit) are in the database file soon after the writes stop. Lease writes call for no
+    /// checkpoint: ~2 MB more stay in the log.
+    #[test]
+    fn a_pause_in_the_writes_checkpoints_the_log_and_leases_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let before = std::fs::metadata(store.path()).unwrap().len();
+        for _ in 0..4 {
+            blob(&store, false);
+        }
+        let checkpointed = file_reaches(&store, before + 2_000_000);
         assert!(
-            file() >= before + 2_000_000,
-            "checkpointed: {} bytes",
-            file()
+            checkpointed >= before + 2_000_000,
+            "checkpointed: {checkpointed} bytes"
+        );
+        for _ in 0..4 {
+            blob(&store, true);
+        }
+        std::thread::sleep(checkpoint::QUIET * 4);
+        let after = std::fs::metadata(store.path()).unwrap().len();
+        assert!(
+            after < checkpointed + 1_000_000,
+            "leases were checkpointed: {after} bytes"
         );
         drop(store); // stops the thread (a hang here is the failure)
+    }
+
+    /// A checkpoint that a reader kept from taking the whole log is tried again once the
+    /// reader is done, with no write to call for it.
+    #[test]
+    fn a_checkpoint_a_reader_held_up_is_tried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let before = std::fs::metadata(store.path()).unwrap().len();
+        blob(&store, false);
+        // The reader's snapshot holds the second write's frames in the log.
+        let reader = Connection::open(store.path()).unwrap();
+        reader
+            .execute_batch("BEGIN; SELECT COUNT(*) FROM scratch;")
+            .unwrap();
+        for _ in 0..3 {
+            blob(&store, false);
+        }
+        std::thread::sleep(checkpoint::QUIET * 3);
+        reader.execute_batch("COMMIT").unwrap();
+        let checkpointed = file_reaches(&store, before + 2_000_000);
+        assert!(
+            checkpointed >= before + 2_000_000,
+            "checkpointed: {checkpointed} bytes"
+        );
     }
 
     /// The history listing (every revision, without its plan) reads the listing's indexes,
@@ -560,11 +621,11 @@ mod tests {
         let during = |store: &SqliteStore| store.write("a durable write", |tx| Ok(synchronous(tx)));
         assert_eq!(during(&store).unwrap(), 2);
         let lease = store
-            .write_relaxed("a lease", |tx| Ok(synchronous(tx)))
+            .write_lease("a lease", |tx| Ok(synchronous(tx)))
             .unwrap();
         assert_eq!(lease, 1, "a lease: NORMAL");
         assert_eq!(during(&store).unwrap(), 2, "after a lease: FULL again");
-        let failed = store.write_relaxed("a lease that fails", |_| -> Result<(), _> {
+        let failed = store.write_lease("a lease that fails", |_| -> Result<(), _> {
             Err(StoreError::Query {
                 context: "a lease that fails",
                 message: "refused".into(),
@@ -580,7 +641,7 @@ mod tests {
         // A lease write that panics midway leaves the connection NORMAL: the next durable
         // write waits for the disk all the same.
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            store.write_relaxed("a lease that panics", |_| -> Result<(), StoreError> {
+            store.write_lease("a lease that panics", |_| -> Result<(), StoreError> {
                 panic!("midway")
             })
         }));

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 use plandesk::clock::{Millis, SequentialIds, SteppingClock};
 use plandesk::store::*;
-use plandesk::{Engine, SqliteStore, StartOptions, Verdict};
+use plandesk::{Engine, SqliteStore, StartOptions};
 use serde_json::json;
 
 use crate::support::*;
@@ -140,14 +140,6 @@ async fn suspended(fx: &Fixture, mode: &str) -> (Engine, Arc<Noting>, String) {
         "a run's own moves wait for the disk"
     );
     (engine, store, report.run_id)
-}
-
-fn verdict(approve: bool, feedback: Option<&str>) -> Verdict {
-    Verdict {
-        approve,
-        feedback: feedback.map(str::to_owned),
-        ..Verdict::default()
-    }
 }
 
 #[tokio::test]

@@ -5,18 +5,10 @@
 //! kept is the state stored.)
 
 use plandesk::store::Action;
-use plandesk::{Engine, RunStatus, StartOptions, Verdict};
+use plandesk::{Engine, RunStatus, StartOptions};
 use serde_json::json;
 
 use crate::support::*;
-
-fn verdict(approve: bool, feedback: Option<&str>) -> Verdict {
-    Verdict {
-        approve,
-        feedback: feedback.map(str::to_owned),
-        ..Verdict::default()
-    }
-}
 
 #[tokio::test]
 async fn a_decision_after_another_process_moved_the_run_starts_from_the_store() {

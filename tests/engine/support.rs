@@ -289,3 +289,12 @@ pub async fn test_store(dir: &Path) -> std::sync::Arc<dyn plandesk::Store> {
     };
     location.open().await.unwrap()
 }
+
+/// A person's verdict on the plan pending first: approve, or reject with `feedback`.
+pub fn verdict(approve: bool, feedback: Option<&str>) -> plandesk::Verdict {
+    plandesk::Verdict {
+        approve,
+        feedback: feedback.map(str::to_owned),
+        ..plandesk::Verdict::default()
+    }
+}

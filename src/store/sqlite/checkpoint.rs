@@ -43,6 +43,10 @@ struct State {
     due: Option<Instant>,
     /// Checkpoints tried since the last write that did not take the whole log.
     retries: u32,
+    /// Checkpoints that took the whole log, since the store opened.
+    whole: u64,
+    /// A checkpoint is under way.
+    running: bool,
     stop: bool,
 }
 
@@ -77,6 +81,13 @@ impl Checkpointer {
             .map_err(|err| eprintln!("plandesk: the store's log is checkpointed inline: {err}"))
             .ok();
         Self { shared, thread }
+    }
+
+    /// How many checkpoints took the whole log, and whether one is under way or to come.
+    #[cfg(test)]
+    pub(super) fn settled(&self) -> (u64, bool) {
+        let state = self.shared.state();
+        (state.whole, state.running || state.due.is_some())
     }
 
     /// The store committed: checkpoint once its writes pause.
@@ -119,6 +130,7 @@ fn run(shared: &Shared, path: &Path) {
             }
             Some(_) => {
                 state.due = None;
+                state.running = true;
                 drop(state);
                 let outcome = checkpoint(&mut conn, path);
                 if let (Outcome::Failed(err), false) = (&outcome, reported) {
@@ -126,6 +138,10 @@ fn run(shared: &Shared, path: &Path) {
                     reported = true;
                 }
                 state = shared.state();
+                state.running = false;
+                if outcome == Outcome::Whole {
+                    state.whole += 1;
+                }
                 // Not all of it, and no write since to try again after: try again later.
                 if outcome != Outcome::Whole && state.due.is_none() && state.retries < RETRIES {
                     state.retries += 1;

@@ -531,41 +531,51 @@ mod tests {
         }
     }
 
-    /// Waits up to 10 s for the database file to reach `size` bytes; its size then.
-    fn file_reaches(store: &SqliteStore, size: u64) -> u64 {
-        let file = || std::fs::metadata(store.path()).unwrap().len();
+    /// Waits up to 10 s for the store's checkpoints to settle with `whole` of them done (none
+    /// due); how many were done then.
+    fn checkpoints_settle(store: &SqliteStore, whole: u64) -> u64 {
         let until = std::time::Instant::now() + Duration::from_secs(10);
-        while file() < size && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
+        loop {
+            let (done, due) = store.checkpointer.settled();
+            if (done >= whole && !due) || std::time::Instant::now() >= until {
+                return done;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        file()
+    }
+
+    fn file_size(store: &SqliteStore) -> u64 {
+        std::fs::metadata(store.path()).unwrap().len()
     }
 
     /// Writes that pause have their log moved into the database by the store's own thread,
     /// not by a later commit: ~2 MB written (half of what makes SQLite checkpoint inside a
     /// commit) are in the database file soon after the writes stop. Lease writes call for no
-    /// checkpoint: ~2 MB more stay in the log.
+    /// checkpoint.
     #[test]
     fn a_pause_in_the_writes_checkpoints_the_log_and_leases_do_not() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
-        let before = std::fs::metadata(store.path()).unwrap().len();
+        let before = file_size(&store);
         for _ in 0..4 {
             blob(&store, false);
         }
-        let checkpointed = file_reaches(&store, before + 2_000_000);
+        // One checkpoint, or more if this thread stalled between the writes.
+        let done = checkpoints_settle(&store, 1);
+        assert!(done >= 1);
         assert!(
-            checkpointed >= before + 2_000_000,
-            "checkpointed: {checkpointed} bytes"
+            file_size(&store) >= before + 2_000_000,
+            "checkpointed: {} bytes",
+            file_size(&store)
         );
         for _ in 0..4 {
             blob(&store, true);
         }
         std::thread::sleep(checkpoint::QUIET * 4);
-        let after = std::fs::metadata(store.path()).unwrap().len();
-        assert!(
-            after < checkpointed + 1_000_000,
-            "leases were checkpointed: {after} bytes"
+        assert_eq!(
+            store.checkpointer.settled(),
+            (done, false),
+            "leases were checkpointed"
         );
         drop(store); // stops the thread (a hang here is the failure)
     }
@@ -576,9 +586,9 @@ mod tests {
     fn a_checkpoint_a_reader_held_up_is_tried_again() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
-        let before = std::fs::metadata(store.path()).unwrap().len();
+        let before = file_size(&store);
         blob(&store, false);
-        // The reader's snapshot holds the second write's frames in the log.
+        // The reader's snapshot holds the next writes' frames in the log.
         let reader = Connection::open(store.path()).unwrap();
         reader
             .execute_batch("BEGIN; SELECT COUNT(*) FROM scratch;")
@@ -588,10 +598,11 @@ mod tests {
         }
         std::thread::sleep(checkpoint::QUIET * 3);
         reader.execute_batch("COMMIT").unwrap();
-        let checkpointed = file_reaches(&store, before + 2_000_000);
+        assert!(checkpoints_settle(&store, 1) >= 1);
         assert!(
-            checkpointed >= before + 2_000_000,
-            "checkpointed: {checkpointed} bytes"
+            file_size(&store) >= before + 2_000_000,
+            "checkpointed: {} bytes",
+            file_size(&store)
         );
     }
 

@@ -100,6 +100,26 @@ impl Engine {
         }
     }
 
+    /// Parks the state a look at the run read (its detail, as the window reads it when a
+    /// stream ends or the run is opened), taken from the parking or the store: the run a person
+    /// looks at is the one they act on next. Unless a newer state of the same run was parked
+    /// meanwhile (its next move went on while the look was read).
+    pub(super) fn park_looked_at(&self, state: RunState) {
+        let mut parked = self.parked();
+        let newer = parked
+            .as_ref()
+            .is_some_and(|p| p.run_id == state.run_id && p.stored.version > state.stored.version);
+        if !newer {
+            *parked = Some(state);
+        }
+    }
+
+    /// The run whose state is parked, if any (for tests: a look must not take it away).
+    #[doc(hidden)]
+    pub fn parked_run(&self) -> Option<String> {
+        self.parked().as_ref().map(|state| state.run_id.clone())
+    }
+
     /// The parked state of `run_id`, taken, if the store holds no newer version of the run.
     pub(super) async fn unpark(&self, run_id: &str) -> Result<Option<RunState>, EngineError> {
         let parked = {

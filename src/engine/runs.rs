@@ -100,7 +100,7 @@ impl Engine {
                 Phase::Suspended { .. } => open.len() < state.open_calls().len(),
                 Phase::Waiting { .. } | Phase::Failed { .. } => false,
             };
-        Ok(RunDetail {
+        let detail = RunDetail {
             run: row.into(),
             error: match &state.phase {
                 Phase::Failed { error } => Some(error.clone()),
@@ -110,11 +110,13 @@ impl Engine {
                 Phase::Waiting { reason } => Some(*reason),
                 _ => None,
             },
-            messages: state.messages,
+            messages: state.messages.clone(),
             open,
             driven,
             interrupted,
-        })
+        };
+        self.park_looked_at(state);
+        Ok(detail)
     }
 
     /// A run's event log, oldest first.

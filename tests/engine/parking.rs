@@ -50,3 +50,53 @@ async fn a_decision_after_another_process_moved_the_run_starts_from_the_store() 
     let after = elsewhere.send(&run, "Thanks", &mut |_| {}).await;
     assert!(after.is_ok(), "{after:?}");
 }
+
+#[tokio::test]
+async fn a_look_at_a_run_leaves_its_state_parked_for_the_decision_on_it() {
+    let fx = Fixture::new(json!([
+        {"toolCalls": [submit("c1", PLAN)]},
+        text("Building."),
+    ]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let engine = Engine::open_at(&fx.store, "app").await.unwrap();
+    let options = StartOptions::new(&fx.workspace, format!("scripted:{}", fx.script.display()));
+    let run = engine
+        .start("Add a cache", &options, &mut |_| {})
+        .await
+        .unwrap()
+        .run_id;
+    assert_eq!(engine.parked_run().as_deref(), Some(run.as_str()));
+    // The window reads the run's detail when its stream ends on the plan, and when it is
+    // opened: neither takes the state from the decision that follows.
+    for _ in 0..2 {
+        let detail = engine.run_detail(&run).await.unwrap();
+        assert_eq!(detail.open.len(), 1);
+        assert_eq!(engine.parked_run().as_deref(), Some(run.as_str()));
+    }
+    // A look at another run parks that one: the run a person looks at is the one they act on.
+    let other = Fixture::new(json!([{"toolCalls": [submit("d1", PLAN)]}]));
+    other.write(PLAN, PLAN_TEXT.as_bytes());
+    let elsewhere = StartOptions::new(
+        &other.workspace,
+        format!("scripted:{}", other.script.display()),
+    );
+    let second = engine
+        .start("Add an index", &elsewhere, &mut |_| {})
+        .await
+        .unwrap()
+        .run_id;
+    assert_eq!(engine.parked_run().as_deref(), Some(second.as_str()));
+    engine.run_detail(&run).await.unwrap();
+    assert_eq!(engine.parked_run().as_deref(), Some(run.as_str()));
+    let done = engine
+        .decide(&run, &verdict(true, None), &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Finished);
+    // Its finished state is parked now; the other run's decision reads its state from the store.
+    assert_eq!(engine.parked_run().as_deref(), Some(run.as_str()));
+    let declined = engine
+        .decide(&second, &verdict(false, Some("Not yet")), &mut |_| {})
+        .await;
+    assert!(declined.is_ok(), "{declined:?}");
+}

@@ -24,6 +24,19 @@ export function listen(event, handler) {
   return tauri().event.listen(event, (e) => handler(e.payload));
 }
 
+/**
+ * For what is read again and again (a list at each change of its filter or of the inbox):
+ * call the returned `begin` as a read starts; the check it returns says whether that read is
+ * still the newest, so that an answer overtaken by a newer read's is never drawn.
+ */
+export function newestRead() {
+  let begun = 0;
+  return () => {
+    const read = ++begun;
+    return () => read === begun;
+  };
+}
+
 /** A message for any error a command may throw. */
 export function describe(error) {
   if (error && typeof error === 'object' && 'message' in error) return error.message;

@@ -2,7 +2,7 @@
 // shift-click to extend, or select text in either view), press c or "Comment", write, save.
 // Rejecting sends the open ones to the agent, each quoting its lines. Comments from earlier
 // revisions show where their lines went, addressed or not, and can be resolved or reopened.
-import { call } from './api.js';
+import { call, newestRead } from './api.js';
 import { h, clear, age } from './dom.js';
 import { showError } from './banner.js';
 
@@ -149,13 +149,13 @@ export function commentsFor(revision, plan, { onCount } = {}) {
         : h('button', { type: 'button', class: 'link resolve', onclick: () => setResolved(c, true) }, 'Resolve'));
   }
 
-  // Reloaded after each change: only the latest answer is drawn.
-  let reads = 0;
+  // Reloaded after each change: only the newest answer is drawn.
+  const reads = newestRead();
   async function load() {
-    const read = ++reads;
+    const newest = reads();
     let answer;
     try { answer = await call('comments', { revisionId: revision.id }); } catch (e) { showError(e); return; }
-    if (read !== reads) return;
+    if (!newest()) return;
     comments = answer;
     clear(list).append(...comments.map(item));
     list.hidden = !comments.length;

@@ -1,6 +1,6 @@
 // History: every revision of every plan, filtered by status and searched by title and text; and
 // one revision on its own (rendered or source, with what the rendering hides).
-import { call } from './api.js';
+import { call, newestRead } from './api.js';
 import { h, clear, when, badge, shorten, emptyState } from './dom.js';
 import { showError, showNotice } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
@@ -12,13 +12,13 @@ async function showHistory(filter = { status: 'all', query: '' }) {
     ['all', 'pending', 'approved', 'rejected', 'superseded'].map((s) => h('option', { value: s, selected: s === filter.status }, s === 'all' ? 'All revisions' : s)));
   const query = h('input', { id: 'history-query', type: 'search', value: filter.query, placeholder: 'Search titles and plan text', 'aria-label': 'Search' });
   const rows = h('div', { class: 'rows', id: 'history-rows' });
-  // Each change of the filter reads the list again; only the latest read is shown, on this view.
-  let reads = 0;
+  // Each change of the filter reads the list again; only the newest read is shown, on this view.
+  const reads = newestRead();
   const load = async () => {
-    const read = ++reads;
+    const newest = reads();
     try {
       const list = await call('history', { filter: { status: status.value, query: query.value } });
-      if (read !== reads || !rows.isConnected) return;
+      if (!newest() || !rows.isConnected) return;
       clear(rows);
       if (!list.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
       renderInPages(rows, list, historyRow);

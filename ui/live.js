@@ -4,7 +4,7 @@ import { call, runChannel, wholeToolCall } from './api.js';
 import { h, clear } from './dom.js';
 import { Transcript } from './transcript.js';
 import { state } from './state.js';
-import { markChunk, markRefused, markSuspended } from './metrics.js';
+import { markChunk, markRefused, markRunEvent, markSuspended } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { redraw } from './nav.js';
 import { setInbox } from './sidebar.js';
@@ -23,6 +23,7 @@ export function newLive() {
 }
 
 function onRunEvent(live, event) {
+  markRunEvent(live.runId);
   // A continuation's view is drawn when its run first answers (see follow).
   if (live.draw) live.draw();
   if (event.event === 'chunk') {

@@ -23,18 +23,30 @@ export function markPlanRendered(plan) {
   }
 }
 
-/** Approve or Reject was clicked on `runId`: the answer and its next chunk are timed from here. */
+/** Approve or Reject was clicked on `runId`: the answer, the run's first event and its first
+ * chunk on screen are timed from here. */
 export function markDecisionClicked(runId) {
   metrics.awaitRun = runId;
-  metrics.awaitFirstChunk = performance.now();
-  metrics.decisionSentAt = metrics.awaitFirstChunk;
+  metrics.clickedAt = performance.now();
+  metrics.awaitAnswer = true;
+  metrics.awaitFirstEvent = true;
+  metrics.awaitFirstChunk = true;
 }
 
 /** The backend answered the decision (it is durable): how long after it was sent. */
 export function markDecisionAnswered() {
-  if (metrics.decisionSentAt) {
-    metrics.decisionAnswered = performance.now() - metrics.decisionSentAt;
-    metrics.decisionSentAt = null;
+  if (metrics.awaitAnswer) {
+    metrics.decisionAnswered = performance.now() - metrics.clickedAt;
+    metrics.awaitAnswer = false;
+  }
+}
+
+/** An event of `runId`'s stream reached the page: the first after a decision is timed (what the
+ * backend and the way over took; the rest of the way to the first chunk is the page's). */
+export function markRunEvent(runId) {
+  if (metrics.awaitFirstEvent && runId === metrics.awaitRun) {
+    metrics.firstResumedEvent = performance.now() - metrics.clickedAt;
+    metrics.awaitFirstEvent = false;
   }
 }
 
@@ -44,14 +56,15 @@ export function markChunk(runId, el) {
   if (metrics.awaitFirstChunk && runId === metrics.awaitRun) {
     if (el) {
       el.getBoundingClientRect();
-      metrics.firstResumedChunk = performance.now() - metrics.awaitFirstChunk;
+      metrics.firstResumedChunk = performance.now() - metrics.clickedAt;
     }
-    metrics.awaitFirstChunk = null;
+    metrics.awaitFirstChunk = false;
   }
 }
 
 /** The backend refused the decision: nothing more to time for it. */
 export function markRefused() {
-  metrics.awaitFirstChunk = null;
-  metrics.decisionSentAt = null;
+  metrics.awaitAnswer = false;
+  metrics.awaitFirstEvent = false;
+  metrics.awaitFirstChunk = false;
 }

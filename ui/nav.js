@@ -8,7 +8,7 @@ import { state } from './state.js';
 const views = new Map(); // name -> open(...args)
 const watchers = [];
 let opened = 0; // how many times a view was opened: a later one supersedes one still being read
-let opening = null; // { ticket, name, key }: the view last opened, until opening it is done
+let opening = null; // { ticket, name, key, done }: the view last opened, until opening it is done
 
 export function register(name, open) {
   views.set(name, open);
@@ -18,12 +18,18 @@ export function register(name, open) {
 export function go(name, ...args) {
   const open = views.get(name);
   if (!open) throw new Error(`no view named ${name}`);
-  const ticket = ++opened;
-  opening = { ticket, name, key: args[0] };
-  const done = () => { if (opening && opening.ticket === ticket) opening = null; };
+  const mine = { ticket: ++opened, name, key: args[0], done: null };
+  opening = mine;
   const result = open(...args);
-  Promise.resolve(result).then(done, done);
+  const settle = () => { if (opening === mine) opening = null; };
+  mine.done = Promise.resolve(result).then(settle, settle);
   return result;
+}
+
+/** If the view `name` for `key` is being opened: a promise that settles once it is open (or
+ * failed to open). Else null. */
+export function beingOpened(name, key) {
+  return opening && opening.name === name && opening.key === key ? opening.done : null;
 }
 
 /**
@@ -55,8 +61,12 @@ export function latest() {
 }
 
 export function setView(next) {
+  const before = state.view;
   state.view = next;
-  call('set_viewing', { runId: next.runId || null }).catch(() => {});
+  // Told only when the run looked at changes (a run's review and then its stream are one run):
+  // a call costs the page a little, here on the way from a click to the run's answer.
+  const runId = next.runId || null;
+  if (!before || (before.runId || null) !== runId) call('set_viewing', { runId }).catch(() => {});
   for (const watch of watchers) watch(next);
 }
 

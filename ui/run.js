@@ -10,14 +10,6 @@ import { latest, register, setView, viewEl } from './nav.js';
 import { follow, updateStatus } from './live.js';
 import { renderPending, reviewCardForWarmUp } from './review.js';
 
-/** Opens a run; while it is being opened, `state.opening` says which, and when it is done. */
-function openRun(runId, options) {
-  const opening = { runId };
-  opening.done = showRun(runId, options).finally(() => { if (state.opening === opening) state.opening = null; });
-  state.opening = opening;
-  return opening.done;
-}
-
 /** Draws the run `runId`: from `detail` (its `run_detail`) and `revision` (the revision of
  * its pending plan) when given, else as read now. */
 async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
@@ -182,4 +174,4 @@ function retryRun(runId) {
   return follow(runId, (channel) => call('retry_run', { runId, onEvent: channel }));
 }
 
-register('run', openRun);
+register('run', showRun);

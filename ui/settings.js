@@ -1,5 +1,5 @@
 // The Settings and keyboard-help dialogs (their markup is in index.html).
-import { call } from './api.js';
+import { call, newestRead } from './api.js';
 import { $, h, clear } from './dom.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
@@ -17,19 +17,19 @@ export function openSettings() {
   loadAgents();
 }
 
-let agentReads = 0;
+const agentReads = newestRead();
 
 /** One row per agent: whether its plans come here, and a button to change that. Drawn from the
- * latest read only (Settings opened again, or an agent set up, while one was under way). */
+ * newest read only (Settings opened again, or an agent set up, while one was under way). */
 async function loadAgents() {
-  const read = ++agentReads;
+  const newest = agentReads();
   let rows;
   try {
     rows = (await call('agent_setup')).map(agentRow);
   } catch (e) {
     rows = [h('li', { class: 'muted' }, e.message || String(e))];
   }
-  if (read === agentReads) clear($('settings-agents')).append(...rows);
+  if (newest()) clear($('settings-agents')).append(...rows);
 }
 
 function agentRow(agent) {

@@ -1,10 +1,10 @@
 // The sidebar: the inbox (every plan and approval waiting for a decision, across runs, newest
 // first) and the runs list. The window title carries the inbox count.
-import { call } from './api.js';
+import { call, newestRead } from './api.js';
 import { $, h, clear, age, when, badge, shorten, agentName } from './dom.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
-import { go, onViewChange, redraw } from './nav.js';
+import { beingOpened, go, onViewChange, redraw } from './nav.js';
 
 export function renderInbox() {
   const list = clear($('inbox'));
@@ -52,14 +52,14 @@ export function renderRuns() {
   }
 }
 
-let runsRead = 0;
+// Asked often (each inbox change): only the newest answer is drawn.
+const runsRead = newestRead();
 
 export async function refreshRuns() {
-  // Asked often (each inbox change): only the latest answer is drawn.
-  const read = ++runsRead;
+  const newest = runsRead();
   try {
     const runs = await call('runs');
-    if (read !== runsRead) return;
+    if (!newest()) return;
     state.runs = runs;
     renderRuns();
   } catch (e) { showError(e); }
@@ -81,8 +81,9 @@ export function setInbox(items) {
 function recheckRun() {
   const view = state.view;
   if (!view || view.name !== 'run' || state.live.get(view.runId)?.running) return;
-  if (state.opening && state.opening.runId === view.runId) {
-    state.opening.done.then(recheckRun, () => {});
+  const opening = beingOpened('run', view.runId);
+  if (opening) {
+    opening.then(recheckRun);
     return;
   }
   const mine = state.inbox.filter((i) => i.runId === view.runId).map((i) => `${i.toolCallId}:${i.sha256}`).join();
@@ -117,4 +118,9 @@ export function showInbox() {
   if (item && !onPending) openPending(item);
 }
 
-onViewChange(renderRuns);
+/** Marks the run on screen in the runs list. */
+function markCurrentRun(view) {
+  for (const li of $('runs').children) li.classList.toggle('current', li.dataset.runId === view.runId);
+}
+
+onViewChange(markCurrentRun);

@@ -8,7 +8,6 @@ export const state = {
   runs: [],
   selected: -1, // index in the inbox of the highlighted item
   view: null, // { name, runId?, ... }
-  opening: null, // { runId, done }: the run being opened, until it is on screen (run.js)
   live: new Map(), // runId -> { transcript, status, running }
   metrics, // timings the benchmark reads (metrics.js)
 };

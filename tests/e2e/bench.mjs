@@ -6,7 +6,8 @@
 //    compare with figures of before 2026-12-04, which were that one.
 //  - suspension -> plan rendered in the webview, for a ~200 KB plan
 //  - click Approve (half a second after the plan is on screen) -> first chunk of the resumed
-//    run, laid out in the view on screen
+//    run, laid out in the view on screen; and -> the run's first event reaching the page (the
+//    backend's part and the way over: the rest is the page's)
 //  - idle memory of the app and its WebKit processes (PSS, after a few idle seconds), and of an
 //    empty Tauri window on the same machine (the floor: `src-tauri/examples/empty_window.rs`),
 //    each measured while the other is not running
@@ -78,7 +79,7 @@ const builds = process.env.PLANDESK_APPS
     return { name, path };
   })
   : [{ name: '', path: APP }];
-const figureNames = ['coldStartMs', 'sessionReadyMs', 'interactiveMs', 'suspendToRenderedMs', 'startToPlanMs', 'clickToDecisionAnsweredMs', 'clickToFirstChunkMs', 'idlePssMiB'];
+const figureNames = ['coldStartMs', 'sessionReadyMs', 'interactiveMs', 'suspendToRenderedMs', 'startToPlanMs', 'clickToDecisionAnsweredMs', 'clickToFirstEventMs', 'clickToFirstChunkMs', 'idlePssMiB'];
 for (const build of builds) build.results = Object.fromEntries(figureNames.map((name) => [name, []]));
 const floor = [];
 
@@ -132,7 +133,9 @@ try {
     await sleep(READ_MS);
     await app.click('#approve');
     await app.waitFor('window.__plandesk.metrics.firstResumedChunk');
-    results.clickToFirstChunkMs.push(await app.exec('return window.__plandesk.metrics.firstResumedChunk'));
+    const [event, chunk] = await app.exec('const m = window.__plandesk.metrics; return [m.firstResumedEvent, m.firstResumedChunk]');
+    results.clickToFirstEventMs.push(event);
+    results.clickToFirstChunkMs.push(chunk);
     await app.waitFor('window.__plandesk.metrics.decisionAnswered');
     results.clickToDecisionAnsweredMs.push(await app.exec('return window.__plandesk.metrics.decisionAnswered'));
     await app.close();

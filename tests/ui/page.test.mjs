@@ -167,15 +167,23 @@ test('j/k move through the inbox and open each plan; a approves the plan on scre
   const page = await open(world());
   await page.waitForSelector('#plan-title');
   assert.equal(await page.textContent('#plan-title'), 'Add caching', 'the newest item opens first');
+  const current = () => page.$$eval('#runs li.current', (lis) => lis.map((li) => li.dataset.runId));
+  assert.deepEqual(await current(), ['run1'], 'the runs list marks the run on screen');
   await page.keyboard.press('j');
   await page.waitForFunction(() => document.querySelector('#plan-title')?.textContent === 'Fix the login bug');
   assert.equal(await page.getAttribute('#inbox-1', 'aria-selected'), 'true');
+  assert.deepEqual(await current(), ['run2']);
   await page.keyboard.press('k');
   await page.waitForFunction(() => document.querySelector('#plan-title')?.textContent === 'Add caching');
   await page.keyboard.press('a');
   await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
   const [decide] = await calls(page, 'decide');
   assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: null, revision: 'aaa111' });
+  // The run's view switches to its stream (its first answer is late here): the same run, so
+  // the backend is not told again which run is looked at.
+  await page.waitForSelector('.run-status .spinner');
+  assert.deepEqual((await calls(page, 'set_viewing')).map((c) => c.args.runId), ['run1', 'run2', 'run1']);
+  assert.deepEqual(await current(), ['run1']);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

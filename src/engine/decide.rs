@@ -126,7 +126,8 @@ impl Engine {
             recorded();
             let model = model::from_spec(&state.model, &self.inner.cwd)?;
             state.begin_stream();
-            self.apply_decisions(&mut state, &*model, sink).await
+            let just = Some((call_id.clone(), data));
+            self.apply_decisions(&mut state, &*model, just, sink).await
         }
         .await;
         claim.release().await;
@@ -151,7 +152,7 @@ impl Engine {
                 if self.decided_open_calls(&state).await?.is_empty() {
                     state.require_no_open_step()?;
                 }
-                return self.apply_decisions(&mut state, &*model, sink).await;
+                return self.apply_decisions(&mut state, &*model, None, sink).await;
             }
             if retry {
                 self.save(&mut state, Some((EventKind::Retry, json!({}))))
@@ -202,10 +203,13 @@ impl Engine {
     }
 
     /// Applies every recorded decision on the suspended step's open calls, then carries on.
+    /// `just_recorded`: the call this move decided and the resume data it recorded for it, not
+    /// read back from the store (the others are).
     async fn apply_decisions(
         &self,
         state: &mut RunState,
         model: &dyn LanguageModel,
+        mut just_recorded: Option<(String, Value)>,
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
         let Phase::Suspended { step } = &state.phase else {
@@ -217,13 +221,18 @@ impl Engine {
         let mut answered_only = true;
         for entry in step.calls.iter().filter(|c| c.status.is_pending()) {
             let call = &entry.call;
-            let Some(decision) = self
-                .inner
-                .review
-                .decision(&state.run_id, &call.tool_call_id)
-                .await?
-            else {
-                continue;
+            let data = match just_recorded.take_if(|(id, _)| *id == call.tool_call_id) {
+                // Recorded by this move a moment ago: not read back.
+                Some((_, data)) => data,
+                None => match self
+                    .inner
+                    .review
+                    .decision(&state.run_id, &call.tool_call_id)
+                    .await?
+                {
+                    Some(decision) => decision.resume_data,
+                    None => continue,
+                },
             };
             let tool = self.tool(&step.mode, &call.tool_name)?.ok_or_else(|| {
                 EngineError::MissingTool {
@@ -232,7 +241,6 @@ impl Engine {
                     mode: step.mode.clone(),
                 }
             })?;
-            let data = decision.resume_data;
             let approval = entry.status == CallStatus::AwaitingApproval;
             let status = if let Some(error) = self.invalid_answer(&step.mode, entry, &data)? {
                 done(Outcome::Result(error))

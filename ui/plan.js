@@ -85,9 +85,12 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   const fills = [];
   article.onFill = (f) => fills.push(f);
   const sizes = revision.pageBytes || revision.pages.map((html) => html.length);
-  const pages = sizes.map((bytes, index) => ({
-    html: revision.pages[index] ?? null, bytes, index, el: h('div', { class: 'plan-page' }), filled: false, wanted: false,
-  }));
+  const pages = sizes.map((bytes, index) => {
+    let el = null;
+    return { html: revision.pages[index] ?? null, bytes, index, filled: false, wanted: false,
+      // Made when first needed: those of the pages past the first screen, once it is laid out.
+      get el() { return (el ||= h('div', { class: 'plan-page' })); } };
+  });
   if (heights) for (const page of pages) page.key = page.html.replace(/ data-sourcepos="[^"]*"/g, '');
   const fill = (page) => {
     page.el.innerHTML = page.html; // sanitised by the engine
@@ -115,6 +118,10 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   let bytes = 0;
   let y = 0;
   const screen = at === null ? 0 : scroller.clientHeight || window.innerHeight;
+  // Until the plan is first laid out, each run of pages not filled is one box of their height:
+  // a long plan's hundreds of empty boxes cost its first frame milliseconds (measured in the app:
+  // 2-4 ms for the 241 of a 200 KB plan), and go in right after it (`split`, below).
+  const later = []; // { el, pages }: a box standing for pages not filled, until split
   for (const page of pages) {
     const top = y;
     y += heightOf(page);
@@ -122,10 +129,18 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
     if (near && page.html !== null) {
       fill(page);
       bytes += page.bytes;
-    } else {
-      sized(page);
+      article.append(page.el);
+      continue;
     }
-    article.append(page.el);
+    let box = later.at(-1);
+    if (!box || box.el !== article.lastChild) {
+      box = { el: h('div', { class: 'plan-later' }), pages: [], px: 0 };
+      later.push(box);
+      article.append(box.el);
+    }
+    box.pages.push(page);
+    box.px += heightOf(page);
+    box.el.style.height = `${box.px}px`;
   }
   if (heights) {
     // Only this plan's pages are worth remembering.
@@ -141,20 +156,24 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   };
   if (pages.every((p) => p.filled)) return stop;
 
-  const byEl = new Map(pages.map((p) => [p.el, p]));
+  const byEl = new Map(); // a page's element -> the page, once observed
+  const observe = (page) => { byEl.set(page.el, page); observer.observe(page.el); };
   let first = true;
   observer = new IntersectionObserver((entries) => {
     // Gone with its view, or stopped (entries queued before may still come): nothing to do.
     if (stopped) return;
     if (!article.isConnected) { observer.disconnect(); return; }
     if (first) {
-      // Laid out for the first time: what the first pages measure sizes the ones not shown yet.
+      // Laid out for the first time: what the first pages measure sizes the ones not shown yet,
+      // and each takes its own box (observed from now on; those near the screen are filled).
       first = false;
       for (const page of pages) if (page.filled) learn(page, page.el.getBoundingClientRect().height);
       for (const page of pages) if (!page.filled && !page.measured) sized(page);
+      split();
     }
     for (const entry of entries) {
       const page = byEl.get(entry.target);
+      if (!page) continue; // a box split since
       if (entry.isIntersecting && !page.filled) {
         if (page.html === null) { page.wanted = true; continue; } // filled when it comes
         reveal(page, entry.rootBounds && entry.boundingClientRect.bottom <= entry.rootBounds.top);
@@ -171,7 +190,14 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
       }
     }
   }, { root: scroller, rootMargin: `${NEAR} 0px` });
-  for (const page of pages) observer.observe(page.el);
+  const split = () => {
+    for (const box of later.splice(0)) {
+      box.el.replaceWith(...box.pages.map((page) => page.el));
+      for (const page of box.pages) observe(page);
+    }
+  };
+  for (const page of pages) if (page.filled) observe(page);
+  for (const box of later) observer.observe(box.el);
 
   const from = pages.findIndex((p) => p.html === null);
   if (from < 0) return stop;

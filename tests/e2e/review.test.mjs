@@ -172,6 +172,7 @@ test('a 200 KB plan in the real window: only the pages near the screen are built
     const built = () => app.exec(`return { pages: document.querySelectorAll('#plan .plan-page').length,
       filled: [...document.querySelectorAll('#plan .plan-page')].filter((p) => p.firstChild).length,
       elements: document.querySelectorAll('#plan *').length }`);
+    await app.waitFor("document.querySelectorAll('#plan .plan-page').length > 20", { what: 'a box per page' });
     const first = await built();
     assert.ok(first.pages > 20 && first.filled <= 6 && first.elements < 3000, JSON.stringify(first));
     await app.exec("const v = document.getElementById('view'); v.scrollTop = v.scrollHeight; return true;");

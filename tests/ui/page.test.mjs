@@ -826,6 +826,11 @@ test('a long plan keeps only the pages near the screen; what scrolls in is marke
     pages: document.querySelectorAll('#plan .plan-page').length,
     blocks: document.querySelectorAll('#plan [data-sourcepos]').length,
   }));
+  // Laid out first with the first pages and one box for the rest; each page has its own box
+  // right after.
+  assert.ok(await page.evaluate(() => window.__plandesk.metrics.planBoxesAtRender) <= 3, 'the first layout places a few boxes, not 120');
+  await page.waitForFunction(() => document.querySelectorAll('#plan .plan-page').length === 120);
+  assert.equal(await page.locator('#plan .plan-later').count(), 0);
   const start = await shown();
   assert.equal(start.pages, 120, 'every page has its box');
   assert.ok(start.filled >= 1 && start.filled <= 8, `only the first pages are in the document: ${JSON.stringify(start)}`);
@@ -888,6 +893,7 @@ test("the editor's preview of a long plan builds only the pages near its scroll 
     pages: document.querySelectorAll('#plan-preview .plan-page').length,
     filled: [...document.querySelectorAll('#plan-preview .plan-page')].filter((p) => p.firstChild).length,
   }));
+  await page.waitForFunction(() => document.querySelectorAll('#plan-preview .plan-page').length === 120);
   const start = await shown();
   assert.equal(start.pages, 120, 'every page has its box');
   assert.ok(start.filled >= 1 && start.filled <= 8, `only the first pages are built: ${JSON.stringify(start)}`);

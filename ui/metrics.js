@@ -17,7 +17,7 @@ export function markSuspended() {
 export function markPlanRendered(plan) {
   plan.getBoundingClientRect(); // lays it out now: what is timed is a plan on screen
   metrics.planRenderedAt = performance.now();
-  metrics.planBoxesAtRender = plan.childElementCount; // what that layout had to place
+  metrics.planBoxesAtRender = plan.childElementCount; // the boxes that layout placed (pages and runs of pages)
   if (metrics.suspendedAt) {
     metrics.suspendToRendered = metrics.planRenderedAt - metrics.suspendedAt;
     metrics.suspendedAt = null;

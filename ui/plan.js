@@ -87,7 +87,7 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   const sizes = revision.pageBytes || revision.pages.map((html) => html.length);
   const pages = sizes.map((bytes, index) => {
     let el = null;
-    return { html: revision.pages[index] ?? null, bytes, index, filled: false, wanted: false,
+    return { html: revision.pages[index] ?? null, bytes, index, filled: false, wanted: false, boxed: false,
       // Made when first needed: those of the pages past the first screen, once it is laid out.
       get el() { return (el ||= h('div', { class: 'plan-page' })); } };
   });
@@ -121,7 +121,7 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   // Until the plan is first laid out, each run of pages not filled is one box of their height:
   // a long plan's hundreds of empty boxes cost its first frame milliseconds (measured in the app:
   // 2-4 ms for the 241 of a 200 KB plan), and go in right after it (`split`, below).
-  const later = []; // { el, pages }: a box standing for pages not filled, until split
+  const later = []; // { el, pages, px }: a box standing for pages not filled, until split
   for (const page of pages) {
     const top = y;
     y += heightOf(page);
@@ -139,6 +139,7 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
       article.append(box.el);
     }
     box.pages.push(page);
+    page.boxed = true;
     box.px += heightOf(page);
     box.el.style.height = `${box.px}px`;
   }
@@ -152,7 +153,11 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   const stop = () => {
     stopped = true;
     observer?.disconnect();
-    if (heights) for (const page of pages) heights.set(page.key, page.filled ? page.el.getBoundingClientRect().height : parseFloat(page.el.style.height) || heightOf(page));
+    const height = (page) => {
+      if (page.filled) return page.el.getBoundingClientRect().height;
+      return page.boxed ? heightOf(page) : parseFloat(page.el.style.height) || heightOf(page);
+    };
+    if (heights) for (const page of pages) heights.set(page.key, height(page));
   };
   if (pages.every((p) => p.filled)) return stop;
 
@@ -192,8 +197,12 @@ function paginate(article, revision, scroller, { heights = null, at = null } = {
   }, { root: scroller, rootMargin: `${NEAR} 0px` });
   const split = () => {
     for (const box of later.splice(0)) {
+      observer.unobserve(box.el);
       box.el.replaceWith(...box.pages.map((page) => page.el));
-      for (const page of box.pages) observe(page);
+      for (const page of box.pages) {
+        page.boxed = false;
+        observe(page);
+      }
     }
   };
   for (const page of pages) if (page.filled) observe(page);

@@ -544,9 +544,11 @@ async fn check_team_store(state: &AppState, url: &str) -> Result<()> {
 }
 
 /// Which run the person is looking at: no notification is shown for its plans while the
-/// window has focus.
+/// window has focus. Not async: it runs on the main thread as each call arrives, where an async
+/// command is spawned and two could finish in either order; the window says it only when the
+/// run changes, so a stale value would stay.
 #[tauri::command]
-pub async fn set_viewing(state: State<'_, AppState>, run_id: Option<String>) -> Result<()> {
+pub fn set_viewing(state: State<'_, AppState>, run_id: Option<String>) -> Result<()> {
     *state.viewing.lock().unwrap_or_else(|p| p.into_inner()) = run_id;
     Ok(())
 }

@@ -113,7 +113,8 @@ struct Inner {
     cwd: PathBuf,
     /// Render each plan as soon as it is submitted (a process that will show it: the app).
     prerender: std::sync::atomic::AtomicBool,
-    /// The state the last stream driven here stopped on (see `park`).
+    /// The state the last stream driven here stopped on, or the last run looked at (see `park`
+    /// and `park_looked_at`): what a person acts on next.
     parked: std::sync::Mutex<Option<RunState>>,
 }
 

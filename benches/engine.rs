@@ -334,7 +334,7 @@ fn approve_to_first_chunk(label: &str, rounds: usize, one_store: bool) {
     let plan = big_plan(0);
     let (mut recorded, mut first) = (Vec::new(), Vec::new());
     let shared = tempfile::tempdir().unwrap();
-    let mut shared_engine: Option<Engine> = None;
+    let shared_engine = one_store.then(|| Engine::open(&shared.path().join("data")).unwrap());
     for round in 0..rounds {
         let fresh = tempfile::tempdir().unwrap();
         let dir = if one_store {
@@ -353,13 +353,10 @@ fn approve_to_first_chunk(label: &str, rounds: usize, one_store: bool) {
             {"text": "Approved; starting."}
         ]});
         std::fs::write(&script, turns.to_string()).unwrap();
-        let engine = match (one_store, &shared_engine) {
-            (true, Some(engine)) => engine.clone(),
-            _ => Engine::open(&dir.join("data")).unwrap(),
+        let engine = match &shared_engine {
+            Some(engine) => engine.clone(),
+            None => Engine::open(&dir.join("data")).unwrap(),
         };
-        if one_store {
-            shared_engine.get_or_insert_with(|| engine.clone());
-        }
         let options = StartOptions::new(&workspace, format!("scripted:{}", script.display()));
         let report = runtime
             .block_on(engine.start("Migrate the store", &options, &mut |_| {}))

@@ -8,7 +8,7 @@ import { state } from './state.js';
 const views = new Map(); // name -> open(...args)
 const watchers = [];
 let opened = 0; // how many times a view was opened: a later one supersedes one still being read
-let opening = null; // { ticket, name, key, done }: the view last opened, until opening it is done
+let opening = null; // { name, key, done }: the view last opened, until opening it is done
 
 export function register(name, open) {
   views.set(name, open);
@@ -18,7 +18,8 @@ export function register(name, open) {
 export function go(name, ...args) {
   const open = views.get(name);
   if (!open) throw new Error(`no view named ${name}`);
-  const mine = { ticket: ++opened, name, key: args[0], done: null };
+  opened += 1;
+  const mine = { name, key: args[0], done: null };
   opening = mine;
   const result = open(...args);
   const settle = () => { if (opening === mine) opening = null; };

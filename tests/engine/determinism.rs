@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use plandesk::clock::{SequentialIds, SteppingClock};
-use plandesk::{Engine, SqliteStore, StartOptions};
+use plandesk::{Engine, SqliteStore};
 use serde_json::json;
 
 use crate::support::*;
@@ -18,7 +18,7 @@ async fn run_once(fx: &Fixture, data: &str) -> (Vec<String>, String) {
         Arc::new(SequentialIds::default()),
         plandesk::mode::builtin(),
     );
-    let options = StartOptions::new(&fx.workspace, format!("scripted:{}", fx.script.display()));
+    let options = fx.options();
     let mut stream = engine.stream("Add a cache".into(), options);
     let run_id = stream.run_id.clone();
     let mut lines = Vec::new();

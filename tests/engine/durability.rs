@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 use plandesk::clock::{Millis, SequentialIds, SteppingClock};
 use plandesk::store::*;
-use plandesk::{Engine, SqliteStore, StartOptions};
+use plandesk::{Engine, SqliteStore};
 use serde_json::json;
 
 use crate::support::*;
@@ -128,7 +128,7 @@ async fn suspended(fx: &Fixture, mode: &str) -> (Engine, Arc<Noting>, String) {
         Arc::new(SequentialIds::default()),
         plandesk::mode::builtin(),
     );
-    let mut options = StartOptions::new(&fx.workspace, format!("scripted:{}", fx.script.display()));
+    let mut options = fx.options();
     options.mode = Some(mode.into());
     let report = engine
         .start("Add a cache", &options, &mut |_| {})

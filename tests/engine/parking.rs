@@ -5,7 +5,7 @@
 //! kept is the state stored.)
 
 use plandesk::store::Action;
-use plandesk::{Engine, RunStatus, StartOptions};
+use plandesk::{Engine, RunStatus};
 use serde_json::json;
 
 use crate::support::*;
@@ -19,7 +19,7 @@ async fn a_decision_after_another_process_moved_the_run_starts_from_the_store() 
     ]));
     fx.write(PLAN, PLAN_TEXT.as_bytes());
     let here = Engine::open_at(&fx.store, "app").await.unwrap();
-    let options = StartOptions::new(&fx.workspace, format!("scripted:{}", fx.script.display()));
+    let options = fx.options();
     let run = here
         .start("Add a cache", &options, &mut |_| {})
         .await
@@ -59,7 +59,7 @@ async fn a_look_at_a_run_leaves_its_state_parked_for_the_decision_on_it() {
     ]));
     fx.write(PLAN, PLAN_TEXT.as_bytes());
     let engine = Engine::open_at(&fx.store, "app").await.unwrap();
-    let options = StartOptions::new(&fx.workspace, format!("scripted:{}", fx.script.display()));
+    let options = fx.options();
     let run = engine
         .start("Add a cache", &options, &mut |_| {})
         .await
@@ -76,10 +76,7 @@ async fn a_look_at_a_run_leaves_its_state_parked_for_the_decision_on_it() {
     // A look at another run parks that one: the run a person looks at is the one they act on.
     let other = Fixture::new(json!([{"toolCalls": [submit("d1", PLAN)]}]));
     other.write(PLAN, PLAN_TEXT.as_bytes());
-    let elsewhere = StartOptions::new(
-        &other.workspace,
-        format!("scripted:{}", other.script.display()),
-    );
+    let elsewhere = other.options();
     let second = engine
         .start("Add an index", &elsewhere, &mut |_| {})
         .await

@@ -153,6 +153,14 @@ impl Fixture {
         chunks(&self.ok(&full).stdout)
     }
 
+    /// Options for an engine run of this fixture's scripted model in its workspace.
+    pub fn options(&self) -> plandesk::StartOptions {
+        plandesk::StartOptions::new(
+            &self.workspace,
+            format!("scripted:{}", self.script.display()),
+        )
+    }
+
     /// Starts a scripted run in plan mode; returns its id and chunks.
     pub fn start(&self, extra: &[&str]) -> (String, Vec<Value>) {
         let model = format!("scripted:{}", self.script.display());

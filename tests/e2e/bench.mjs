@@ -59,6 +59,22 @@ function appPids(fx) {
   return withChildren(execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n').map(Number));
 }
 
+/** Whether process `pid` still runs (a zombie has exited: only its parent's wait is left). */
+function running(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0] !== 'Z';
+  } catch { return false; }
+}
+
+/** Waits until the processes `pids` have exited (10 s at most). */
+async function exited(pids) {
+  for (let waited = 0; waited < 10000; waited += 50) {
+    if (!pids.some(running)) return;
+    await sleep(50);
+  }
+  throw new Error(`processes ${pids.join(', ')} still run 10 s after the app was closed`);
+}
+
 /** Idle PSS of an empty Tauri window (the floor), measured like the app's. */
 async function emptyWindowPssMiB() {
   const empty = spawn(process.env.PLANDESK_EMPTY_WINDOW, [], { stdio: 'ignore' });
@@ -138,7 +154,10 @@ try {
     results.clickToFirstChunkMs.push(chunk);
     await app.waitFor('window.__plandesk.metrics.decisionAnswered');
     results.clickToDecisionAnsweredMs.push(await app.exec('return window.__plandesk.metrics.decisionAnswered'));
+    // The next round starts on a quiet machine: this app and its WebKit processes are gone.
+    const pids = appPids(fx);
     await app.close();
+    await exited(pids);
     if (round === 0) console.log(`plan: ${Math.round(plan.length / 1024)} KiB of markdown, ${Math.round(size / 1024)} KiB of HTML`);
   }
 } finally {

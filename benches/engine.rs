@@ -1,6 +1,7 @@
 //! Benchmarks (not timed tests): `cargo bench --bench engine`.
 //! - scripted runs of 1,000 and 10,000 steps through the engine and a real SQLite store, each in
-//!   a process of its own: time per step (and the ratio of the two), peak memory
+//!   a process of its own, taking turns: time per step (and the ratio of the two, within each
+//!   turn), peak memory
 //! - rendering and diffing a ~200 KB plan
 //! - decoding a provider's stream over real HTTP: a 200 KB plan as ~50,000 tool-argument deltas
 //! - approving a 200 KB plan as the app does (record the decision, then continue the run): time
@@ -82,38 +83,66 @@ fn scripted_run(steps: usize) {
     );
 }
 
-/// Runs `rounds` scripted runs of `steps` steps, each in a child process; records the median
-/// and p95 per-step time and peak memory (the whole process's peak RSS). Returns the median
-/// per-step time.
-fn scripted_runs(steps: usize, rounds: usize) -> f64 {
-    let mut per_step = Vec::new();
-    let mut peak = Vec::new();
-    for _ in 0..rounds {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .env(STEPS_ENV, steps.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "the {steps}-step run failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = String::from_utf8_lossy(&out.stdout);
-        let figures: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
-        per_step.push(figures["perStepMs"].as_f64().unwrap());
-        peak.push(figures["peakMiB"].as_f64().unwrap());
-        if per_step.len() == 1 {
-            println!("{steps}-step scripted run, first round: {figures}");
-        }
-    }
-    let label = format!("{steps}-step scripted run");
-    let per_step = summary(
-        &format!("{label}, per step ({rounds} runs)"),
-        per_step,
-        "ms",
+/// One scripted run of `steps` steps in a child process: its time per step (ms) and its peak
+/// memory (MiB, the whole process's peak RSS).
+fn scripted_run_apart(steps: usize) -> (f64, f64) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(STEPS_ENV, steps.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the {steps}-step run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    summary(&format!("{label}, peak RSS ({rounds} runs)"), peak, "MiB");
-    per_step
+    let line = String::from_utf8_lossy(&out.stdout);
+    let figures: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    (
+        figures["perStepMs"].as_f64().unwrap(),
+        figures["peakMiB"].as_f64().unwrap(),
+    )
+}
+
+/// How many 10,000-step runs the ratio is measured on; each has four 1,000-step runs around it.
+const LONG_RUNS: usize = 5;
+
+/// The 1,000- and 10,000-step runs taking turns: each 10,000-step run between two 1,000-step
+/// runs before it and two after. Whatever the machine does over the minutes this takes (a
+/// disk slowing down, a neighbour's build) falls on both alike, and the ratio of the two
+/// per-step costs is taken within each turn: the long run against the median of its four
+/// neighbours. Records each length's per-step time and peak memory, and the turns' ratios.
+fn scripted_runs_in_turns() {
+    let (mut short, mut short_peak) = (Vec::new(), Vec::new());
+    let (mut long, mut long_peak) = (Vec::new(), Vec::new());
+    let mut ratios = Vec::new();
+    for _ in 0..LONG_RUNS {
+        let mut around = Vec::new();
+        for at in 0..5 {
+            let steps = if at == 2 { 10_000 } else { 1_000 };
+            let (per_step, peak) = scripted_run_apart(steps);
+            if long.is_empty() && (at == 0 || at == 2) {
+                println!("{steps}-step scripted run, first: {per_step:.3} ms per step, peak {peak:.1} MiB");
+            }
+            if steps == 10_000 {
+                long.push(per_step);
+                long_peak.push(peak);
+            } else {
+                around.push(per_step);
+                short.push(per_step);
+                short_peak.push(peak);
+            }
+        }
+        around.sort_by(f64::total_cmp);
+        ratios.push(long[long.len() - 1] / ((around[1] + around[2]) / 2.0));
+    }
+    let runs = |steps: &str, n: usize| format!("{steps}-step scripted run, per step ({n} runs)");
+    let peaks = |steps: &str, n: usize| format!("{steps}-step scripted run, peak RSS ({n} runs)");
+    let n = short.len();
+    summary(&runs("1000", n), short, "ms");
+    summary(&peaks("1000", n), short_peak, "MiB");
+    summary(&runs("10000", LONG_RUNS), long, "ms");
+    summary(&peaks("10000", LONG_RUNS), long_peak, "MiB");
+    summary("per-step cost, 10,000-step / 1,000-step run", ratios, "x");
 }
 
 /// Median and p95 of `samples`, printed and recorded; returns the median.
@@ -419,16 +448,7 @@ fn main() {
         .collect();
     let wanted = |group: &str| only.is_empty() || only.iter().any(|w| group.contains(w.as_str()));
     if wanted("steps") {
-        let thousand = scripted_runs(1_000, 20);
-        let ten_thousand = scripted_runs(10_000, 5);
-        let ratio = ten_thousand / thousand;
-        println!("per-step cost, 10,000 steps / 1,000 steps: {ratio:.2}x");
-        record(
-            "per-step cost, 10,000-step / 1,000-step run",
-            ratio,
-            ratio,
-            "x",
-        );
+        scripted_runs_in_turns();
     }
     if wanted("approve") {
         approve_to_first_chunk("", 20, false);

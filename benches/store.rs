@@ -2,15 +2,16 @@
 //! store of 10,000 plan revisions across 1,000 agent sessions, 200 of them pending, through
 //! the review core as agents and reviewers would (half the decisions stored as the engine's
 //! own runs store theirs, echoing the plan); then measures what a person waits on: the inbox,
-//! the history list (and, for scripts, the history with every plan), a full-text search, and
-//! the diff of two 5,000-line revisions. Medians and p95 over 20 rounds, printed and written to
+//! the history list as the window reads it (a page of 100: the first, one halfway down, one of
+//! a status), the whole listing at once (and, for scripts, the history with every plan), a
+//! full-text search, and the diff of two 5,000-line revisions. Medians and p95 over 20 rounds, printed and written to
 //! `target/bench/store.json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
 
 use plandesk::clock::{Clock, SystemClock};
-use plandesk::review::{ExternalPlan, HistoryFilter, Review};
+use plandesk::review::{ExternalPlan, HistoryFilter, Page, Review, RevisionStatus};
 use plandesk::store::{Action, NewDecision, Source, SourceKind};
 use plandesk::tool::{submit_plan, ToolOutcome};
 use plandesk::Engine;
@@ -194,12 +195,38 @@ fn main() {
         assert_eq!(all.len(), SESSIONS * REVISIONS_PER_SESSION);
         all
     }));
+    // The list as the window reads it: a page of 100 (the first, one deep in the history, one
+    // of a status) at a time, each revision without its plan.
+    let listed = |filter: &HistoryFilter, before: Option<i64>| {
+        let page = Page { before, limit: 100 };
+        let listed = runtime
+            .block_on(review.listing(filter, Some(page)))
+            .unwrap();
+        assert_eq!(listed.len(), 100);
+        listed
+    };
+    let everything = HistoryFilter::default();
     figures.push(measure(
-        "history listing, as the app shows it (10,000, no bodies)",
+        "history listing, as the window opens it (first 100 of 10,000)",
+        || listed(&everything, None),
+    ));
+    let middle = i64::try_from(SESSIONS * REVISIONS_PER_SESSION / 2).unwrap();
+    figures.push(measure(
+        "history listing, a page halfway down (100 before #5,000)",
+        || listed(&everything, Some(middle)),
+    ));
+    let approved = HistoryFilter {
+        status: Some(RevisionStatus::Approved),
+        ..HistoryFilter::default()
+    };
+    figures.push(measure(
+        "history listing, approved only (first 100 of 800)",
+        || listed(&approved, None),
+    ));
+    figures.push(measure(
+        "history listing, all 10,000 at once (no bodies)",
         || {
-            let all = runtime
-                .block_on(review.listing(&HistoryFilter::default()))
-                .unwrap();
+            let all = runtime.block_on(review.listing(&everything, None)).unwrap();
             assert_eq!(all.len(), SESSIONS * REVISIONS_PER_SESSION);
             all
         },

@@ -6,22 +6,27 @@ import { showError, showNotice } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
 import { planView } from './plan.js';
 
+const STATUSES = ['all', 'pending', 'approved', 'rejected', 'superseded', 'abandoned', 'expired'];
+
 async function showHistory(filter = { status: 'all', query: '' }) {
   setView({ name: 'history' });
   const status = h('select', { id: 'history-status', 'aria-label': 'Status' },
-    ['all', 'pending', 'approved', 'rejected', 'superseded'].map((s) => h('option', { value: s, selected: s === filter.status }, s === 'all' ? 'All revisions' : s)));
+    STATUSES.map((s) => h('option', { value: s, selected: s === filter.status }, s === 'all' ? 'All revisions' : s[0].toUpperCase() + s.slice(1))));
   const query = h('input', { id: 'history-query', type: 'search', value: filter.query, placeholder: 'Search titles and plan text', 'aria-label': 'Search' });
   const rows = h('div', { class: 'rows', id: 'history-rows' });
   // Each change of the filter reads the list again; only the newest read is shown, on this view.
   const reads = newestRead();
   const load = async () => {
     const newest = reads();
+    const stale = () => !newest() || !rows.isConnected;
+    const filter = { status: status.value, query: query.value };
+    const read = (before) => call('history', { filter, before, limit: PAGE });
     try {
-      const list = await call('history', { filter: { status: status.value, query: query.value } });
-      if (!newest() || !rows.isConnected) return;
+      const first = await read(null);
+      if (stale()) return;
       clear(rows);
-      if (!list.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
-      renderInPages(rows, list, historyRow);
+      if (!first.revisions.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
+      else listInPages(rows, first, read, historyRow, stale);
     } catch (e) { showError(e); }
   };
   status.addEventListener('change', load);
@@ -34,29 +39,50 @@ async function showHistory(filter = { status: 'all', query: '' }) {
   await load();
 }
 
-/** How many rows a long list shows at first, and adds each time its end scrolls into view. */
+/** How many rows the history reads at a time. */
 const PAGE = 100;
 
 /**
- * Renders `items` into `container` a page at a time: the first page now, the next whenever the
- * end of the list comes into view, so a history of thousands opens at once and scrolls smoothly.
+ * Lists `first` (a page of the history: `{ revisions, more }`) in `container`, and the pages
+ * after it as the list's end comes into view: `read(before)` reads the page of revisions older
+ * than the revision `before`. A history of thousands opens at once and scrolls smoothly, and
+ * the window holds only what was scrolled to. Rows are never listed twice: each page starts
+ * after the last one's end, whatever was added since. `stale()` says that the view reads
+ * another list now: this one stops.
  */
-function renderInPages(container, items, row) {
-  let shown = 0;
-  const more = h('div', { class: 'list-more muted', 'aria-hidden': 'true' });
-  const next = () => {
-    const page = items.slice(shown, shown + PAGE);
-    shown += page.length;
-    more.before(...page.map(row));
-    more.textContent = shown < items.length ? `${items.length - shown} more…` : '';
-    if (shown >= items.length) observer.disconnect();
+function listInPages(container, first, read, row, stale) {
+  const more = h('div', { class: 'list-more muted' });
+  let last = null;
+  let reading = false;
+  const show = (page) => {
+    more.before(...page.revisions.map(row));
+    last = page.revisions.length ? page.revisions[page.revisions.length - 1].id : last;
+    more.replaceChildren(page.more ? 'More…' : '');
+    return page.more;
+  };
+  const next = async () => {
+    if (reading) return;
+    reading = true;
+    observer.unobserve(more);
+    more.replaceChildren('Loading more…');
+    try {
+      const page = await read(last);
+      if (stale()) return observer.disconnect();
+      // Observed again: if the end is still in view, the next page is read at once.
+      if (show(page)) observer.observe(more);
+      else observer.disconnect();
+    } catch (e) {
+      if (stale()) return observer.disconnect();
+      showError(e);
+      more.replaceChildren(h('button', { type: 'button', class: 'link', onclick: next }, 'Could not read more. Try again'));
+    } finally { reading = false; }
   };
   const observer = new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting)) next();
+    if (stale()) observer.disconnect();
+    else if (entries.some((e) => e.isIntersecting)) next();
   }, { rootMargin: '400px' });
   container.append(more);
-  next();
-  if (shown < items.length) observer.observe(more);
+  if (show(first)) observer.observe(more);
 }
 
 function historyRow(r) {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use plandesk::engine::RunView;
 use plandesk::message::Message;
 use plandesk::model::select;
+use plandesk::review::Page;
 use plandesk::{Engine, Report, RunStatus, StartOptions, Verdict};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
@@ -13,9 +14,9 @@ use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::ipc::{
-    preview, AppInfo, Comparison, DecideRequest, HistoryFilter, InboxItem, IpcError, ReviewHandOff,
-    RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEnd, RunEvent, Settings,
-    StartRequest, ToolCallFull, TranscriptItem, FIRST_BYTES, FIRST_SCREEN_BYTES,
+    preview, AppInfo, Comparison, DecideRequest, HistoryFilter, HistoryPage, InboxItem, IpcError,
+    ReviewHandOff, RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEnd, RunEvent,
+    Settings, StartRequest, ToolCallFull, TranscriptItem, FIRST_BYTES, FIRST_SCREEN_BYTES,
 };
 use crate::AppState;
 
@@ -441,20 +442,38 @@ pub async fn compare(state: State<'_, AppState>, left: i64, right: i64) -> Resul
     Ok(comparison)
 }
 
+/// The most revisions one page of the history may hold.
+const MAX_HISTORY_PAGE: usize = 1000;
+
+/// A page of the history: at most `limit` revisions (100 if not given) older than `before`
+/// (from the newest if not given), newest first. One query: the window asks for the next page
+/// as its list scrolls to the end.
 #[tauri::command]
 pub async fn history(
     state: State<'_, AppState>,
     filter: Option<HistoryFilter>,
-) -> Result<Vec<RevisionSummary>> {
-    let filter = filter.unwrap_or_default().into();
-    Ok(state
-        .engine
-        .review()
-        .listing(&filter)
-        .await?
-        .iter()
-        .map(RevisionSummary::from)
-        .collect())
+    before: Option<i64>,
+    limit: Option<usize>,
+) -> Result<HistoryPage> {
+    let filter = filter.unwrap_or_default().try_into()?;
+    let limit = limit.unwrap_or(100);
+    if !(1..=MAX_HISTORY_PAGE).contains(&limit) {
+        return Err(IpcError::invalid(format!(
+            "A page of the history holds 1 to {MAX_HISTORY_PAGE} revisions, not {limit}."
+        )));
+    }
+    // One more than the page: whether there are more.
+    let page = Page {
+        before,
+        limit: limit + 1,
+    };
+    let mut revisions = state.engine.review().listing(&filter, Some(page)).await?;
+    let more = revisions.len() > limit;
+    revisions.truncate(limit);
+    Ok(HistoryPage {
+        revisions: revisions.iter().map(RevisionSummary::from).collect(),
+        more,
+    })
 }
 
 #[tauri::command]

@@ -222,22 +222,41 @@ pub struct DecideRequest {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryFilter {
-    /// `pending`, `approved`, `rejected`, `superseded`; anything else: all.
+    /// A revision status (`pending`, `approved`, …), or `all` (the same as none).
     pub status: Option<String>,
     pub query: Option<String>,
 }
 
-impl From<HistoryFilter> for plandesk::review::HistoryFilter {
-    fn from(filter: HistoryFilter) -> Self {
-        Self {
+impl TryFrom<HistoryFilter> for plandesk::review::HistoryFilter {
+    type Error = IpcError;
+
+    fn try_from(filter: HistoryFilter) -> Result<Self, IpcError> {
+        let status = match filter.status.as_deref() {
+            None | Some("all") => None,
+            Some(name) => Some(
+                plandesk::review::RevisionStatus::parse(name).ok_or_else(|| {
+                    IpcError::invalid(format!(
+                    "There is no revision status {:?}: the history lists all, pending, approved, \
+                     rejected, superseded, abandoned or expired revisions.",
+                    name.chars().take(40).collect::<String>()
+                ))
+                })?,
+            ),
+        };
+        Ok(Self {
             run_id: None,
-            status: filter
-                .status
-                .as_deref()
-                .and_then(plandesk::review::RevisionStatus::parse),
+            status,
             query: filter.query,
-        }
+        })
     }
+}
+
+/// A page of the history, newest first, and whether older revisions follow it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryPage {
+    pub revisions: Vec<RevisionSummary>,
+    pub more: bool,
 }
 
 /// The app's settings; stored in the store's settings table.

@@ -472,16 +472,27 @@ fn reject_with_feedback_then_compare_and_search_history() {
         assert_eq!(revision["revisionsInThread"], 2, "{id}: its thread so far");
     }
     let rejected = fx.ok("history", json!({"filter": {"status": "rejected"}}));
-    assert_eq!(rejected.as_array().unwrap().len(), 1);
-    assert_eq!(rejected[0]["feedback"], "Also log to a file");
+    assert_eq!(rejected["revisions"].as_array().unwrap().len(), 1);
+    assert_eq!(rejected["revisions"][0]["feedback"], "Also log to a file");
+    assert_eq!(rejected["more"], false);
     let found = fx.ok("history", json!({"filter": {"query": "LOG TO A FILE"}}));
     assert_eq!(
-        found.as_array().unwrap().len(),
+        found["revisions"].as_array().unwrap().len(),
         1,
         "search is case-insensitive over plan text: only revision 2 mentions it"
     );
     let none = fx.ok("history", json!({"filter": {"query": "no such words"}}));
-    assert_eq!(none, json!([]));
+    assert_eq!(none, json!({"revisions": [], "more": false}));
+    // A page at a time, newest first, each after the last one's end.
+    let first = fx.ok("history", json!({"filter": {"status": "all"}, "limit": 1}));
+    assert_eq!(first["revisions"][0]["id"], second["revisionId"]);
+    assert_eq!(first["more"], true);
+    let next = fx.ok(
+        "history",
+        json!({"filter": {}, "before": second["revisionId"], "limit": 1}),
+    );
+    assert_eq!(next["revisions"][0]["id"], item["revisionId"]);
+    assert_eq!(next["more"], false);
 }
 
 #[test]
@@ -498,6 +509,19 @@ fn bad_input_is_refused_with_codes() {
         json!({"request": {"workspace": "/no/such/folder", "prompt": "x"}, "onEvent": channel()}),
     );
     assert_eq!(missing["code"], "workspace");
+    let status = fx.refused("history", json!({"filter": {"status": "maybe\u{1b}[2J"}}));
+    assert_eq!(status["code"], "invalid-input");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("no revision status"),
+        "{status}"
+    );
+    for limit in [0, 1001] {
+        let page = fx.refused("history", json!({"filter": {}, "limit": limit}));
+        assert_eq!(page["code"], "invalid-input", "{limit}: {page}");
+    }
     assert!(missing["message"]
         .as_str()
         .unwrap()
@@ -620,8 +644,24 @@ fn the_cli_and_the_app_show_the_same_status_for_every_revision() {
         statuses.contains(&"rejected") && statuses.contains(&"superseded"),
         "{statuses:?}"
     );
-    let history = fx.ok("history", json!({}));
+    let history = fx.ok("history", json!({}))["revisions"].clone();
     for (id, status) in &cli {
+        // Filtered by its status (in the store's query), the history lists it, and only the
+        // revisions of that status.
+        let of_status = fx.ok("history", json!({"filter": {"status": status}}));
+        let ids: Vec<i64> = of_status["revisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect();
+        let expected: Vec<i64> = cli
+            .iter()
+            .rev()
+            .filter(|(_, s)| s == status)
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(ids, expected, "history of status {status}");
         let in_history = history
             .as_array()
             .unwrap()

@@ -466,7 +466,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             let mut revisions = if json {
                 engine.review().history(&filter).await?
             } else {
-                engine.review().listing(&filter).await?
+                engine.review().listing(&filter, None).await?
             };
             // Oldest first.
             revisions.reverse();

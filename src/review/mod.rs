@@ -18,7 +18,9 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
 use crate::plan;
-use crate::store::{Actor, AuditRow, DecisionRow, NewDecision, RevisionRow, Store, StoreError};
+use crate::store::{
+    Actor, AuditRow, DecisionRow, Listing, NewDecision, RevisionRow, Store, StoreError,
+};
 
 pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_COMMENT_CHARS};
 pub use edit::{EditSummary, Edited};
@@ -248,16 +250,30 @@ impl Review {
         Ok(newest_first(rows, filter))
     }
 
-    /// [`Review::history`] for a list on screen: the same revisions, newest first, but without
-    /// their plans' text (each `body` is empty; [`Review::revision_by_id`] loads one whole) and
-    /// without their decisions' resume data (null: an engine run's echoes the plan).
-    pub async fn listing(&self, filter: &HistoryFilter) -> Result<Vec<Revision>, ReviewError> {
+    /// [`Review::history`] for a list on screen, a page at a time: the same revisions, newest
+    /// first, but without their plans' text (each `body` is empty; [`Review::revision_by_id`]
+    /// loads one whole) and without their decisions' resume data (null: an engine run's echoes
+    /// the plan). `page`: the revisions older than its `before`, at most its `limit`; `None`:
+    /// all. The status is filtered in the store's query, so that a page is full while there
+    /// are more.
+    pub async fn listing(
+        &self,
+        filter: &HistoryFilter,
+        page: Option<Page>,
+    ) -> Result<Vec<Revision>, ReviewError> {
         let words = query_words(filter);
+        let states = filter.status.map(RevisionStatus::states);
         let rows = self
             .store
-            .revision_list(filter.run_id.as_deref(), &words)
+            .revision_list(&Listing {
+                run_id: filter.run_id.as_deref(),
+                words: &words,
+                states: states.as_ref(),
+                before: page.and_then(|p| p.before),
+                limit: page.map(|p| p.limit),
+            })
             .await?;
-        Ok(newest_first(rows, filter))
+        Ok(rows.into_iter().map(Revision::from).collect())
     }
 
     /// Every revision of one run, oldest first.
@@ -327,10 +343,14 @@ impl Review {
     pub async fn thread(&self, revision: &Revision) -> Result<Vec<Revision>, ReviewError> {
         let rows = self
             .store
-            .revision_list(Some(&revision.run_id), &[])
+            .revision_list(&Listing {
+                run_id: Some(&revision.run_id),
+                ..Listing::default()
+            })
             .await?;
         Ok(rows
             .into_iter()
+            .rev()
             .map(Revision::from)
             .filter(|r| r.same_thread(revision))
             .collect())

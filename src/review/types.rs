@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::clock::Millis;
 use crate::plan::render::{Fallback, HiddenContent};
 use crate::plan::SideBySide;
-use crate::store::{Action, DecisionRow, ItemKind, ItemRow, RevisionRow, Source};
+use crate::store::{Action, DecisionRow, ItemKind, ItemRow, RevisionRow, Source, States};
 
 /// Where a revision stands, by one rule for every host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -37,6 +37,25 @@ impl RevisionStatus {
             Some(Action::Expired) => RevisionStatus::Expired,
             None if open => RevisionStatus::Pending,
             None => RevisionStatus::Superseded,
+        }
+    }
+
+    /// The states the store keeps for this status, by [`RevisionStatus::of`] itself: the
+    /// decisions' actions it gives this status to, and whether it gives it to an undecided
+    /// revision that is open, or closed.
+    pub fn states(self) -> States {
+        States {
+            actions: Action::ALL
+                .iter()
+                .copied()
+                .filter(|&a| {
+                    [true, false]
+                        .iter()
+                        .any(|&open| Self::of(open, Some(a)) == self)
+                })
+                .collect(),
+            undecided_open: Self::of(true, None) == self,
+            undecided_closed: Self::of(false, None) == self,
         }
     }
 
@@ -204,6 +223,14 @@ pub struct HistoryFilter {
     pub query: Option<String>,
 }
 
+/// A page of a listing: the revisions older than `before` (by id; from the newest when
+/// `None`), at most `limit` of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub before: Option<i64>,
+    pub limit: usize,
+}
+
 /// A revision as a person reviews it: rendered, beside its exact source, with what the
 /// rendering would hide and its thread's length.
 #[derive(Debug, Clone, Serialize)]
@@ -245,4 +272,60 @@ pub struct Comparison {
     pub diff: SideBySide,
     /// The decisions between the two revisions, oldest first.
     pub between: Vec<FeedbackStep>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The states the store is asked for are exactly those [`RevisionStatus::of`] gives each
+    /// status: every decision and every undecided revision (open or closed) has one status, and
+    /// a decision's does not depend on whether its item is open (the store's condition on an
+    /// action does not look).
+    #[test]
+    fn each_status_asks_the_store_for_exactly_its_states() {
+        let statuses: Vec<RevisionStatus> = Action::ALL
+            .iter()
+            .map(|&a| RevisionStatus::of(false, Some(a)))
+            .chain([true, false].map(|open| RevisionStatus::of(open, None)))
+            .collect();
+        for &action in Action::ALL {
+            assert_eq!(
+                RevisionStatus::of(true, Some(action)),
+                RevisionStatus::of(false, Some(action))
+            );
+            let asking: Vec<_> = statuses
+                .iter()
+                .filter(|s| s.states().actions.contains(&action))
+                .collect();
+            assert!(
+                asking
+                    .iter()
+                    .all(|&&s| s == RevisionStatus::of(false, Some(action))),
+                "{action}: {asking:?}"
+            );
+            assert!(!asking.is_empty(), "{action}");
+        }
+        for open in [true, false] {
+            let status = RevisionStatus::of(open, None);
+            assert_eq!(status.states().undecided_open, open);
+            assert_eq!(status.states().undecided_closed, !open);
+        }
+        assert_eq!(
+            RevisionStatus::Rejected.states(),
+            States {
+                actions: vec![Action::Rejected, Action::Declined],
+                undecided_open: false,
+                undecided_closed: false,
+            }
+        );
+        assert_eq!(
+            RevisionStatus::Superseded.states(),
+            States {
+                actions: vec![Action::Invalid],
+                undecided_open: false,
+                undecided_closed: true,
+            }
+        );
+    }
 }

@@ -354,15 +354,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Plan revisions (of one run, or all), oldest first, each with its decision: one query.
     async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError>;
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError>;
-    /// What a listing shows: [`Store::revisions`], or with `words` [`Store::search_revisions`],
-    /// but without the plans' bodies (each `body` is empty; [`Store::revision`] loads one whole)
+    /// What a listing shows, newest first, a page at a time if asked (see [`Listing`]): the
+    /// revisions [`Store::revisions`] or, with words, [`Store::search_revisions`] finds, but
+    /// without the plans' bodies (each `body` is empty; [`Store::revision`] loads one whole)
     /// and without the decisions' resume data (null; an engine run's echoes the whole plan), so
-    /// a list of thousands stays fast.
-    async fn revision_list(
-        &self,
-        run_id: Option<&str>,
-        words: &[String],
-    ) -> Result<Vec<RevisionRow>, StoreError>;
+    /// a list of thousands stays fast. One query for a page.
+    async fn revision_list(&self, listing: &Listing<'_>) -> Result<Vec<RevisionRow>, StoreError>;
     /// Revisions (of one run, or all) whose title or body has `words` in a row (the last one may
     /// be the start of a word; case and accents ignored), oldest first.
     async fn search_revisions(

@@ -622,6 +622,61 @@ pub struct RevisionRow {
     pub author: Option<String>,
 }
 
+/// What a listing of revisions reads (see [`Store::revision_list`]): which revisions, and which
+/// page of them, newest first.
+///
+/// [`Store::revision_list`]: super::Store::revision_list
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Listing<'a> {
+    /// One run's revisions; `None`: every run's.
+    pub run_id: Option<&'a str>,
+    /// Words a revision's title or plan has in a row, the last one possibly the start of a
+    /// word (case and accents ignored); none: every revision.
+    pub words: &'a [String],
+    /// Only revisions in one of these states; `None`: in any.
+    pub states: Option<&'a States>,
+    /// Only revisions older than this one (by id): the page after one that ended on it.
+    pub before: Option<i64>,
+    /// At most this many; `None`: all.
+    pub limit: Option<usize>,
+}
+
+/// The states a listing keeps, in the store's terms (the review core says which status each
+/// is): decided with one of `actions`, or undecided and still open, or undecided and closed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct States {
+    pub actions: Vec<Action>,
+    pub undecided_open: bool,
+    pub undecided_closed: bool,
+}
+
+impl States {
+    /// The SQL condition on a listing's row, whose decision is joined as `d` and open item as
+    /// `p` (outer joins). Only the vocabulary's own words are written into it.
+    pub(crate) fn condition(&self) -> String {
+        let mut any = Vec::new();
+        if !self.actions.is_empty() {
+            let actions: Vec<String> = self
+                .actions
+                .iter()
+                .map(|a| format!("'{}'", a.as_str()))
+                .collect();
+            any.push(format!("d.action IN ({})", actions.join(", ")));
+        }
+        if self.undecided_open {
+            any.push("(d.id IS NULL AND p.run_id IS NOT NULL)".to_owned());
+        }
+        if self.undecided_closed {
+            any.push("(d.id IS NULL AND p.run_id IS NULL)".to_owned());
+        }
+        if any.is_empty() {
+            "FALSE".to_owned()
+        } else {
+            format!("({})", any.join(" OR "))
+        }
+    }
+}
+
 /// An open review item with its run's context.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ItemRow {

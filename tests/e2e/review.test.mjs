@@ -209,3 +209,39 @@ test('a 200 KB plan in the real window: only the pages near the screen are built
     await app.close();
   }
 });
+
+test('History in the real window reads a page at a time from the store: the next page as its end scrolls into view, a status from its own pages', async () => {
+  const fx = fixture();
+  // One turn submitting 130 plans: 130 revisions, all pending.
+  const calls = [];
+  for (let i = 1; i <= 130; i += 1) {
+    calls.push({ toolName: 'write_file', args: { path: `.plandesk/plans/p${i}.md`, content: `# Plan ${i}\n\nStep ${i}.\n` } });
+    calls.push({ toolName: 'submit_plan', args: { path: `.plandesk/plans/p${i}.md` } });
+  }
+  const script = join(fx.root, 'script.json');
+  writeFileSync(script, JSON.stringify({ turns: [{ toolCalls: calls }, { text: 'Building.' }] }));
+  cli(fx, ['run', '--model', `scripted:${script}`, '--workspace', fx.workspace, 'Many plans']);
+  const app = await openApp(PORT, fx);
+  const rows = "document.querySelectorAll('#history-rows .row-item').length";
+  const titles = () => app.exec("return [...document.querySelectorAll('#history-rows .row-item strong')].map((s) => s.textContent)");
+  try {
+    await app.waitFor("document.querySelector('#inbox-count').textContent === '130'", { what: 'the 130 plans in the inbox' });
+    await app.keys('h');
+    await app.waitFor(`${rows} === 100`, { what: 'the first page' });
+    assert.match(await app.text('#history-rows .list-more'), /More/);
+    await app.screenshot(join(ARTIFACTS, 'history-first-page.png'));
+    await app.exec("document.querySelector('#history-rows .list-more').scrollIntoView(); return true;");
+    await app.waitFor(`${rows} === 130`, { what: 'the second page' });
+    assert.equal(await app.text('#history-rows .list-more'), '', 'the end');
+    assert.deepEqual(await titles(), Array.from({ length: 130 }, (_, i) => `Plan ${130 - i}`), 'newest first, each once');
+    // Approved: none yet; pending: all of them again, from the first page.
+    await app.exec("const s = document.querySelector('#history-status'); s.value = 'approved'; s.dispatchEvent(new Event('change')); return true;");
+    await app.waitFor("document.querySelector('#history-rows .empty') !== null", { what: 'nothing approved' });
+    await app.exec("const s = document.querySelector('#history-status'); s.value = 'pending'; s.dispatchEvent(new Event('change')); return true;");
+    await app.waitFor(`${rows} >= 100`, { what: 'the first page of pending' });
+    assert.equal((await titles())[0], 'Plan 130');
+    await app.screenshot(join(ARTIFACTS, 'history-pending.png'));
+  } finally {
+    await app.close();
+  }
+});

@@ -46,6 +46,7 @@ on_both_stores!(
     racing_reviewers_record_exactly_one_decision,
     a_decision_is_bound_to_the_revision_seen,
     revisions_list_with_their_decisions_and_are_found_by_hash_and_words,
+    a_listing_is_read_a_page_at_a_time_whatever_its_filter,
     comments_are_resolved_and_reopened_and_the_audit_chain_holds,
     outside_sessions_open_items_with_waiters,
     settings_round_trip,
@@ -503,11 +504,203 @@ async fn revisions_list_with_their_decisions_and_are_found_by_hash_and_words(
         }),
         ..r.clone()
     };
-    let listed = store.revision_list(Some("r"), &[]).await.unwrap();
-    assert_eq!(listed, all.iter().map(listed_form).collect::<Vec<_>>());
+    let of_run = Listing {
+        run_id: Some("r"),
+        ..Listing::default()
+    };
+    let listed = store.revision_list(&of_run).await.unwrap();
+    assert_eq!(
+        listed,
+        all.iter().rev().map(listed_form).collect::<Vec<_>>()
+    );
     let words = vec!["retr".to_string()];
-    let listed = store.revision_list(None, &words).await.unwrap();
-    assert_eq!(listed, all[..2].iter().map(listed_form).collect::<Vec<_>>());
+    let searched = Listing {
+        words: &words,
+        ..Listing::default()
+    };
+    let listed = store.revision_list(&searched).await.unwrap();
+    assert_eq!(
+        listed,
+        all[..2].iter().rev().map(listed_form).collect::<Vec<_>>()
+    );
+    let other_run = Listing {
+        run_id: Some("other"),
+        ..searched
+    };
+    assert_eq!(store.revision_list(&other_run).await.unwrap(), vec![]);
+}
+
+/// Every page of `listing`, `limit` at a time, each starting after the last one's end, put
+/// together.
+async fn every_page(store: &dyn Store, listing: Listing<'_>, limit: usize) -> Vec<RevisionRow> {
+    let mut all: Vec<RevisionRow> = Vec::new();
+    loop {
+        let page = store
+            .revision_list(&Listing {
+                before: all.last().map(|r| r.id),
+                limit: Some(limit),
+                ..listing
+            })
+            .await
+            .unwrap();
+        assert!(page.len() <= limit, "{} on a page of {limit}", page.len());
+        let last = page.len() < limit;
+        all.extend(page);
+        if last {
+            return all;
+        }
+    }
+}
+
+/// A listing read a page at a time (newest first, the next page after the last one's end) is
+/// the whole listing, whatever it is filtered by: a state, words (PostgreSQL reads the words'
+/// candidates in batches and keeps those that have them in a row), a run. A page is full while
+/// there are more.
+async fn a_listing_is_read_a_page_at_a_time_whatever_its_filter(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    // 450 plans: a third say "retry loop", the rest have both words but not in a row (so
+    // that PostgreSQL's index finds candidates that are not hits, more than a batch of them).
+    let items: Vec<OpenItem> = (0..450)
+        .map(|i| {
+            let words = if i % 3 == 0 {
+                "a retry loop"
+            } else {
+                "loop, then retry"
+            };
+            plan_item(
+                &format!("c{i}"),
+                &format!("# Plan {i}\n\nAdd {words} to part {i}.\n"),
+            )
+        })
+        .collect();
+    open_items(&*store, &items).await;
+    // Every action on some; then some of the undecided closed (superseded), the rest open.
+    for (i, item) in items.iter().enumerate().filter(|(i, _)| i % 5 != 0) {
+        let action = Action::ALL[i % Action::ALL.len()];
+        store
+            .record_decision(&decision(&item.tool_call_id, action, None))
+            .await
+            .unwrap();
+    }
+    let still_open: Vec<OpenItem> = items.iter().step_by(10).cloned().collect();
+    store
+        .commit(&commit("r", 2, 1, &[], &still_open))
+        .await
+        .unwrap();
+
+    let whole = store.revision_list(&Listing::default()).await.unwrap();
+    assert_eq!(whole.len(), 450);
+    assert!(whole.windows(2).all(|w| w[0].id > w[1].id), "newest first");
+    assert_eq!(every_page(&*store, Listing::default(), 7).await, whole);
+    assert_eq!(every_page(&*store, Listing::default(), 450).await, whole);
+
+    let mut kinds: Vec<States> = Action::ALL
+        .iter()
+        .map(|&action| States {
+            actions: vec![action],
+            ..States::default()
+        })
+        .collect();
+    kinds.push(States {
+        undecided_open: true,
+        ..States::default()
+    });
+    kinds.push(States {
+        undecided_closed: true,
+        ..States::default()
+    });
+    kinds.push(States {
+        actions: vec![Action::Rejected, Action::Declined],
+        undecided_closed: true,
+        ..States::default()
+    });
+    kinds.push(States::default());
+    for states in &kinds {
+        let expected: Vec<RevisionRow> = whole
+            .iter()
+            .filter(|r| match &r.decision {
+                Some(d) => states.actions.contains(&d.action),
+                None if r.open => states.undecided_open,
+                None => states.undecided_closed,
+            })
+            .cloned()
+            .collect();
+        assert!(
+            !expected.is_empty() || *states == States::default(),
+            "{states:?} has revisions to list"
+        );
+        let listing = Listing {
+            states: Some(states),
+            ..Listing::default()
+        };
+        assert_eq!(
+            store.revision_list(&listing).await.unwrap(),
+            expected,
+            "{states:?}"
+        );
+        assert_eq!(
+            every_page(&*store, listing, 7).await,
+            expected,
+            "{states:?}"
+        );
+    }
+
+    let words = vec!["retry".to_string(), "lo".to_string()];
+    let searched = Listing {
+        words: &words,
+        ..Listing::default()
+    };
+    let hits: Vec<RevisionRow> = whole
+        .iter()
+        .filter(|r| r.tool_call_id[1..].parse::<usize>().unwrap() % 3 == 0)
+        .cloned()
+        .collect();
+    assert_eq!(hits.len(), 150);
+    assert_eq!(store.revision_list(&searched).await.unwrap(), hits);
+    assert_eq!(every_page(&*store, searched, 7).await, hits);
+    // Pages with more hits than PostgreSQL's batch of 200 candidates holds.
+    assert_eq!(every_page(&*store, searched, 100).await, hits);
+    let approved = States {
+        actions: vec![Action::Approved],
+        ..States::default()
+    };
+    let approved_hits = Listing {
+        states: Some(&approved),
+        ..searched
+    };
+    let expected: Vec<RevisionRow> = hits
+        .iter()
+        .filter(|r| {
+            r.decision
+                .as_ref()
+                .is_some_and(|d| d.action == Action::Approved)
+        })
+        .cloned()
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(every_page(&*store, approved_hits, 4).await, expected);
+    // A page sparser than PostgreSQL's batch of candidates: fewer than 10 in each 200.
+    let open = States {
+        undecided_open: true,
+        ..States::default()
+    };
+    let open_hits = Listing {
+        states: Some(&open),
+        ..searched
+    };
+    let expected: Vec<RevisionRow> = hits.iter().filter(|r| r.open).cloned().collect();
+    assert_eq!(expected.len(), 15);
+    assert_eq!(every_page(&*store, open_hits, 10).await, expected);
+    let elsewhere = Listing {
+        run_id: Some("other"),
+        ..Listing::default()
+    };
+    assert!(every_page(&*store, elsewhere, 7).await.is_empty());
+    let here = Listing {
+        run_id: Some("r"),
+        ..Listing::default()
+    };
+    assert_eq!(every_page(&*store, here, 7).await, whole);
 }
 
 async fn comments_are_resolved_and_reopened_and_the_audit_chain_holds(location: StoreLocation) {
@@ -789,8 +982,12 @@ async fn a_decided_plan_is_stored_once_and_read_whole(location: StoreLocation) {
         ],
         "the history has it whole"
     );
+    let of_run = Listing {
+        run_id: Some("r"),
+        ..Listing::default()
+    };
     let listed: Vec<Value> = store
-        .revision_list(Some("r"), &[])
+        .revision_list(&of_run)
         .await
         .unwrap()
         .into_iter()

@@ -98,7 +98,7 @@ noting_store! {
     open_items(run_id: Option<&str>) -> Vec<ItemRow>;
     revisions(run_id: Option<&str>) -> Vec<RevisionRow>;
     revision(id: i64) -> RevisionRow;
-    revision_list(run_id: Option<&str>, words: &[String]) -> Vec<RevisionRow>;
+    revision_list(listing: &Listing<'_>) -> Vec<RevisionRow>;
     search_revisions(run_id: Option<&str>, words: &[String]) -> Vec<RevisionRow>;
     revisions_by_sha(prefix: &str) -> Vec<RevisionRow>;
     add_comment(comment: &NewComment<'_>) -> CommentRow;

@@ -111,7 +111,14 @@ function installFake(world) {
       return run.id;
     },
     send_message: () => new Promise((resolve) => { window.__answerMessage = () => resolve(null); }),
-    history: () => world.history || [],
+    // A page, as the backend reads it: of the status, older than \`before\`, at most \`limit\`.
+    history: ({ filter, before, limit }) => {
+      world.historyReads = (world.historyReads || 0) + 1;
+      if (world.historyFails?.(before)) throw { code: 'store', message: 'the store is busy' };
+      const all = (world.history || []).filter((r) => (filter.status === 'all' || r.status === filter.status)
+        && (before == null || r.id < before));
+      return { revisions: all.slice(0, limit), more: all.length > limit };
+    },
     comments: () => world.comments || [],
     open_link: () => null,
     // The editor's preview: the engine renders the text; here, the test's pages, with the
@@ -781,16 +788,57 @@ test('a history of 10,000 revisions opens a page at a time and scrolls through t
   await page.waitForSelector('#history-rows .row-item');
   const opened = Date.now() - started;
   assert.equal(await page.locator('#history-rows .row-item').count(), 100, 'one page at first');
-  assert.match(await page.textContent('#history-rows .list-more'), /9900 more/);
+  assert.equal(await page.evaluate(() => window.__world.historyReads), 1, 'one page read');
+  assert.match(await page.textContent('#history-rows .list-more'), /More/);
   assert.match(await page.textContent('#history-rows .row-item'), /decided by Ben/);
   await page.screenshot({ path: join(ARTIFACTS, 'history-10000-chromium.png') });
-  // Scrolling to the end of the list brings the next page, until all are there.
+  // Scrolling to the end of the list reads the next page (after the last one's end), until all
+  // are there.
   for (let pages = 2; pages <= 4; pages += 1) {
     await page.locator('#history-rows .list-more').scrollIntoViewIfNeeded();
     await page.waitForFunction((n) => document.querySelectorAll('#history-rows .row-item').length === n, pages * 100);
   }
+  const reads = await calls(page, 'history');
+  assert.deepEqual(reads.map((c) => c.args.before), [null, 9901, 9801, 9701]);
+  const titles = await page.locator('#history-rows .row-item strong').allTextContents();
+  assert.deepEqual(titles, Array.from({ length: 400 }, (_, i) => `Plan ${10000 - i}`), 'each once, newest first');
   console.log(`history of 10,000: first page on screen ${opened} ms after the key`);
   assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a page of the history that cannot be read can be tried again; a filter reads its own pages', async () => {
+  const w = world();
+  w.history = Array.from({ length: 250 }, (_, i) => ({ id: 250 - i, runId: 'run1', toolCallId: `c${i}`,
+    path: '.plandesk/plans/p.md', title: `Plan ${250 - i}`, revisionNo: 1, sha256: `${i}`.padStart(64, '0'),
+    submittedAt: 1_700_000_000_000 - i * 1000, status: i % 2 ? 'approved' : 'expired', feedback: null,
+    decidedAt: 1_700_000_000_000, decidedBy: 'Ben', prompt: 'Migrate the store' }));
+  const page = await open(w);
+  await page.waitForSelector('#plan-title');
+  await page.evaluate(() => { window.__world.historyFails = (before) => before === 151; });
+  await page.keyboard.press('h');
+  await page.waitForSelector('#history-rows .row-item');
+  await page.locator('#history-rows .list-more').scrollIntoViewIfNeeded();
+  await page.waitForSelector('#history-rows .list-more button');
+  assert.match(await page.textContent('#history-rows .list-more'), /Could not read more/);
+  assert.match(await page.textContent('#banner'), /the store is busy/);
+  assert.equal(await page.locator('#history-rows .row-item').count(), 100, 'what was read stays');
+  await page.screenshot({ path: join(ARTIFACTS, 'history-page-failed-chromium.png') });
+  await page.evaluate(() => { window.__world.historyFails = null; });
+  await page.click('#history-rows .list-more button');
+  await page.waitForFunction(() => document.querySelectorAll('#history-rows .row-item').length === 200);
+  // Another status: the list is read again from its start, and only that status is asked for.
+  await page.selectOption('#history-status', 'expired');
+  await page.waitForFunction(() => [...document.querySelectorAll('#history-rows .badge')].every((b) => /expired/.test(b.textContent)));
+  await page.locator('#history-rows .list-more').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.querySelectorAll('#history-rows .row-item').length === 125);
+  assert.equal(await page.textContent('#history-rows .list-more'), '', 'the end: nothing more');
+  const expired = (await calls(page, 'history')).filter((c) => c.args.filter.status === 'expired');
+  assert.deepEqual(expired.map((c) => c.args), [
+    { filter: { status: 'expired', query: '' }, before: null, limit: 100 },
+    { filter: { status: 'expired', query: '' }, before: 52, limit: 100 },
+  ]);
+  assert.deepEqual(page.errors.filter((e) => !/store is busy/.test(e)), []);
   await page.close();
 });
 

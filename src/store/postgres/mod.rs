@@ -649,24 +649,11 @@ impl Store for PostgresStore {
     }
 
     async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::of_run(&self.client("list revisions").await?, run_id, true).await
+        revisions::of_run(&self.client("list revisions").await?, run_id).await
     }
 
-    async fn revision_list(
-        &self,
-        run_id: Option<&str>,
-        words: &[String],
-    ) -> Result<Vec<RevisionRow>, StoreError> {
-        let client = self.client("list revisions").await?;
-        if words.is_empty() {
-            return revisions::of_run(&client, run_id, false).await;
-        }
-        // A search reads the candidates' bodies to find its phrase; the listing drops them.
-        let mut found = revisions::search(&client, run_id, words, true).await?;
-        for revision in &mut found {
-            revision.body = String::new();
-        }
-        Ok(found)
+    async fn revision_list(&self, listing: &Listing<'_>) -> Result<Vec<RevisionRow>, StoreError> {
+        revisions::list(&self.client("list revisions").await?, listing).await
     }
 
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError> {
@@ -678,13 +665,7 @@ impl Store for PostgresStore {
         run_id: Option<&str>,
         words: &[String],
     ) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::search(
-            &self.client("search revisions").await?,
-            run_id,
-            words,
-            false,
-        )
-        .await
+        revisions::search(&self.client("search revisions").await?, run_id, words).await
     }
 
     async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {

@@ -233,19 +233,17 @@ pub(super) async fn edit(tx: &Tx<'_>, e: &NewEdit<'_>) -> Result<RevisionRow, St
     one(tx, id).await
 }
 
-/// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty and
-/// each decision's resume data null.
+/// Revisions (of one run, or all), oldest first, whole.
 pub(super) async fn of_run(
     c: &impl GenericClient,
     run_id: Option<&str>,
-    bodies: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     rows(
         c,
         "list revisions",
         &format!(
             "{} WHERE $1::text IS NULL OR v.run_id = $1 ORDER BY v.id",
-            select_with(bodies)
+            select()
         ),
         &[&run_id],
     )
@@ -255,36 +253,39 @@ pub(super) async fn of_run(
     .collect()
 }
 
+/// The index's query for the phrase `phrase`, the last word as a prefix; `None` when a word is
+/// too long for the index (then it is in no indexed plan: only those checked word by word can
+/// have it).
+fn index_query(phrase: &[String]) -> Option<String> {
+    let (last, whole) = phrase.split_last()?;
+    phrase.iter().all(|w| w.len() <= MAX_WORD_BYTES).then(|| {
+        let mut terms: Vec<String> = whole.iter().map(|w| lexeme(w)).collect();
+        terms.push(format!("{}:*", lexeme(last)));
+        terms.join(" & ")
+    })
+}
+
 /// Revisions (of one run, or all) whose title or body has `typed` in a row (the last word may
-/// be the start of one), oldest first: the index finds the plans that have every word (the last
-/// as a prefix), and each of those is then read for the phrase. For a `listing`, without the
-/// decisions' resume data (null).
+/// be the start of one), oldest first, whole: the index finds the plans that have every word
+/// (the last as a prefix), and each of those is then read for the phrase.
 pub(super) async fn search(
     c: &impl GenericClient,
     run_id: Option<&str>,
     typed: &[String],
-    listing: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     let phrase = phrase(typed);
-    let Some((last, whole)) = phrase.split_last() else {
+    if phrase.is_empty() {
         return Ok(Vec::new());
-    };
-    // A word too long for the index is in no indexed plan: only those checked word by word
-    // can have it.
-    let matching = phrase.iter().all(|w| w.len() <= MAX_WORD_BYTES).then(|| {
-        let mut terms: Vec<String> = whole.iter().map(|w| lexeme(w)).collect();
-        terms.push(format!("{}:*", lexeme(last)));
-        terms.join(" & ")
-    });
+    }
     let found = rows(
         c,
         "search revisions",
         &format!(
             "{} WHERE (v.words @@ $1::text::tsquery OR NOT v.words_complete)
              AND ($2::text IS NULL OR v.run_id = $2) ORDER BY v.id",
-            select_columns("v.body", listing)
+            select()
         ),
-        &[&matching, &run_id],
+        &[&index_query(&phrase), &run_id],
     )
     .await?;
     let mut hits = Vec::new();
@@ -293,6 +294,78 @@ pub(super) async fn search(
         if has_phrase(&candidate.title, &phrase) || has_phrase(&candidate.body, &phrase) {
             hits.push(candidate);
         }
+    }
+    Ok(hits)
+}
+
+/// How many candidates a searching listing reads at a time, at least: each is read whole to
+/// check for the phrase, and most of the index's candidates have it.
+const SEARCH_BATCH: i64 = 200;
+
+/// A listing (see [`Listing`]), newest first. Without words, one query. With words, the
+/// index's candidates are read whole (newest first, in batches while the page is not full) and
+/// kept if they have the phrase; their bodies are then dropped.
+pub(super) async fn list(
+    c: &impl GenericClient,
+    listing: &Listing<'_>,
+) -> Result<Vec<RevisionRow>, StoreError> {
+    let limit = listing.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+    let states = listing.states.map(States::condition);
+    let states = states.as_deref().unwrap_or("TRUE");
+    let scope = "($1::text IS NULL OR v.run_id = $1) AND ($2::bigint IS NULL OR v.id < $2)";
+    if listing.words.is_empty() {
+        let sql = format!(
+            "{} WHERE {scope} AND {states} ORDER BY v.id DESC LIMIT $3",
+            select_with(false)
+        );
+        return rows(
+            c,
+            "list revisions",
+            &sql,
+            &[&listing.run_id, &listing.before, &limit],
+        )
+        .await?
+        .iter()
+        .map(revision)
+        .collect();
+    }
+    let phrase = phrase(listing.words);
+    if phrase.is_empty() {
+        return Ok(Vec::new());
+    }
+    let matching = index_query(&phrase);
+    let sql = format!(
+        "{} WHERE {scope} AND {states}
+         AND (v.words @@ $4::text::tsquery OR NOT v.words_complete)
+         ORDER BY v.id DESC LIMIT $3",
+        select_columns("v.body", true)
+    );
+    let batch = limit.map(|l| l.max(SEARCH_BATCH));
+    let mut before = listing.before;
+    let mut hits = Vec::new();
+    loop {
+        let found = rows(
+            c,
+            "search revisions",
+            &sql,
+            &[&listing.run_id, &before, &batch, &matching],
+        )
+        .await?;
+        for r in &found {
+            let mut candidate = revision(r)?;
+            before = Some(candidate.id);
+            if has_phrase(&candidate.title, &phrase) || has_phrase(&candidate.body, &phrase) {
+                candidate.body = String::new();
+                hits.push(candidate);
+            }
+        }
+        let exhausted = batch.is_none_or(|b| (found.len() as i64) < b);
+        if exhausted || limit.is_some_and(|l| hits.len() as i64 >= l) {
+            break;
+        }
+    }
+    if let Some(limit) = listing.limit {
+        hits.truncate(limit);
     }
     Ok(hits)
 }

@@ -367,19 +367,11 @@ impl Store for SqliteStore {
     }
 
     async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::of_run(&self.conn(), run_id, true)
+        revisions::of_run(&self.conn(), run_id)
     }
 
-    async fn revision_list(
-        &self,
-        run_id: Option<&str>,
-        words: &[String],
-    ) -> Result<Vec<RevisionRow>, StoreError> {
-        if words.is_empty() {
-            revisions::of_run(&self.conn(), run_id, false)
-        } else {
-            revisions::search(&self.conn(), run_id, words, false)
-        }
+    async fn revision_list(&self, listing: &Listing<'_>) -> Result<Vec<RevisionRow>, StoreError> {
+        revisions::list(&self.conn(), listing)
     }
 
     async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError> {
@@ -391,7 +383,7 @@ impl Store for SqliteStore {
         run_id: Option<&str>,
         words: &[String],
     ) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::search(&self.conn(), run_id, words, true)
+        revisions::search(&self.conn(), run_id, words)
     }
 
     async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {
@@ -607,20 +599,46 @@ mod tests {
     }
 
     /// The history listing (every revision, without its plan) reads the listing's indexes,
-    /// not the rows of the revisions and decisions, which hold plans.
+    /// not the rows of the revisions and decisions, which hold plans; a page of it (the first,
+    /// a later one, of one status) walks the index from the page's start, with nothing sorted.
     #[test]
     fn the_history_listing_reads_no_plan() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
-        let plan = revisions::listing_plan(&store.conn(), None).unwrap();
-        assert!(
-            plan.contains("SCAN v USING COVERING INDEX revisions_listing"),
-            "{plan}"
-        );
-        assert!(
-            plan.contains("SEARCH d USING COVERING INDEX decisions_listing"),
-            "{plan}"
-        );
+        let pending = States {
+            undecided_open: true,
+            ..States::default()
+        };
+        let pages = [
+            Listing::default(),
+            Listing {
+                limit: Some(100),
+                ..Listing::default()
+            },
+            Listing {
+                before: Some(5000),
+                limit: Some(100),
+                ..Listing::default()
+            },
+            Listing {
+                states: Some(&pending),
+                before: Some(5000),
+                limit: Some(100),
+                ..Listing::default()
+            },
+        ];
+        for listing in &pages {
+            let plan = revisions::listing_plan(&store.conn(), listing).unwrap();
+            assert!(
+                plan.contains("USING COVERING INDEX revisions_listing"),
+                "{listing:?}: {plan}"
+            );
+            assert!(
+                plan.contains("SEARCH d USING COVERING INDEX decisions_listing"),
+                "{listing:?}: {plan}"
+            );
+            assert!(!plan.contains("TEMP B-TREE"), "{listing:?}: {plan}");
+        }
     }
 
     /// A lease is written without waiting for the disk; every other write, before and after

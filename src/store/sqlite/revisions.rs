@@ -1,7 +1,8 @@
 //! `plan_revisions`: every submitted plan, never overwritten. Listings read each revision with
 //! its decision and whether its item is still open in one query.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde_json::json;
 
 use super::{audit, decisions, events, query};
@@ -149,70 +150,109 @@ pub(super) fn edit(tx: &Connection, e: &NewEdit<'_>) -> Result<RevisionRow, Stor
     one(tx, id)
 }
 
-fn many(
+/// Revisions (of one run, or all), oldest first, whole.
+pub(super) fn of_run(
     conn: &Connection,
-    filter: &str,
-    arg: &dyn rusqlite::ToSql,
-    bodies: bool,
+    run_id: Option<&str>,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     let mut stmt = conn
-        .prepare_cached(&format!("{} WHERE {filter} ORDER BY v.id", select(bodies)))
+        .prepare_cached(&format!(
+            "{} WHERE ?1 IS NULL OR v.run_id = ?1 ORDER BY v.id",
+            select(true)
+        ))
         .map_err(query("list revisions"))?;
     let rows = stmt
-        .query_map([arg], row)
+        .query_map([run_id], row)
         .map_err(query("list revisions"))?;
     rows.collect::<Result<_, _>>()
         .map_err(query("list revisions"))
 }
 
-/// How SQLite reads the listing of every revision (or of one run's), without bodies: each
-/// step of its query plan, a line each.
-#[cfg(test)]
-pub(super) fn listing_plan(conn: &Connection, run_id: Option<&str>) -> rusqlite::Result<String> {
-    let mut stmt = conn.prepare(&format!(
-        "EXPLAIN QUERY PLAN {} WHERE {OF_RUN} ORDER BY v.id",
-        select(false)
-    ))?;
-    let steps = stmt.query_map([run_id], |r| r.get::<_, String>(3))?;
-    Ok(steps.collect::<rusqlite::Result<Vec<_>>>()?.join("\n"))
-}
-
-/// Revisions of one run (`?1`), or all (`?1` null).
-const OF_RUN: &str = "?1 IS NULL OR v.run_id = ?1";
-
-/// Revisions (of one run, or all), oldest first; without `bodies`, each body is left empty and
-/// each decision's resume data null.
-pub(super) fn of_run(
-    conn: &Connection,
-    run_id: Option<&str>,
-    bodies: bool,
-) -> Result<Vec<RevisionRow>, StoreError> {
-    many(conn, OF_RUN, &run_id, bodies)
+/// The full-text index's query for `words` in a row, the last one possibly the start of a
+/// word: one quoted FTS5 phrase (quotes doubled) with a prefix star, so that nothing a person
+/// types is read as FTS5 syntax.
+fn phrase(words: &[String]) -> String {
+    format!("\"{}\"*", words.join(" ").replace('"', "\"\""))
 }
 
 /// Revisions (of one run, or all) whose title or body has `words` in a row (the last one may be
-/// the start of a word); oldest first. One query, through the full-text index.
+/// the start of a word); oldest first, whole. One query, through the full-text index.
 pub(super) fn search(
     conn: &Connection,
     run_id: Option<&str>,
     words: &[String],
-    bodies: bool,
 ) -> Result<Vec<RevisionRow>, StoreError> {
-    // One quoted FTS5 phrase (quotes doubled) with a prefix star: nothing a person types is
-    // read as FTS5 syntax.
-    let matching = format!("\"{}\"*", words.join(" ").replace('"', "\"\""));
     let mut stmt = conn
         .prepare_cached(&format!(
             "{} WHERE v.id IN (SELECT rowid FROM revisions_fts WHERE revisions_fts MATCH ?1)
              AND (?2 IS NULL OR v.run_id = ?2) ORDER BY v.id",
-            select(bodies)
+            select(true)
         ))
         .map_err(query("search revisions"))?;
     let rows = stmt
-        .query_map(params![matching, run_id], row)
+        .query_map(params![phrase(words), run_id], row)
         .map_err(query("search revisions"))?;
     rows.collect::<Result<_, _>>()
         .map_err(query("search revisions"))
+}
+
+/// A listing's query and its arguments: only the conditions it has, so that SQLite walks the
+/// listing's index backwards from the page's start and stops at its end.
+fn listing_query(listing: &Listing<'_>) -> (String, Vec<Value>) {
+    let mut conditions = Vec::new();
+    let mut args = Vec::new();
+    if let Some(run_id) = listing.run_id {
+        conditions.push("v.run_id = ?".to_owned());
+        args.push(Value::Text(run_id.to_owned()));
+    }
+    if !listing.words.is_empty() {
+        conditions.push(
+            "v.id IN (SELECT rowid FROM revisions_fts WHERE revisions_fts MATCH ?)".to_owned(),
+        );
+        args.push(Value::Text(phrase(listing.words)));
+    }
+    if let Some(states) = listing.states {
+        conditions.push(states.condition());
+    }
+    if let Some(before) = listing.before {
+        conditions.push("v.id < ?".to_owned());
+        args.push(Value::Integer(before));
+    }
+    let mut sql = select(false);
+    if !conditions.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conditions.join(" AND "));
+    }
+    sql.push_str(" ORDER BY v.id DESC");
+    if let Some(limit) = listing.limit {
+        sql.push_str(" LIMIT ?");
+        args.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    }
+    (sql, args)
+}
+
+/// A listing (see [`Listing`]), newest first: one query, which reads the listing's indexes,
+/// not the rows of the revisions and decisions (they hold plans).
+pub(super) fn list(
+    conn: &Connection,
+    listing: &Listing<'_>,
+) -> Result<Vec<RevisionRow>, StoreError> {
+    let (sql, args) = listing_query(listing);
+    let mut stmt = conn.prepare_cached(&sql).map_err(query("list revisions"))?;
+    let rows = stmt
+        .query_map(params_from_iter(args), row)
+        .map_err(query("list revisions"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(query("list revisions"))
+}
+
+/// How SQLite reads a listing: each step of its query plan, a line each.
+#[cfg(test)]
+pub(super) fn listing_plan(conn: &Connection, listing: &Listing<'_>) -> rusqlite::Result<String> {
+    let (sql, args) = listing_query(listing);
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+    let steps = stmt.query_map(params_from_iter(args), |r| r.get::<_, String>(3))?;
+    Ok(steps.collect::<rusqlite::Result<Vec<_>>>()?.join("\n"))
 }
 
 pub(super) fn by_sha(conn: &Connection, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {

@@ -21,13 +21,19 @@ async function showHistory(filter = { status: 'all', query: '' }) {
     const stale = () => !newest() || !rows.isConnected;
     const filter = { status: status.value, query: query.value };
     const read = (before) => call('history', { filter, before, limit: PAGE });
-    try {
-      const first = await read(null);
+    let first;
+    try { first = await read(null); } catch (e) {
       if (stale()) return;
-      clear(rows);
-      if (!first.revisions.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
-      else listInPages(rows, first, read, historyRow, stale);
-    } catch (e) { showError(e); }
+      // Not the list of another filter under this one's controls: what failed, and a retry.
+      showError(e);
+      clear(rows).append(emptyState('Could not read the history', e?.message || String(e),
+        h('button', { type: 'button', id: 'history-retry', onclick: load }, 'Try again')));
+      return;
+    }
+    if (stale()) return;
+    clear(rows);
+    if (!first.revisions.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
+    else listInPages(rows, first, read, historyRow, stale);
   };
   status.addEventListener('change', load);
   let timer;

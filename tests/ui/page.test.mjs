@@ -838,6 +838,17 @@ test('a page of the history that cannot be read can be tried again; a filter rea
     { filter: { status: 'expired', query: '' }, before: null, limit: 100 },
     { filter: { status: 'expired', query: '' }, before: 52, limit: 100 },
   ]);
+  // Another filter whose first page cannot be read: the last filter's list goes, the reason
+  // and a retry take its place.
+  await page.evaluate(() => { window.__world.historyFails = (before) => before == null; });
+  await page.selectOption('#history-status', 'approved');
+  await page.waitForSelector('#history-retry');
+  assert.equal(await page.locator('#history-rows .row-item').count(), 0, 'no expired rows under "Approved"');
+  assert.match(await page.textContent('#history-rows'), /Could not read the history[\s\S]*the store is busy/);
+  await page.evaluate(() => { window.__world.historyFails = null; });
+  await page.click('#history-retry');
+  await page.waitForFunction(() => document.querySelectorAll('#history-rows .row-item').length === 100
+    && [...document.querySelectorAll('#history-rows .badge')].every((b) => /approved/.test(b.textContent)));
   assert.deepEqual(page.errors.filter((e) => !/store is busy/.test(e)), []);
   await page.close();
 });

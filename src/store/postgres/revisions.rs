@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use deadpool_postgres::GenericClient;
 use serde_json::json;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::items::{decision_at, open_revision, DECISION_COLUMNS, LISTED_DECISION_COLUMNS};
@@ -302,55 +303,85 @@ pub(super) async fn search(
 /// check for the phrase, and most of the index's candidates have it.
 const SEARCH_BATCH: i64 = 200;
 
+/// A listing's query: only the conditions it has (a condition PostgreSQL cannot know to be
+/// absent, such as `$2 IS NULL OR v.id < $2`, would keep a cached statement's generic plan
+/// from starting its walk at the page's start), with their arguments numbered in order.
+/// `before` is the page's start, `limit` its size, `matching` the index's query for words.
+fn listing_query<'a>(
+    columns: &str,
+    listing: &'a Listing<'_>,
+    before: &'a Option<i64>,
+    limit: &'a Option<i64>,
+    matching: Option<&'a Option<String>>,
+) -> (String, Vec<&'a (dyn ToSql + Sync)>) {
+    let mut conditions = Vec::new();
+    let mut args: Vec<&'a (dyn ToSql + Sync)> = Vec::new();
+    if listing.run_id.is_some() {
+        args.push(&listing.run_id);
+        conditions.push(format!("v.run_id = ${}", args.len()));
+    }
+    if before.is_some() {
+        args.push(before);
+        conditions.push(format!("v.id < ${}", args.len()));
+    }
+    if let Some(states) = listing.states {
+        conditions.push(states.condition());
+    }
+    if let Some(matching) = matching {
+        args.push(matching);
+        conditions.push(format!(
+            "(v.words @@ ${}::text::tsquery OR NOT v.words_complete)",
+            args.len()
+        ));
+    }
+    let mut sql = columns.to_owned();
+    if !conditions.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conditions.join(" AND "));
+    }
+    sql.push_str(" ORDER BY v.id DESC");
+    if limit.is_some() {
+        args.push(limit);
+        sql.push_str(&format!(" LIMIT ${}", args.len()));
+    }
+    (sql, args)
+}
+
 /// A listing (see [`Listing`]), newest first. Without words, one query. With words, the
 /// index's candidates are read whole (newest first, in batches while the page is not full) and
 /// kept if they have the phrase; their bodies are then dropped.
+///
+/// A page starts after the last one's end (by id). Ids are given out as revisions are
+/// inserted, and two writers' transactions may commit in the other order: a revision committed
+/// just then with an id older than a page already read shows when the list is read again.
 pub(super) async fn list(
     c: &impl GenericClient,
     listing: &Listing<'_>,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     let limit = listing.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-    let states = listing.states.map(States::condition);
-    let states = states.as_deref().unwrap_or("TRUE");
-    let scope = "($1::text IS NULL OR v.run_id = $1) AND ($2::bigint IS NULL OR v.id < $2)";
     if listing.words.is_empty() {
-        let sql = format!(
-            "{} WHERE {scope} AND {states} ORDER BY v.id DESC LIMIT $3",
-            select_with(false)
-        );
-        return rows(
-            c,
-            "list revisions",
-            &sql,
-            &[&listing.run_id, &listing.before, &limit],
-        )
-        .await?
-        .iter()
-        .map(revision)
-        .collect();
+        let columns = select_with(false);
+        let (sql, args) = listing_query(&columns, listing, &listing.before, &limit, None);
+        return rows(c, "list revisions", &sql, &args)
+            .await?
+            .iter()
+            .map(revision)
+            .collect();
     }
     let phrase = phrase(listing.words);
     if phrase.is_empty() {
         return Ok(Vec::new());
     }
     let matching = index_query(&phrase);
-    let sql = format!(
-        "{} WHERE {scope} AND {states}
-         AND (v.words @@ $4::text::tsquery OR NOT v.words_complete)
-         ORDER BY v.id DESC LIMIT $3",
-        select_columns("v.body", true)
-    );
+    let columns = select_columns("v.body", true);
     let batch = limit.map(|l| l.max(SEARCH_BATCH));
     let mut before = listing.before;
     let mut hits = Vec::new();
     loop {
-        let found = rows(
-            c,
-            "search revisions",
-            &sql,
-            &[&listing.run_id, &before, &batch, &matching],
-        )
-        .await?;
+        let found = {
+            let (sql, args) = listing_query(&columns, listing, &before, &batch, Some(&matching));
+            rows(c, "search revisions", &sql, &args).await?
+        };
         for r in &found {
             let mut candidate = revision(r)?;
             before = Some(candidate.id);

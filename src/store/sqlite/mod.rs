@@ -213,6 +213,9 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
 
 fn try_connect(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
+    // Room for every statement the store prepares (rusqlite keeps 16): the history's listing
+    // alone is a statement per filter it has (status, words, page start).
+    conn.set_prepared_statement_cache_capacity(128);
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",

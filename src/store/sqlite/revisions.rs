@@ -232,7 +232,9 @@ fn listing_query(listing: &Listing<'_>) -> (String, Vec<Value>) {
 }
 
 /// A listing (see [`Listing`]), newest first: one query, which reads the listing's indexes,
-/// not the rows of the revisions and decisions (they hold plans).
+/// not the rows of the revisions and decisions (they hold plans). A page starts after the
+/// last one's end (by id); SQLite has one writer at a time, so ids are committed in order and
+/// a later page never misses a revision committed since.
 pub(super) fn list(
     conn: &Connection,
     listing: &Listing<'_>,

@@ -154,7 +154,7 @@ export function commentsFor(revision, plan, { onCount } = {}) {
   async function load() {
     const newest = reads();
     let answer;
-    try { answer = await call('comments', { revisionId: revision.id }); } catch (e) { showError(e); return; }
+    try { answer = await call('comments', { revisionId: revision.id }); } catch (e) { if (newest()) showError(e); return; }
     if (!newest()) return;
     comments = answer;
     clear(list).append(...comments.map(item));

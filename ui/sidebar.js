@@ -62,7 +62,7 @@ export async function refreshRuns() {
     if (!newest()) return;
     state.runs = runs;
     renderRuns();
-  } catch (e) { showError(e); }
+  } catch (e) { if (newest()) showError(e); }
 }
 
 /** A new inbox (from the watcher or after a stream ended): keeps the highlighted item if it is still there. */

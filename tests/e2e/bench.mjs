@@ -3,7 +3,10 @@
 //    answering input, as the page tells it (performance.timeOrigin, the wall clock when its
 //    load began, plus the moment it marks) against Date.now() here, the same wall clock.
 //    `sessionReadyMs`, when WebDriver's polling (every 100 ms) first saw it ready, is kept to
-//    compare with figures of before 2026-12-04, which were that one.
+//    compare with figures of before 2026-12-04, which were that one. Split in two: the launch
+//    to the page's load beginning (`pageStartMs`: the process, Tauri, WebKit's processes, all
+//    before any of the page), and the page's own part (`interactiveMs`); the floor of the first
+//    is an empty Tauri window's, launched the same way (`emptyWindowPageStartMs`)
 //  - suspension -> plan rendered in the webview, for a ~200 KB plan
 //  - click Approve (half a second after the plan is on screen) -> first chunk of the resumed
 //    run, laid out in the view on screen; and -> the run's first event reaching the page (the
@@ -19,6 +22,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { APP, fixture, openApp, startDriver } from './harness.mjs';
+import { Session } from './webdriver.mjs';
 
 const PORT = 4460;
 const ROUNDS = Number(process.env.ROUNDS || 20);
@@ -88,6 +92,27 @@ async function emptyWindowPssMiB() {
   }
 }
 
+/**
+ * An empty Tauri window (the floor) launched through WebDriver as the app is: from asking for
+ * it to its page's load beginning.
+ */
+async function emptyWindowPageStartMs() {
+  const launched = Date.now();
+  const empty = await Session.start(PORT, process.env.PLANDESK_EMPTY_WINDOW, []);
+  try {
+    await empty.waitFor("document.readyState === 'complete'", { what: 'the empty page' });
+    return (await empty.exec('return performance.timeOrigin')) - launched;
+  } finally {
+    let pids = [];
+    try {
+      pids = withChildren(execFileSync('pgrep', ['-f', process.env.PLANDESK_EMPTY_WINDOW], { encoding: 'utf8' })
+        .trim().split('\n').map(Number));
+    } catch { /* already gone */ }
+    await empty.close();
+    await exited(pids);
+  }
+}
+
 /** The builds measured: the one under test, or those PLANDESK_APPS names. */
 const builds = process.env.PLANDESK_APPS
   ? process.env.PLANDESK_APPS.split(',').map((named) => {
@@ -95,9 +120,10 @@ const builds = process.env.PLANDESK_APPS
     return { name, path };
   })
   : [{ name: '', path: APP }];
-const figureNames = ['coldStartMs', 'sessionReadyMs', 'interactiveMs', 'suspendToRenderedMs', 'startToPlanMs', 'clickToDecisionAnsweredMs', 'clickToFirstEventMs', 'clickToFirstChunkMs', 'idlePssMiB'];
+const figureNames = ['coldStartMs', 'pageStartMs', 'sessionReadyMs', 'interactiveMs', 'suspendToRenderedMs', 'startToPlanMs', 'clickToDecisionAnsweredMs', 'clickToFirstEventMs', 'clickToFirstChunkMs', 'idlePssMiB'];
 for (const build of builds) build.results = Object.fromEntries(figureNames.map((name) => [name, []]));
 const floor = [];
+const floorStart = [];
 
 const driver = await startDriver(PORT);
 try {
@@ -105,6 +131,9 @@ try {
   // processes that map them, so an app running beside it would make the floor look smaller).
   for (let round = 0; process.env.PLANDESK_EMPTY_WINDOW && round < 5; round += 1) {
     floor.push(await emptyWindowPssMiB());
+  }
+  for (let round = 0; process.env.PLANDESK_EMPTY_WINDOW && round < 5; round += 1) {
+    floorStart.push(await emptyWindowPageStartMs());
   }
   for (let round = 0; round < ROUNDS * builds.length; round += 1) {
     const build = builds[round % builds.length];
@@ -124,6 +153,7 @@ try {
     results.sessionReadyMs.push(Date.now() - launched);
     const [origin, interactiveAt] = await app.exec('return [performance.timeOrigin, window.__plandesk.metrics.interactiveAt]');
     results.coldStartMs.push(origin + interactiveAt - launched);
+    results.pageStartMs.push(origin - launched);
     results.interactiveMs.push(interactiveAt);
     await sleep(IDLE_MS);
     results.idlePssMiB.push(appPids(fx).reduce((sum, pid) => sum + pss(pid), 0) / 1024);
@@ -169,6 +199,7 @@ const report = (name, xs) => {
   figures.push({ name, median: median(xs), p95: quantile(xs, 0.95), unit: name.endsWith('MiB') ? 'MiB' : 'ms', rounds: xs.length });
 };
 if (floor.length) report('emptyWindowPssMiB', floor);
+if (floorStart.length) report('emptyWindowPageStartMs', floorStart);
 // One build: its figures by name. Several: each name after its build's (`after.coldStartMs`),
 // a figure of every build together.
 for (const name of figureNames) {

@@ -4,8 +4,8 @@
 //! own runs store theirs, echoing the plan); then measures what a person waits on: the inbox,
 //! the history list as the window reads it (a page of 100: the first, one halfway down, one of
 //! a status), the whole listing at once (and, for scripts, the history with every plan), a
-//! full-text search, and the diff of two 5,000-line revisions. Medians and p95 over 20 rounds, printed and written to
-//! `target/bench/store.json`.
+//! full-text search, and the diff of two 5,000-line revisions. Medians and p95 over 20 rounds,
+//! printed and written to `target/bench/store.json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;

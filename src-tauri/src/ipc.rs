@@ -4,7 +4,9 @@
 use plandesk::engine::RunView;
 use plandesk::message::Json;
 use plandesk::plan::SideBySide;
-use plandesk::review::{Comparison as ReviewComparison, ReviewError, ReviewItem, Revision};
+use plandesk::review::{
+    Comparison as ReviewComparison, ReviewError, ReviewItem, Revision, RevisionStatus,
+};
 use plandesk::store::{Source, StoreError};
 use plandesk::{Chunk, EngineError, Report};
 use serde::{Deserialize, Serialize};
@@ -233,15 +235,15 @@ impl TryFrom<HistoryFilter> for plandesk::review::HistoryFilter {
     fn try_from(filter: HistoryFilter) -> Result<Self, IpcError> {
         let status = match filter.status.as_deref() {
             None | Some("all") => None,
-            Some(name) => Some(
-                plandesk::review::RevisionStatus::parse(name).ok_or_else(|| {
-                    IpcError::invalid(format!(
-                    "There is no revision status {:?}: the history lists all, pending, approved, \
-                     rejected, superseded, abandoned or expired revisions.",
-                    name.chars().take(40).collect::<String>()
+            Some(name) => Some(RevisionStatus::parse(name).ok_or_else(|| {
+                let known: Vec<&str> = RevisionStatus::ALL.iter().map(|s| s.as_str()).collect();
+                IpcError::invalid(format!(
+                    "There is no revision status {:?}: the history lists all revisions, or \
+                     those {}.",
+                    name.chars().take(40).collect::<String>(),
+                    known.join(", ")
                 ))
-                })?,
-            ),
+            })?),
         };
         Ok(Self {
             run_id: None,
@@ -366,7 +368,7 @@ pub struct RevisionSummary {
     pub sha256: String,
     pub submitted_at: i64,
     /// The review core's status: `pending`, `approved`, `rejected`, `superseded`.
-    pub status: plandesk::review::RevisionStatus,
+    pub status: RevisionStatus,
     pub feedback: Option<String>,
     pub decided_at: Option<i64>,
     /// Who decided, when known (a team's reviewers share one history).

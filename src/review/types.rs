@@ -26,6 +26,15 @@ pub enum RevisionStatus {
 }
 
 impl RevisionStatus {
+    pub const ALL: &'static [RevisionStatus] = &[
+        RevisionStatus::Pending,
+        RevisionStatus::Approved,
+        RevisionStatus::Rejected,
+        RevisionStatus::Superseded,
+        RevisionStatus::Abandoned,
+        RevisionStatus::Expired,
+    ];
+
     /// The rule: a decision says approved or rejected; without one, an open item is pending and
     /// a closed one superseded.
     pub fn of(open: bool, decision: Option<Action>) -> Self {
@@ -71,16 +80,7 @@ impl RevisionStatus {
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        [
-            RevisionStatus::Pending,
-            RevisionStatus::Approved,
-            RevisionStatus::Rejected,
-            RevisionStatus::Superseded,
-            RevisionStatus::Abandoned,
-            RevisionStatus::Expired,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == text)
+        Self::ALL.iter().copied().find(|s| s.as_str() == text)
     }
 }
 

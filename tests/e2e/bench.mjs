@@ -51,16 +51,20 @@ function pss(pid) {
   } catch { return 0; }
 }
 
+/** The processes `pgrep` finds with `args` (none: an empty list). */
+function pgrep(...args) {
+  try { return execFileSync('pgrep', args, { encoding: 'utf8' }).trim().split('\n').map(Number); } catch { return []; }
+}
+
 /** `pids` and their child processes (WebKit's web and network processes). */
 function withChildren(pids) {
-  const children = pids.flatMap((pid) => {
-    try { return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').map(Number); } catch { return []; }
-  });
-  return [...pids, ...children];
+  return [...pids, ...pids.flatMap((pid) => pgrep('-P', String(pid)))];
 }
 
 function appPids(fx) {
-  return withChildren(execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n').map(Number));
+  const pids = pgrep('-f', `plandesk-app --data-dir ${fx.data}`);
+  if (!pids.length) throw new Error(`no plandesk-app runs on ${fx.data}`);
+  return withChildren(pids);
 }
 
 /** Whether process `pid` still runs (a zombie has exited: only its parent's wait is left). */
@@ -103,11 +107,7 @@ async function emptyWindowPageStartMs() {
     await empty.waitFor("document.readyState === 'complete'", { what: 'the empty page' });
     return (await empty.exec('return performance.timeOrigin')) - launched;
   } finally {
-    let pids = [];
-    try {
-      pids = withChildren(execFileSync('pgrep', ['-f', process.env.PLANDESK_EMPTY_WINDOW], { encoding: 'utf8' })
-        .trim().split('\n').map(Number));
-    } catch { /* already gone */ }
+    const pids = withChildren(pgrep('-f', process.env.PLANDESK_EMPTY_WINDOW));
     await empty.close();
     await exited(pids);
   }

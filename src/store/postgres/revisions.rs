@@ -266,6 +266,11 @@ fn index_query(phrase: &[String]) -> Option<String> {
     })
 }
 
+/// Whether a candidate of the index has `phrase` in a row, in its title or its plan.
+fn says(candidate: &RevisionRow, phrase: &[String]) -> bool {
+    has_phrase(&candidate.title, phrase) || has_phrase(&candidate.body, phrase)
+}
+
 /// Revisions (of one run, or all) whose title or body has `typed` in a row (the last word may
 /// be the start of one), oldest first, whole: the index finds the plans that have every word
 /// (the last as a prefix), and each of those is then read for the phrase.
@@ -292,7 +297,7 @@ pub(super) async fn search(
     let mut hits = Vec::new();
     for r in &found {
         let candidate = revision(r)?;
-        if has_phrase(&candidate.title, &phrase) || has_phrase(&candidate.body, &phrase) {
+        if says(&candidate, &phrase) {
             hits.push(candidate);
         }
     }
@@ -385,7 +390,7 @@ pub(super) async fn list(
         for r in &found {
             let mut candidate = revision(r)?;
             before = Some(candidate.id);
-            if has_phrase(&candidate.title, &phrase) || has_phrase(&candidate.body, &phrase) {
+            if says(&candidate, &phrase) {
                 candidate.body = String::new();
                 hits.push(candidate);
             }

@@ -5,7 +5,7 @@
 import { call, listen } from './api.js';
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { markInteractive } from './metrics.js';
+import { markBooting, markInteractive } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest } from './nav.js';
 import { renderInbox, refreshRuns, setInbox, openPending, showInbox } from './sidebar.js';
@@ -20,6 +20,7 @@ import './history.js';
 window.__plandesk = state; // for the end-to-end tests and benchmarks
 
 async function boot() {
+  markBooting();
   $('new-run').addEventListener('click', () => go('new'));
   $('history-btn').addEventListener('click', () => go('history'));
   $('settings-btn').addEventListener('click', openSettings);

@@ -2,6 +2,11 @@
 // mark moments; what is measured, and how, lives here.
 export const metrics = {};
 
+/** The page's script runs: its HTML is parsed and its script fetched. */
+export function markBooting() {
+  metrics.bootAt = performance.now();
+}
+
 /** The first view is on screen and answers input. */
 export function markInteractive() {
   metrics.interactiveAt = performance.now();

@@ -1,6 +1,6 @@
 // The new-run form (workspace, what to do, model) and starting a run; and the home page shown
 // when runs exist but nothing waits.
-import { call } from './api.js';
+import { call, describe } from './api.js';
 import { h, clear, badge, shorten, emptyState } from './dom.js';
 import { state } from './state.js';
 import { showError, hideBanner } from './banner.js';
@@ -13,9 +13,9 @@ function showNewRun() {
   const info = state.info || {};
   const workspace = h('input', { id: 'workspace', type: 'text', value: info.workspace || '', spellcheck: 'false', 'aria-label': 'Workspace folder' });
   const prompt = h('textarea', { id: 'prompt', rows: '5', placeholder: 'e.g. Add a --verbose flag that prints each step', 'aria-label': 'What should the agent do?' });
-  const model = h('input', { id: 'model', type: 'text', spellcheck: 'false', list: 'model-options', placeholder: info.defaultModel || 'demo', 'aria-label': 'Model' });
-  const suggestions = [...new Set([info.defaultModel, 'demo', 'openai:gpt-4.1', 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2'].filter(Boolean))];
-  const options = h('datalist', { id: 'model-options' }, suggestions.map((spec) => h('option', { value: spec })));
+  const model = h('input', { id: 'model', type: 'text', spellcheck: 'false', list: 'model-options', 'aria-label': 'Model' });
+  const options = h('datalist', { id: 'model-options' }, SUGGESTIONS.map((spec) => h('option', { value: spec })));
+  const hint = h('span', { class: 'hint', id: 'model-hint' }, `Empty: the default model. ${OTHER_MODELS}`);
   const start = h('button', { id: 'start', class: 'primary', type: 'submit' }, 'Start run', h('kbd', {}, 'Ctrl+Enter'));
   const form = h('form', { class: 'form card', onsubmit: (e) => { e.preventDefault(); startRun(workspace.value, prompt.value, model.value, start); } },
     h('label', {}, 'Workspace folder',
@@ -25,12 +25,31 @@ function showNewRun() {
     h('label', {}, 'What should the agent do?', prompt,
       h('span', { class: 'hint' }, 'It writes a plan first; nothing in the folder changes until you approve it.')),
     h('label', {}, 'Model',
-      model, options,
-      h('span', { class: 'hint' }, `Empty: ${info.defaultModel || 'demo'} — ${info.defaultModelReason || ''}. Also openai:MODEL, anthropic:MODEL, ollama:MODEL.`)),
+      model, options, hint),
     h('div', { class: 'actions' }, start));
   clear(viewEl()).append(h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'New run'),
     h('div', { class: 'meta-line' }, 'Pick a folder, say what you want, and review the plan before anything is built.'))), form);
   prompt.focus();
+  showDefaultModel(model, options, hint);
+}
+
+const SUGGESTIONS = ['demo', 'openai:gpt-4.1', 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2'];
+const OTHER_MODELS = 'Also openai:MODEL, anthropic:MODEL, ollama:MODEL.';
+
+/** The model an empty field means, once the backend has found it (it asks the keyring and a
+ * local Ollama, which the form does not wait for): the field's placeholder, the first
+ * suggestion, and why it was chosen. */
+async function showDefaultModel(input, options, hint) {
+  let chosen;
+  try {
+    chosen = await call('default_model');
+  } catch (e) {
+    hint.textContent = `Empty: the default model, which could not be found: ${describe(e)}. ${OTHER_MODELS}`;
+    return;
+  }
+  input.placeholder = chosen.spec;
+  if (!SUGGESTIONS.includes(chosen.spec)) options.prepend(h('option', { value: chosen.spec }));
+  hint.textContent = `Empty: ${chosen.spec} — ${chosen.reason}. ${OTHER_MODELS}`;
 }
 
 async function startRun(workspace, prompt, model, button) {

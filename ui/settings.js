@@ -1,5 +1,5 @@
 // The Settings and keyboard-help dialogs (their markup is in index.html).
-import { call, newestRead } from './api.js';
+import { call, describe, newestRead } from './api.js';
 import { $, h, clear } from './dom.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
@@ -11,10 +11,26 @@ export function openSettings() {
   $('set-login').checked = s.startAtLogin;
   $('set-reviewer').value = s.reviewerName || '';
   $('set-store').value = s.teamStore || '';
-  $('settings-model').textContent = `New runs use ${state.info.defaultModel} (${state.info.defaultModelReason}).`;
   $('settings-data').textContent = `Store: ${state.info.store || state.info.dataDir}`;
   $('settings').showModal();
+  loadDefaultModel();
   loadAgents();
+}
+
+const modelReads = newestRead();
+
+/** Which model new runs use, and why (finding it asks the keyring and a local Ollama). */
+async function loadDefaultModel() {
+  const newest = modelReads();
+  $('settings-model').textContent = 'New runs use the default model.';
+  let text;
+  try {
+    const chosen = await call('default_model');
+    text = `New runs use ${chosen.spec} (${chosen.reason}).`;
+  } catch (e) {
+    text = `The default model could not be found: ${describe(e)}`;
+  }
+  if (newest()) $('settings-model').textContent = text;
 }
 
 const agentReads = newestRead();

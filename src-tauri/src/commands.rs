@@ -15,8 +15,9 @@ use tauri_plugin_opener::OpenerExt;
 
 use crate::ipc::{
     preview, AppInfo, Comparison, DecideRequest, HistoryFilter, HistoryPage, InboxItem, IpcError,
-    ReviewHandOff, RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEnd, RunEvent,
-    Settings, StartRequest, ToolCallFull, TranscriptItem, FIRST_BYTES, FIRST_SCREEN_BYTES,
+    ModelChoice, ReviewHandOff, RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEnd,
+    RunEvent, Settings, StartRequest, ToolCallFull, TranscriptItem, FIRST_BYTES,
+    FIRST_SCREEN_BYTES,
 };
 use crate::AppState;
 
@@ -51,8 +52,6 @@ pub async fn load_settings(engine: &Engine) -> Result<Settings> {
 #[tauri::command]
 pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
     let engine = &state.engine;
-    let saved = engine.setting(select::MODEL_SETTING).await?;
-    let chosen = select::default_model(saved).await;
     let workspace = match &state.workspace {
         Some(dir) => dir.display().to_string(),
         None => engine
@@ -79,8 +78,6 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
     Ok(AppInfo {
         data_dir: state.data_dir.display().to_string(),
         store: state.store.describe(),
-        default_model: chosen.spec,
-        default_model_reason: chosen.reason,
         settings: Settings {
             team_store: plandesk::store::saved_team_store(&state.data_dir).unwrap_or_default(),
             ..load_settings(engine).await?
@@ -91,6 +88,23 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         open_tool_call_id,
         open_error,
     })
+}
+
+/// The model a run started without one uses: the saved choice, else the first provider this
+/// computer is set up for. Not part of `app_info`: finding it asks the keyring and a local
+/// Ollama (tens of milliseconds), which the window's first view does not wait for.
+#[tauri::command]
+pub async fn default_model(state: State<'_, AppState>) -> Result<ModelChoice> {
+    let chosen = chosen_model(&state.engine).await?;
+    Ok(ModelChoice {
+        spec: chosen.spec,
+        reason: chosen.reason,
+    })
+}
+
+async fn chosen_model(engine: &Engine) -> Result<select::DefaultModel> {
+    let saved = engine.setting(select::MODEL_SETTING).await?;
+    Ok(select::default_model(saved).await)
 }
 
 /// Checks what can be checked before a run exists: the prompt, the folder, the model and its key.
@@ -120,10 +134,7 @@ pub async fn start_run(
 ) -> Result<String> {
     let model = match request.model.as_deref().map(str::trim) {
         Some(model) if !model.is_empty() => model.to_owned(),
-        _ => {
-            let saved = state.engine.setting(select::MODEL_SETTING).await?;
-            select::default_model(saved).await.spec
-        }
+        _ => chosen_model(&state.engine).await?.spec,
     };
     let cwd = std::env::current_dir().unwrap_or_default();
     let options = start_options(&cwd, &request, model)?;

@@ -691,14 +691,19 @@ pub struct RunDetail {
     pub interrupted: bool,
 }
 
+/// The model new runs use when none is named, and why (for a person to read).
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelChoice {
+    pub spec: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppInfo {
     pub data_dir: String,
     /// The store in use, for people: the SQLite file, or the team's URL without its password.
     pub store: String,
-    pub default_model: String,
-    pub default_model_reason: String,
     pub settings: Settings,
     /// A folder to offer for new runs: `--workspace`, else the last run's, else home.
     pub workspace: String,

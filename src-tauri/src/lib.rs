@@ -10,6 +10,10 @@ pub mod ipc;
 pub mod rendering;
 pub mod reviewing;
 
+#[cfg(test)]
+#[path = "../build/ui.rs"]
+mod joined_page;
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -221,6 +225,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
+            commands::default_model,
             commands::start_run,
             commands::decide,
             commands::send_message,

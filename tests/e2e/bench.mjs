@@ -6,7 +6,10 @@
 //    compare with figures of before 2026-12-04, which were that one. Split in two: the launch
 //    to the page's load beginning (`pageStartMs`: the process, Tauri, WebKit's processes, all
 //    before any of the page), and the page's own part (`interactiveMs`); the floor of the first
-//    is an empty Tauri window's, launched the same way (`emptyWindowPageStartMs`)
+//    is an empty Tauri window's, launched the same way (`emptyWindowPageStartMs`). The page's
+//    part split again: its load beginning to its script running (`scriptStartMs`: the HTML, the
+//    script fetched from the app), and from there to interactive (`bootMs`: the backend's first
+//    answers, the first view)
 //  - suspension -> plan rendered in the webview, for a ~200 KB plan
 //  - click Approve (half a second after the plan is on screen) -> first chunk of the resumed
 //    run, laid out in the view on screen; and -> the run's first event reaching the page (the
@@ -120,7 +123,7 @@ const builds = process.env.PLANDESK_APPS
     return { name, path };
   })
   : [{ name: '', path: APP }];
-const figureNames = ['coldStartMs', 'pageStartMs', 'sessionReadyMs', 'interactiveMs', 'suspendToRenderedMs', 'startToPlanMs', 'clickToDecisionAnsweredMs', 'clickToFirstEventMs', 'clickToFirstChunkMs', 'idlePssMiB'];
+const figureNames = ['coldStartMs', 'pageStartMs', 'sessionReadyMs', 'interactiveMs', 'scriptStartMs', 'bootMs', 'suspendToRenderedMs', 'startToPlanMs', 'clickToDecisionAnsweredMs', 'clickToFirstEventMs', 'clickToFirstChunkMs', 'idlePssMiB'];
 for (const build of builds) build.results = Object.fromEntries(figureNames.map((name) => [name, []]));
 const floor = [];
 const floorStart = [];
@@ -151,10 +154,15 @@ try {
     const launched = Date.now();
     const app = await openApp(PORT, fx, build.path);
     results.sessionReadyMs.push(Date.now() - launched);
-    const [origin, interactiveAt] = await app.exec('return [performance.timeOrigin, window.__plandesk.metrics.interactiveAt]');
+    const [origin, interactiveAt, bootAt] = await app.exec('const m = window.__plandesk.metrics; return [performance.timeOrigin, m.interactiveAt, m.bootAt]');
     results.coldStartMs.push(origin + interactiveAt - launched);
     results.pageStartMs.push(origin - launched);
     results.interactiveMs.push(interactiveAt);
+    // Builds before 2026-12-05 do not mark it.
+    if (bootAt) {
+      results.scriptStartMs.push(bootAt);
+      results.bootMs.push(interactiveAt - bootAt);
+    }
     await sleep(IDLE_MS);
     results.idlePssMiB.push(appPids(fx).reduce((sum, pid) => sum + pss(pid), 0) / 1024);
 
@@ -203,7 +211,9 @@ if (floorStart.length) report('emptyWindowPageStartMs', floorStart);
 // One build: its figures by name. Several: each name after its build's (`after.coldStartMs`),
 // a figure of every build together.
 for (const name of figureNames) {
-  for (const build of builds) report(build.name ? `${build.name}.${name}` : name, build.results[name]);
+  for (const build of builds) {
+    if (build.results[name].length) report(build.name ? `${build.name}.${name}` : name, build.results[name]);
+  }
 }
 for (const build of builds) {
   if (!floor.length) break;

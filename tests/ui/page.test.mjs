@@ -1,15 +1,17 @@
 // The UI alone in real Chromium: ui/ served on 127.0.0.1 under the app's CSP, with a fake
 // backend behind window.__TAURI__ that records every command. Fast checks of keyboard flows,
-// errors, layout and theming; the WebDriver tests prove the real app.
+// errors, layout and theming; the WebDriver tests prove the real app. PLANDESK_UI serves
+// another folder: `./x test` serves src-tauri/gen/ui, the page as the app has it (its modules
+// joined into one script by src-tauri/build.rs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { readFile, readdir, mkdir } from 'node:fs/promises';
+import { readFile, mkdir } from 'node:fs/promises';
 import { join, resolve, extname } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const UI = join(ROOT, 'ui');
+const UI = process.env.PLANDESK_UI || join(ROOT, 'ui');
 const ARTIFACTS = join(ROOT, 'target/e2e-artifacts');
 const conf = JSON.parse(await readFile(join(ROOT, 'src-tauri/tauri.conf.json'), 'utf8'));
 const CSP = Object.entries(conf.app.security.csp).map(([k, v]) => `${k} ${v}`).join('; ');
@@ -60,6 +62,12 @@ function installFake(world) {
   document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));
   const handlers = {
     app_info: () => world.info,
+    default_model: () => {
+      if (world.modelFails) throw { code: 'store', message: 'the store is busy' };
+      // Held until the test lets it answer: the form and Settings while the backend looks.
+      if (world.holdDefaultModel) return new Promise((resolve) => { window.__answerDefaultModel = () => resolve(world.model); });
+      return world.model;
+    },
     inbox: () => world.inbox,
     runs: () => world.runs,
     set_viewing: () => null,
@@ -150,7 +158,8 @@ function installFake(world) {
 function world(extra = {}) {
   const inbox = [plan(1, 'Add caching', 'aaa111'), plan(2, 'Fix the login bug', 'bbb222'), plan(3, 'Write docs', 'ccc333')];
   return {
-    info: { dataDir: '/data', defaultModel: 'demo', defaultModelReason: 'no provider is configured', settings: { notifications: true, notificationTitles: true }, workspace: '/ws', version: '0.1.0' },
+    info: { dataDir: '/data', settings: { notifications: true, notificationTitles: true }, workspace: '/ws', version: '0.1.0' },
+    model: { spec: 'demo', reason: 'no provider is configured: the built-in offline planner' },
     inbox,
     runs: inbox.map((i) => ({ id: i.runId, prompt: i.prompt, model: 'demo', mode: 'plan', status: 'suspended', workspace: '/ws', createdAt: i.since, updatedAt: i.since, ownerPid: null })),
     ...extra,
@@ -508,13 +517,6 @@ test('a run read while its stream ends draws once, from the hand-off; a view ope
   await page.close();
 });
 
-test('index.html preloads every module the app imports, and nothing else', async () => {
-  const html = await readFile(join(UI, 'index.html'), 'utf8');
-  const preloaded = [...html.matchAll(/<link rel="modulepreload" href="([^"]+)">/g)].map((m) => m[1]).sort();
-  const modules = (await readdir(UI)).filter((f) => f.endsWith('.js') && f !== 'app.js').sort();
-  assert.deepEqual(preloaded, modules);
-});
-
 test('links in a plan go to the system browser through open_link', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan a');
@@ -533,6 +535,42 @@ test('with nothing yet, the new-run form; no CSP violation, no overflow at the s
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
   assert.equal(overflow, false);
   assert.deepEqual(await page.evaluate(() => window.__violations), []);
+  await page.close();
+});
+
+test('the new-run form and Settings show the default model once the backend has found it, and say so if it cannot', async () => {
+  const ollama = { spec: 'ollama:qwen3@http://10.0.0.2:11434/v1', reason: 'a local Ollama answers at http://10.0.0.2:11434/v1' };
+  const page = await open({ ...world(), inbox: [], runs: [], model: ollama, holdDefaultModel: true });
+  await page.waitForSelector('#prompt');
+  // The form is up and ready to type while the backend looks.
+  assert.equal(await page.textContent('#model-hint'), 'Empty: the default model. Also openai:MODEL, anthropic:MODEL, ollama:MODEL.');
+  assert.equal(await page.getAttribute('#model', 'placeholder'), null);
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'prompt');
+  await page.evaluate(() => window.__answerDefaultModel());
+  await page.waitForFunction(() => document.querySelector('#model-hint').textContent.includes('qwen3'));
+  assert.equal(await page.textContent('#model-hint'),
+    `Empty: ${ollama.spec} — ${ollama.reason}. Also openai:MODEL, anthropic:MODEL, ollama:MODEL.`);
+  assert.equal(await page.getAttribute('#model', 'placeholder'), ollama.spec);
+  await page.screenshot({ path: join(ARTIFACTS, 'new-run-default-model-chromium.png') });
+  assert.deepEqual(await page.$$eval('#model-options option', (os) => os.map((o) => o.value)),
+    [ollama.spec, 'demo', 'openai:gpt-4.1', 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2'], 'first, and once');
+  // Settings asks again each time it opens.
+  await page.click('#settings-btn');
+  assert.equal(await page.textContent('#settings-model'), 'New runs use the default model.');
+  await page.evaluate(() => window.__answerDefaultModel());
+  await page.waitForFunction(() => document.querySelector('#settings-model').textContent.includes('qwen3'));
+  assert.equal(await page.textContent('#settings-model'), `New runs use ${ollama.spec} (${ollama.reason}).`);
+  await page.keyboard.press('Escape');
+  // A backend that cannot say: the form still works, and says why.
+  await page.evaluate(() => { window.__world.holdDefaultModel = false; window.__world.modelFails = true; });
+  await page.click('#history-btn');
+  await page.click('#new-run');
+  await page.waitForFunction(() => document.querySelector('#model-hint')?.textContent.includes('could not'));
+  assert.equal(await page.textContent('#model-hint'),
+    'Empty: the default model, which could not be found: the store is busy. Also openai:MODEL, anthropic:MODEL, ollama:MODEL.');
+  assert.deepEqual(await page.$$eval('#model-options option', (os) => os.map((o) => o.value)),
+    ['demo', 'openai:gpt-4.1', 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2']);
+  assert.deepEqual(page.errors, []);
   await page.close();
 });
 

@@ -48,7 +48,8 @@ async function showDefaultModel(input, options, hint) {
     return;
   }
   input.placeholder = chosen.spec;
-  if (!SUGGESTIONS.includes(chosen.spec)) options.prepend(h('option', { value: chosen.spec }));
+  for (const option of [...options.options]) if (option.value === chosen.spec) option.remove();
+  options.prepend(h('option', { value: chosen.spec }));
   hint.textContent = `Empty: ${chosen.spec} — ${chosen.reason}. ${OTHER_MODELS}`;
 }
 

@@ -2,7 +2,7 @@
 //! The model new runs use when none is named: not looked for to open the window (the keyring
 //! and the network are slow, and the first view does not need it), looked for again each time
 //! it is asked, and not at all when a model is saved. Its own test binary: it sets the
-//! environment the lookup reads, before any thread starts.
+//! environment the lookup reads, before the app starts.
 
 mod support;
 
@@ -47,12 +47,13 @@ impl Ollama {
                 );
                 let body = json!({"object": "list", "data": [{"id": *name.lock().unwrap()}]});
                 let body = body.to_string();
+                // Counted before it answers: the app may read the answer and go on at once.
+                count.fetch_add(1, Ordering::SeqCst);
                 let _ = write!(
                     stream,
                     "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                     body.len()
                 );
-                count.fetch_add(1, Ordering::SeqCst);
             }
         });
         Self { url, asked, model }
@@ -66,8 +67,13 @@ impl Ollama {
 #[test]
 fn the_default_model_is_looked_for_when_asked_and_not_when_one_is_saved() {
     let ollama = Ollama::start("qwen3:0.6b");
-    // Only the local Ollama is set up (a key in the environment would come first).
+    // Only the local Ollama is set up: no key in the environment, and no keyring (a dead
+    // session bus), whatever this machine has.
     std::env::set_var("OLLAMA_HOST", &ollama.url);
+    std::env::set_var(
+        "DBUS_SESSION_BUS_ADDRESS",
+        "unix:path=/nonexistent/plandesk-test-bus",
+    );
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
         std::env::remove_var(var);
     }
@@ -96,7 +102,7 @@ fn the_default_model_is_looked_for_when_asked_and_not_when_one_is_saved() {
     assert_eq!(
         chosen(),
         ollama_says("qwen3:0.6b"),
-        "is a key in this computer's keyring?"
+        "only the local Ollama is set up"
     );
     assert_eq!(ollama.asked(), 1);
     // Asked again, it looks again: a model pulled since shows.

@@ -570,6 +570,16 @@ test('the new-run form and Settings show the default model once the backend has 
     'Empty: the default model, which could not be found: the store is busy. Also openai:MODEL, anthropic:MODEL, ollama:MODEL.');
   assert.deepEqual(await page.$$eval('#model-options option', (os) => os.map((o) => o.value)),
     ['demo', 'openai:gpt-4.1', 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2']);
+  // A default that is among the suggestions comes first too, once.
+  await page.evaluate(() => {
+    window.__world.modelFails = false;
+    window.__world.model = { spec: 'anthropic:claude-sonnet-4-5', reason: 'ANTHROPIC_API_KEY is set' };
+  });
+  await page.click('#history-btn');
+  await page.click('#new-run');
+  await page.waitForFunction(() => document.querySelector('#model-hint')?.textContent.includes('ANTHROPIC'));
+  assert.deepEqual(await page.$$eval('#model-options option', (os) => os.map((o) => o.value)),
+    ['anthropic:claude-sonnet-4-5', 'demo', 'openai:gpt-4.1', 'ollama:llama3.2']);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

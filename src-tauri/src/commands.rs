@@ -15,9 +15,8 @@ use tauri_plugin_opener::OpenerExt;
 
 use crate::ipc::{
     preview, AppInfo, Comparison, DecideRequest, HistoryFilter, HistoryPage, InboxItem, IpcError,
-    ModelChoice, ReviewHandOff, RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEnd,
-    RunEvent, Settings, StartRequest, ToolCallFull, TranscriptItem, FIRST_BYTES,
-    FIRST_SCREEN_BYTES,
+    ReviewHandOff, RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEnd, RunEvent,
+    Settings, StartRequest, ToolCallFull, TranscriptItem, FIRST_BYTES, FIRST_SCREEN_BYTES,
 };
 use crate::AppState;
 
@@ -94,12 +93,8 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
 /// computer is set up for. Not part of `app_info`: finding it asks the keyring and a local
 /// Ollama (tens of milliseconds), which the window's first view does not wait for.
 #[tauri::command]
-pub async fn default_model(state: State<'_, AppState>) -> Result<ModelChoice> {
-    let chosen = chosen_model(&state.engine).await?;
-    Ok(ModelChoice {
-        spec: chosen.spec,
-        reason: chosen.reason,
-    })
+pub async fn default_model(state: State<'_, AppState>) -> Result<select::DefaultModel> {
+    chosen_model(&state.engine).await
 }
 
 async fn chosen_model(engine: &Engine) -> Result<select::DefaultModel> {

@@ -691,13 +691,6 @@ pub struct RunDetail {
     pub interrupted: bool,
 }
 
-/// The model new runs use when none is named, and why (for a person to read).
-#[derive(Debug, Clone, Serialize)]
-pub struct ModelChoice {
-    pub spec: String,
-    pub reason: String,
-}
-
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppInfo {

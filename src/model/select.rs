@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::anthropic::ANTHROPIC_BASE_URL;
 use super::openai::{OLLAMA_BASE_URL, OPENAI_BASE_URL};
@@ -137,7 +137,7 @@ impl ModelSpec {
 }
 
 /// The default model and why it was chosen, for a person to read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DefaultModel {
     pub spec: String,
     pub reason: String,

@@ -13,6 +13,53 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// Writes the page as `tauri.conf.json`'s `frontendDist` names it (`out`): every file of
+/// `source` but its modules, which are joined into `app.js`, and no hidden file (an editor's
+/// swap file is not the page: everything in `out` ships). A file is written only when it
+/// changed (its time is what Cargo compares), whole, by a rename from beside `out` (a build
+/// beside this one reads whole files, and never finds one half written in `out`); what is no
+/// longer in `source` goes.
+pub fn write_page(source: &Path, out: &Path) -> Result<(), String> {
+    println!("cargo:rerun-if-changed={}", source.display());
+    let mut files = vec![(
+        "app.js".to_owned(),
+        join_modules(source, "app.js")?.into_bytes(),
+    )];
+    let entries = std::fs::read_dir(source).map_err(|e| format!("{}: {e}", source.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", source.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".js") || name.starts_with('.') || !entry.path().is_file() {
+            continue;
+        }
+        let bytes = std::fs::read(entry.path()).map_err(|e| format!("{name}: {e}"))?;
+        files.push((name, bytes));
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let beside = out.parent().unwrap_or(out);
+    for (name, bytes) in &files {
+        let path = out.join(name);
+        if std::fs::read(&path).ok().as_ref() == Some(bytes) {
+            continue;
+        }
+        let temporary = beside.join(format!(".page-{name}.{}", std::process::id()));
+        std::fs::write(&temporary, bytes)
+            .and_then(|()| std::fs::rename(&temporary, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&temporary);
+                format!("{}: {e}", path.display())
+            })?;
+    }
+    let present = std::fs::read_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    for entry in present.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !files.iter().any(|(kept, _)| *kept == name) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
+}
+
 /// One module, read and checked.
 #[derive(Debug)]
 struct Module {
@@ -333,6 +380,56 @@ mod tests {
         // Names that only contain ui_ are anyone's.
         let dir = modules(&[("app.js", "const build_ui_now = 1;\n")]);
         join_modules(dir.path(), "app.js").unwrap();
+    }
+
+    #[test]
+    fn the_page_written_is_the_source_joined_without_hidden_or_stale_files() {
+        let source = modules(&[
+            ("app.js", "import { a } from './a.js';\na;\n"),
+            ("a.js", "export const a = 1;\n"),
+            (
+                "index.html",
+                "<script type=\"module\" src=\"app.js\"></script>",
+            ),
+            (".index.html.swp", "an editor's"),
+        ]);
+        let target = tempfile::tempdir().unwrap();
+        let out = target.path().join("ui");
+        std::fs::create_dir_all(&out).unwrap();
+        // Left by an earlier page, and by a write that failed.
+        std::fs::write(out.join("old.css"), "gone").unwrap();
+        std::fs::write(out.join(".app.js.123"), "half").unwrap();
+        write_page(source.path(), &out).unwrap();
+        let names = |dir: &Path| {
+            let mut names: Vec<_> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(&out), ["app.js", "index.html"]);
+        assert_eq!(
+            names(target.path()),
+            ["ui"],
+            "no temporary file left beside it"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("app.js")).unwrap(),
+            join_modules(source.path(), "app.js").unwrap()
+        );
+        // Unchanged, a file is not written again: its time is what Cargo compares.
+        let written = std::fs::metadata(out.join("index.html"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write_page(source.path(), &out).unwrap();
+        let again = std::fs::metadata(out.join("index.html"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(written, again);
     }
 
     #[test]

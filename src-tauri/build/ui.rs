@@ -4,7 +4,9 @@
 //! loads; one script is one request. The modules are our own and kept simple enough to join
 //! without a JavaScript toolchain: each import on one line (`import { a, b } from './x.js';` or
 //! `import './x.js';`), exports only as `export function|async function|const|class NAME`, no
-//! cycles. Each module keeps its own scope (a function run once, in the order the browser would
+//! cycles, one flat folder. A small scanner tells code from comments, strings and templates, so
+//! an `export` in a comment stays one, and an import or export anywhere but the start of a line
+//! at the top level is seen. Each module keeps its own scope (a function run once, in the order the browser would
 //! run the modules) and hands its exports over as constants, which is what an import of a
 //! function, a class or a `const` is. Anything else is refused with the file and line, so a
 //! module the joiner does not understand stops the build instead of misbehaving.
@@ -21,15 +23,29 @@ use std::path::Path;
 /// longer in `source` goes.
 pub fn write_page(source: &Path, out: &Path) -> Result<(), String> {
     println!("cargo:rerun-if-changed={}", source.display());
-    let mut files = vec![(
-        "app.js".to_owned(),
-        join_modules(source, "app.js")?.into_bytes(),
-    )];
+    let (script, joined) = join_modules(source, "app.js")?;
+    let mut files = vec![("app.js".to_owned(), script.into_bytes())];
     let entries = std::fs::read_dir(source).map_err(|e| format!("{}: {e}", source.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("{}: {e}", source.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".js") || name.starts_with('.') || !entry.path().is_file() {
+        if name.starts_with('.') {
+            continue;
+        }
+        if entry.path().is_dir() {
+            return Err(format!(
+                "ui/{name}/ is a folder; the page is one folder, and the joiner would leave it out"
+            ));
+        }
+        if name.ends_with(".js") {
+            if !joined.contains(&name) {
+                return Err(format!(
+                    "ui/{name}: no module imports it (from app.js), so the page would not have it"
+                ));
+            }
+            continue;
+        }
+        if !entry.path().is_file() {
             continue;
         }
         let bytes = std::fs::read(entry.path()).map_err(|e| format!("{name}: {e}"))?;
@@ -75,11 +91,21 @@ struct Module {
     wants: Vec<(String, Vec<String>, usize)>,
 }
 
-/// `entry` (e.g. `app.js`) and every module it imports, read from `dir`, as one script.
-pub fn join_modules(dir: &Path, entry: &str) -> Result<String, String> {
+/// `entry` (e.g. `app.js`) and every module it imports, read from `dir`, as one script, and the
+/// modules joined, in the order they run.
+pub fn join_modules(dir: &Path, entry: &str) -> Result<(String, Vec<String>), String> {
     let mut modules = BTreeMap::new();
     let mut order = Vec::new();
     visit(dir, entry, &mut Vec::new(), &mut modules, &mut order)?;
+    let mut bindings = BTreeMap::new();
+    for file in &order {
+        if let Some(other) = bindings.insert(binding(file), file) {
+            return Err(format!(
+                "ui/{other} and ui/{file} would both be {}; rename one",
+                binding(file)
+            ));
+        }
+    }
     for (file, module) in &modules {
         for (from, names, line) in &module.wants {
             let exports = &modules[from].exports;
@@ -106,7 +132,7 @@ pub fn join_modules(dir: &Path, entry: &str) -> Result<String, String> {
             exports.join(", ")
         );
     }
-    Ok(script)
+    Ok((script, order))
 }
 
 /// Reads `file` and, first, what it imports (depth first: the browser's order).
@@ -145,16 +171,6 @@ fn binding(file: &str) -> String {
     format!("ui_{}", stem.replace('-', "_"))
 }
 
-/// Whether `line` has a name starting `ui_` (the joiner's names for modules).
-fn mentions_binding(line: &str) -> bool {
-    line.match_indices("ui_").any(|(at, _)| {
-        !line[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-    })
-}
-
 /// Whether `name` is a plain identifier.
 fn identifier(name: &str) -> bool {
     let mut chars = name.chars();
@@ -176,6 +192,8 @@ fn sibling(spec: &str) -> Option<&str> {
 }
 
 fn parse(file: &str, text: &str) -> Result<Module, String> {
+    // A browser reads a script's byte order mark as its encoding, not as code.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut module = Module {
         head: String::new(),
         body: String::with_capacity(text.len()),
@@ -183,68 +201,98 @@ fn parse(file: &str, text: &str) -> Result<Module, String> {
         exports: BTreeSet::new(),
         wants: Vec::new(),
     };
-    for (at, line) in text.lines().enumerate() {
-        let number = at + 1;
-        let refuse = |what: &str| format!("ui/{file}:{number}: {what}: {}", line.trim());
-        if line.contains("import(") || line.contains("import.meta") {
-            return Err(refuse(
-                "a dynamic import or import.meta, which one script cannot keep",
-            ));
+    let lines: Vec<&str> = text.split('\n').collect();
+    // The lines that are an import or an export, and where its word starts.
+    let mut statements = BTreeMap::new();
+    for word in scan(file, text)? {
+        let number = word.line + 1;
+        let refuse = |what: &str| {
+            let line = lines.get(word.line).map_or("", |l| l.trim());
+            format!("ui/{file}:{number}: {what}: {line}")
+        };
+        if word.before == Some(b'.') || word.after == Some(b':') {
+            continue; // a property (`x.import`, `{ import: 1 }`), anyone's
         }
-        if mentions_binding(line) {
+        if word.text.starts_with("ui_") {
             return Err(refuse(
                 "a name starting ui_, which the joiner keeps for modules",
             ));
         }
-        if let Some(rest) = line.strip_prefix("import ") {
-            let (names, from) = parse_import(rest).ok_or_else(|| {
-                refuse("an import the joiner does not take (one line: `import { a, b } from './x.js';` or `import './x.js';`)")
-            })?;
-            if !module.imports.contains(&from) {
-                module.imports.push(from.clone());
-            }
-            if !names.is_empty() {
-                let _ = writeln!(
-                    module.head,
-                    "const {{ {} }} = {};",
-                    names.join(", "),
-                    binding(&from)
-                );
-                module.wants.push((from, names, number));
-            }
-            continue;
+        if word.text == "import" && matches!(word.after, Some(b'(' | b'.')) {
+            return Err(refuse(
+                "a dynamic import or import.meta, which one script cannot keep",
+            ));
         }
-        if let Some(rest) = line.strip_prefix("export ") {
-            let name = ["function ", "async function ", "const ", "class "]
-                .iter()
-                .find_map(|kind| rest.strip_prefix(kind))
-                .map(|after| {
-                    after
-                        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
-                        .next()
-                        .unwrap_or_default()
-                })
-                .filter(|name| identifier(name))
-                .ok_or_else(|| {
+        if !(word.first && word.top) {
+            return Err(refuse(
+                "an import or export that is not at the start of its line at the top level",
+            ));
+        }
+        statements.insert(word.line, (word.text, word.column));
+    }
+    for (at, line) in lines.iter().enumerate() {
+        let number = at + 1;
+        let refuse = |what: &str| format!("ui/{file}:{number}: {what}: {}", line.trim());
+        match statements.get(&at) {
+            Some((keyword, column)) if keyword == "import" => {
+                let (names, from) = parse_import(&line[column + "import".len()..])
+                    .ok_or_else(|| {
+                        refuse("an import the joiner does not take (one line: `import { a, b } from './x.js';` or `import './x.js';`)")
+                    })?;
+                if !module.imports.contains(&from) {
+                    module.imports.push(from.clone());
+                }
+                if !names.is_empty() {
+                    let _ = writeln!(
+                        module.head,
+                        "const {{ {} }} = {};",
+                        names.join(", "),
+                        binding(&from)
+                    );
+                    module.wants.push((from, names, number));
+                }
+            }
+            Some((_, column)) => {
+                let declaration = line[column + "export".len()..].trim_start();
+                let name = export_name(declaration).ok_or_else(|| {
                     refuse("an export the joiner does not take (`export function|async function|const|class NAME`)")
                 })?;
-            module.exports.insert(name.to_owned());
-            module.body.push_str(rest);
-            module.body.push('\n');
-            continue;
+                module.exports.insert(name.to_owned());
+                module.body.push_str(&line[..*column]);
+                module.body.push_str(declaration);
+                module.body.push('\n');
+            }
+            None => {
+                module.body.push_str(line);
+                module.body.push('\n');
+            }
         }
-        if line.trim_start().starts_with("export ") || line.trim_start().starts_with("import ") {
-            return Err(refuse("an import or export not at the start of its line"));
-        }
-        module.body.push_str(line);
-        module.body.push('\n');
     }
     Ok(module)
 }
 
-/// `{ a, b } from './x.js';` → (["a", "b"], "x.js"); `'./x.js';` → ([], "x.js").
+/// The name `function NAME…`, `async function NAME…`, `const NAME…` or `class NAME…` declares.
+fn export_name(declaration: &str) -> Option<&str> {
+    let (kind, rest) = declaration.split_once(char::is_whitespace)?;
+    let rest = match kind {
+        "function" | "const" | "class" => rest,
+        "async" => {
+            let (kind, rest) = rest.trim_start().split_once(char::is_whitespace)?;
+            (kind == "function").then_some(rest)?
+        }
+        _ => return None,
+    };
+    let name = rest
+        .trim_start()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+        .next()?;
+    identifier(name).then_some(name)
+}
+
+/// What follows `import` on its line: ` { a, b } from './x.js';` → (["a", "b"], "x.js");
+/// ` './x.js';` → ([], "x.js").
 fn parse_import(rest: &str) -> Option<(Vec<String>, String)> {
-    let rest = rest.trim_end().strip_suffix(';')?;
+    let rest = rest.trim().strip_suffix(';')?.trim_end();
     let (names, spec) = match rest.strip_prefix('{') {
         Some(inner) => {
             let (names, from) = inner.split_once('}')?;
@@ -257,12 +305,276 @@ fn parse_import(rest: &str) -> Option<(Vec<String>, String)> {
             if names.is_empty() {
                 return None;
             }
-            (names, from.trim().strip_prefix("from")?.trim())
+            (names, from.trim_start().strip_prefix("from")?.trim_start())
         }
-        None => (Vec::new(), rest.trim()),
+        None => (Vec::new(), rest),
     };
-    let spec = spec.strip_prefix('\'')?.strip_suffix('\'')?;
+    let quote = spec.chars().next().filter(|q| matches!(q, '\'' | '"'))?;
+    let spec = spec.strip_prefix(quote)?.strip_suffix(quote)?;
     Some((names, sibling(spec)?.to_owned()))
+}
+
+/// A word that matters to the joiner, where the scanner found it in code (not in a comment, a
+/// string, a regular expression or a template's text): `import`, `export`, or a name starting
+/// `ui_`.
+#[derive(Debug)]
+struct Word {
+    text: String,
+    /// Its line, from 0, and its byte column on it.
+    line: usize,
+    column: usize,
+    /// Whether nothing but blanks comes before it on its line.
+    first: bool,
+    /// Whether it is at the module's top level (no bracket or template open around it).
+    top: bool,
+    /// The code character just before it, and the next one after it (past blanks and lines).
+    before: Option<u8>,
+    after: Option<u8>,
+}
+
+/// The words after which a `/` starts a regular expression, not a division.
+const BEFORE_AN_EXPRESSION: &[&str] = &[
+    "return",
+    "typeof",
+    "instanceof",
+    "in",
+    "of",
+    "new",
+    "delete",
+    "void",
+    "throw",
+    "case",
+    "do",
+    "else",
+    "yield",
+    "await",
+];
+
+/// Reads `text` as JavaScript far enough to tell code from comments, strings, regular
+/// expressions and template text, and to know which brackets are open, and returns the words the
+/// joiner cares about. It is not a parser: where it could be wrong (a `/` it took for a division
+/// that was a regular expression) it is wrong loudly, because a string or a regular expression
+/// never runs past the end of its line and the brackets must balance at the end of the module.
+fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
+    let b = text.as_bytes();
+    let lost = |line: usize, what: &str| {
+        format!(
+            "ui/{file}:{}: {what}; the joiner cannot follow the module here",
+            line + 1
+        )
+    };
+    let mut words = Vec::new();
+    // The closers expected, innermost last, with the line each was opened on; a '`' is a
+    // template's `${`, closed by `}`.
+    let mut open: Vec<(u8, usize)> = Vec::new();
+    let (mut line, mut line_start, mut first) = (0, 0, true);
+    // Whether the last token ends a value (so a `/` after it divides) and its last character.
+    let (mut value, mut last) = (false, None);
+    let mut i = 0;
+    // Counts the lines in b[from..to].
+    let lines_in = |from: usize, to: usize| b[from..to].iter().filter(|&&c| c == b'\n').count();
+    while i < b.len() {
+        let c = b[i];
+        let start = i;
+        match c {
+            b'\n' => {
+                line += 1;
+                line_start = i + 1;
+                first = true;
+                i += 1;
+                continue;
+            }
+            b' ' | b'\t' | b'\r' | b'\x0c' | b'\x0b' => {
+                i += 1;
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = memchr(b, b'\n', i).unwrap_or(b.len());
+                first = false;
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let end =
+                    find(b, b"*/", i + 2).ok_or_else(|| lost(line, "a comment not closed"))?;
+                i = end + 2;
+                if let Some(at) = b[start..i].iter().rposition(|&c| c == b'\n') {
+                    line += lines_in(start, i);
+                    line_start = start + at + 1;
+                }
+                first = false;
+                continue;
+            }
+            b'\'' | b'"' => {
+                i += 1;
+                loop {
+                    match b.get(i) {
+                        None | Some(b'\n') => {
+                            return Err(lost(line, "a string not closed on its line"))
+                        }
+                        Some(b'\\') if b.get(i + 1) == Some(&b'\n') => {
+                            line += 1;
+                            line_start = i + 2;
+                            i += 2;
+                        }
+                        Some(b'\\') => i += 2,
+                        Some(&q) if q == c => break,
+                        Some(_) => i += 1,
+                    }
+                }
+                i += 1;
+                value = true;
+            }
+            b'`' => {
+                let at = line;
+                (i, value) = template(b, i + 1, &mut line, &mut line_start, &mut open)
+                    .ok_or_else(|| lost(at, "a template not closed"))?;
+            }
+            b'/' if !value => {
+                i += 1;
+                let mut class = false;
+                loop {
+                    match b.get(i) {
+                        None | Some(b'\n') => {
+                            return Err(lost(line, "a regular expression not closed on its line"))
+                        }
+                        Some(b'\\') => i += 2,
+                        Some(b'[') => {
+                            class = true;
+                            i += 1;
+                        }
+                        Some(b']') => {
+                            class = false;
+                            i += 1;
+                        }
+                        Some(b'/') if !class => break,
+                        Some(_) => i += 1,
+                    }
+                }
+                i += 1;
+                while b.get(i).is_some_and(|c| c.is_ascii_alphabetic()) {
+                    i += 1;
+                }
+                value = true;
+            }
+            b'(' | b'[' | b'{' => {
+                let closer = match c {
+                    b'(' => b')',
+                    b'[' => b']',
+                    _ => b'}',
+                };
+                open.push((closer, line));
+                i += 1;
+                value = false;
+            }
+            b')' | b']' | b'}' => match open.pop() {
+                Some((b'`', at)) if c == b'}' => {
+                    (i, value) = template(b, i + 1, &mut line, &mut line_start, &mut open)
+                        .ok_or_else(|| lost(at, "a template not closed"))?;
+                }
+                Some((closer, _)) if closer == c => {
+                    i += 1;
+                    value = c != b'}';
+                }
+                _ => return Err(lost(line, "a bracket closed that was not opened")),
+            },
+            c if c.is_ascii_digit() => {
+                while b
+                    .get(i)
+                    .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+                {
+                    i += 1;
+                }
+                value = true;
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => {
+                while b.get(i).is_some_and(|&c| {
+                    c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80
+                }) {
+                    i += 1;
+                }
+                let word = &text[start..i];
+                if matches!(word, "import" | "export") || word.starts_with("ui_") {
+                    let after = b[i..].iter().find(|c| !c.is_ascii_whitespace()).copied();
+                    words.push(Word {
+                        text: word.to_owned(),
+                        line,
+                        column: start - line_start,
+                        first,
+                        top: open.is_empty(),
+                        before: last,
+                        after,
+                    });
+                }
+                value = !BEFORE_AN_EXPRESSION.contains(&word);
+            }
+            _ => {
+                i += 1;
+                value = false;
+            }
+        }
+        first = false;
+        last = b.get(i.wrapping_sub(1)).copied();
+    }
+    if let Some(&(closer, at)) = open.last() {
+        let what = if closer == b'`' {
+            "a template not closed".to_owned()
+        } else {
+            format!("a bracket not closed (`{}` expected)", closer as char)
+        };
+        return Err(lost(at, &what));
+    }
+    Ok(words)
+}
+
+/// Reads a template's text from `i` (just after its '`' or a `}` closing a `${`) either to its
+/// end, returning where it ends (after the '`') and `true` (a value), or into a `${`, returning
+/// where the code in it starts and `false` (which it records in `open`). `None` if the module
+/// ends first.
+fn template(
+    b: &[u8],
+    mut i: usize,
+    line: &mut usize,
+    line_start: &mut usize,
+    open: &mut Vec<(u8, usize)>,
+) -> Option<(usize, bool)> {
+    loop {
+        match *b.get(i)? {
+            b'\\' => {
+                if b.get(i + 1) == Some(&b'\n') {
+                    *line += 1;
+                    *line_start = i + 2;
+                }
+                i += 2;
+            }
+            b'\n' => {
+                *line += 1;
+                *line_start = i + 1;
+                i += 1;
+            }
+            b'`' => return Some((i + 1, true)),
+            b'$' if b.get(i + 1) == Some(&b'{') => {
+                open.push((b'`', *line));
+                return Some((i + 2, false));
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// Where `byte` first is in `b` from `from`.
+fn memchr(b: &[u8], byte: u8, from: usize) -> Option<usize> {
+    b[from..]
+        .iter()
+        .position(|&c| c == byte)
+        .map(|at| from + at)
+}
+
+/// Where `needle` first is in `b` from `from`.
+fn find(b: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    b.get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|at| from + at)
 }
 
 #[cfg(test)]
@@ -291,7 +603,7 @@ mod tests {
             ),
             ("side-effect.js", "window.seen = true;\n"),
         ]);
-        let script = join_modules(dir.path(), "app.js").unwrap();
+        let script = join_modules(dir.path(), "app.js").unwrap().0;
         let order: Vec<_> = script
             .lines()
             .filter_map(|l| l.strip_prefix("// ui/"))
@@ -356,8 +668,70 @@ mod tests {
             ),
             (
                 "if (x) {\n  export function f() {}\n}\n",
-                "app.js:2: an import or export not at the start",
+                "app.js:2: an import or export that is not at the start of its line at the top level",
             ),
+            // What a browser would take, or refuse, that the joiner must not let through as
+            // something else.
+            (
+                "export{ a };\nconst a = 1;\n",
+                "app.js:1: an export the joiner does not take",
+            ),
+            (
+                "export\tlet a = 1;\n",
+                "app.js:1: an export the joiner does not take",
+            ),
+            (
+                "const m = await import ('./a.js');\n",
+                "app.js:1: a dynamic import",
+            ),
+            (
+                "const m = await import\n('./a.js');\n",
+                "app.js:1: a dynamic import",
+            ),
+            (
+                "const t = `${import('./a.js')}`;\n",
+                "app.js:1: a dynamic import",
+            ),
+            (
+                "export const a = 1; export const b = 2;\n",
+                "app.js:1: an import or export that is not at the start",
+            ),
+            (
+                "f(); import './a.js';\n",
+                "app.js:1: an import or export that is not at the start",
+            ),
+            (
+                "import { a } from './a.js'; // why\n",
+                "app.js:1: an import the joiner does not take",
+            ),
+            (
+                "import { a } from `./a.js`;\n",
+                "app.js:1: an import the joiner does not take",
+            ),
+            // Where the scanner would lose its way, it says so.
+            (
+                "const s = 'open;\nexport const a = 1;\n",
+                "app.js:1: a string not closed on its line",
+            ),
+            (
+                "const t = x\n/ 2 / '\n';\n",
+                "app.js:2: a string not closed on its line",
+            ),
+            (
+                "const r = /unclosed;\n",
+                "app.js:1: a regular expression not closed on its line",
+            ),
+            ("/* open\nexport const a = 1;\n", "app.js:1: a comment not closed"),
+            ("const t = `open\n", "app.js:1: a template not closed"),
+            (
+                "f(() => {\n  g();\n",
+                "app.js:1: a bracket not closed (`}` expected)",
+            ),
+            (
+                "const t = `a\n${f(`b\n",
+                "app.js:2: a template not closed",
+            ),
+            ("f());\n", "app.js:1: a bracket closed that was not opened"),
             (
                 "const m = await import('./a.js');\n",
                 "app.js:1: a dynamic import",
@@ -377,9 +751,103 @@ mod tests {
             let err = join_modules(dir.path(), "app.js").unwrap_err();
             assert!(err.contains(says), "{text:?}: {err}");
         }
-        // Names that only contain ui_ are anyone's.
-        let dir = modules(&[("app.js", "const build_ui_now = 1;\n")]);
+        // Names that only contain ui_ are anyone's, and so are properties.
+        let dir = modules(&[(
+            "app.js",
+            "const build_ui_now = 1;\nwindow.ui_x = 2;\nlibrary.import(3);\n",
+        )]);
         join_modules(dir.path(), "app.js").unwrap();
+    }
+
+    #[test]
+    fn forms_a_browser_takes_are_joined_as_it_would_run_them() {
+        let dir = modules(&[
+            (
+                "app.js",
+                // A byte order mark, and imports without blanks where none are needed.
+                "\u{feff}import{a}from'./a.js';\nimport\"./b.js\";\n  import { c } from \"./c.js\" ;\nf(a, c);\n",
+            ),
+            (
+                "a.js",
+                "export\tfunction a() {}\n\texport   async\tfunction\tlater() {}\n",
+            ),
+            ("b.js", "window.b = 1;\n"),
+            ("c.js", "export class c {}\n"),
+        ]);
+        let script = join_modules(dir.path(), "app.js").unwrap().0;
+        assert!(script.contains(
+            "const ui_a = (() => {\nfunction a() {}\n\tasync\tfunction\tlater() {}\nreturn { a, later };"
+        ), "{script}");
+        assert!(
+            script.contains(
+                "const ui_app = (() => {\nconst { a } = ui_a;\nconst { c } = ui_c;\nf(a, c);\n"
+            ),
+            "{script}"
+        );
+        assert!(!script.contains('\u{feff}'));
+    }
+
+    #[test]
+    fn an_import_or_export_in_a_comment_string_or_template_is_text() {
+        let text = concat!(
+            "import { a } from './a.js';\n",
+            "/* Not code:\n",
+            "export function gone() {}\n",
+            "import { b } from './b.js';\n",
+            "*/\n",
+            "const t = `\n",
+            "export const alsoGone = ${a + 1};\n",
+            "import './nowhere.js';\n",
+            "`;\n",
+            "const s = 'export function no() {}'; // export const nor = 1;\n",
+            "const r = /export const [`'\"]/g, half = a / 2 / 3;\n",
+            "const q = { import: 1, export: 2 };\n",
+            "return /['`]/.test(s);\n",
+        );
+        let dir = modules(&[("app.js", text), ("a.js", "export const a = 1;\n")]);
+        let (script, order) = join_modules(dir.path(), "app.js").unwrap();
+        assert_eq!(order, ["a.js", "app.js"]);
+        let app = &script[script.find("// ui/app.js").unwrap()..];
+        let body = text.split_once('\n').unwrap().1;
+        assert_eq!(
+            app,
+            format!(
+                "// ui/app.js\nconst ui_app = (() => {{\nconst {{ a }} = ui_a;\n{}\nreturn {{  }};\n}})();\n",
+                body.trim_end()
+            )
+        );
+    }
+
+    #[test]
+    fn two_modules_that_would_share_a_name_are_refused() {
+        let dir = modules(&[
+            ("app.js", "import './new-run.js';\nimport './new_run.js';\n"),
+            ("new-run.js", "window.a = 1;\n"),
+            ("new_run.js", "window.b = 1;\n"),
+        ]);
+        assert_eq!(
+            join_modules(dir.path(), "app.js").unwrap_err(),
+            "ui/new-run.js and ui/new_run.js would both be ui_new_run; rename one"
+        );
+    }
+
+    #[test]
+    fn a_folder_or_a_module_nothing_imports_stops_the_page() {
+        let target = tempfile::tempdir().unwrap();
+        let source = modules(&[("app.js", "window.a = 1;\n"), ("orphan.js", "1;\n")]);
+        let err = write_page(source.path(), &target.path().join("ui")).unwrap_err();
+        assert_eq!(
+            err,
+            "ui/orphan.js: no module imports it (from app.js), so the page would not have it"
+        );
+        let source = modules(&[("app.js", "window.a = 1;\n")]);
+        std::fs::create_dir(source.path().join("icons")).unwrap();
+        std::fs::create_dir(source.path().join(".hidden")).unwrap();
+        let err = write_page(source.path(), &target.path().join("ui")).unwrap_err();
+        assert_eq!(
+            err,
+            "ui/icons/ is a folder; the page is one folder, and the joiner would leave it out"
+        );
     }
 
     #[test]
@@ -416,7 +884,7 @@ mod tests {
         );
         assert_eq!(
             std::fs::read_to_string(out.join("app.js")).unwrap(),
-            join_modules(source.path(), "app.js").unwrap()
+            join_modules(source.path(), "app.js").unwrap().0
         );
         // Unchanged, a file is not written again: its time is what Cargo compares.
         let written = std::fs::metadata(out.join("index.html"))
@@ -448,7 +916,7 @@ mod tests {
     #[test]
     fn the_window_joins_every_module_it_imports_once() {
         let ui = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui");
-        let script = join_modules(&ui, "app.js").unwrap();
+        let script = join_modules(&ui, "app.js").unwrap().0;
         let joined: BTreeSet<_> = script
             .lines()
             .filter_map(|l| l.strip_prefix("// ui/"))

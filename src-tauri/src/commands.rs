@@ -54,10 +54,8 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
     let workspace = match &state.workspace {
         Some(dir) => dir.display().to_string(),
         None => engine
-            .runs()
+            .latest_run()
             .await?
-            .into_iter()
-            .next()
             .map(|r| r.workspace)
             .or_else(|| std::env::var("HOME").ok())
             .unwrap_or_default(),

@@ -591,6 +591,43 @@ fn settings_round_trip_and_app_info() {
 }
 
 #[test]
+fn without_a_workspace_the_window_opens_on_the_latest_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let options = Options {
+        data_dir: Some(data.clone()),
+        ..Options::default()
+    };
+    let (app, webview) = support::app(&options);
+    assert_eq!(
+        support::ok(&webview, "app_info", json!({}))["workspace"],
+        std::env::var("HOME").unwrap(),
+        "no run yet: the home folder"
+    );
+    drop((app, webview));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let engine = Engine::open(&data).unwrap();
+    for name in ["older", "newer"] {
+        let workspace = dir.path().join(name);
+        std::fs::create_dir_all(&workspace).unwrap();
+        runtime
+            .block_on(engine.start(
+                "Add a --verbose flag",
+                &StartOptions::new(workspace, "demo"),
+                &mut |_| {},
+            ))
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    drop(engine);
+    let (_app, webview) = support::app(&options);
+    assert_eq!(
+        support::ok(&webview, "app_info", json!({}))["workspace"],
+        dir.path().join("newer").display().to_string()
+    );
+}
+
+#[test]
 fn a_run_started_through_ipc_reaches_its_plan() {
     let fx = fixture();
     let run_id = fx.ok(

@@ -68,6 +68,11 @@ impl Engine {
         Ok(rows.into_iter().map(RunView::from).collect())
     }
 
+    /// The most recently active run, if there is one.
+    pub async fn latest_run(&self) -> Result<Option<RunView>, EngineError> {
+        Ok(self.inner.store.latest_run().await?.map(RunView::from))
+    }
+
     pub async fn run(&self, run_id: &str) -> Result<RunView, EngineError> {
         Ok(self.inner.store.run(run_id).await?.into())
     }

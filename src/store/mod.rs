@@ -310,6 +310,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn run(&self, run_id: &str) -> Result<RunRow, StoreError>;
     /// Every run, most recently active first.
     async fn runs(&self) -> Result<Vec<RunRow>, StoreError>;
+    /// The most recently active run (the first of `runs`), if there is one.
+    async fn latest_run(&self) -> Result<Option<RunRow>, StoreError>;
     /// The full id of the run `prefix` names (an exact id or a unique prefix of 4+ characters).
     async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError>;
 

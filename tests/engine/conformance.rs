@@ -42,6 +42,7 @@ macro_rules! on_both_stores {
 
 on_both_stores!(
     commits_follow_each_other_and_a_stale_one_is_refused,
+    the_latest_run_is_the_most_recently_active,
     a_claim_is_held_until_released_by_its_holder_or_expired,
     racing_reviewers_record_exactly_one_decision,
     a_decision_is_bound_to_the_revision_seen,
@@ -112,6 +113,12 @@ fn plan_item(call: &str, body: &str) -> OpenItem {
 
 async fn store_with_run(location: &StoreLocation, id: &str) -> Arc<dyn Store> {
     let store = location.open().await.unwrap();
+    create_run(&*store, id).await;
+    store
+}
+
+/// Creates run `id` (its snapshot version 1, at 1_000).
+async fn create_run(store: &dyn Store, id: &str) {
     let run = NewRun {
         id,
         prompt: "make it faster",
@@ -124,7 +131,26 @@ async fn store_with_run(location: &StoreLocation, id: &str) -> Arc<dyn Store> {
         .create_run(&run, &commit(id, 0, 1, &first, &[]))
         .await
         .unwrap();
-    store
+}
+
+async fn the_latest_run_is_the_most_recently_active(location: StoreLocation) {
+    let store = location.open().await.unwrap();
+    assert!(store.latest_run().await.unwrap().is_none(), "no run yet");
+    let latest = async || {
+        let latest = store.latest_run().await.unwrap().unwrap();
+        let runs = store.runs().await.unwrap();
+        assert_eq!(latest.id, runs[0].id, "the first of the listing");
+        latest.id
+    };
+    create_run(&*store, "b").await;
+    create_run(&*store, "a").await;
+    // Both created at 1_000: the listing's tie is broken by id.
+    assert_eq!(latest().await, "a");
+    store.commit(&commit("b", 1, 1, &[], &[])).await.unwrap();
+    assert_eq!(latest().await, "b");
+    store.commit(&commit("a", 1, 1, &[], &[])).await.unwrap();
+    store.commit(&commit("a", 2, 1, &[], &[])).await.unwrap();
+    assert_eq!(latest().await, "a");
 }
 
 /// Opens `items` on run `r` (its snapshot version 1 -> 2).

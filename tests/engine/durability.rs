@@ -87,6 +87,7 @@ noting_store! {
     release(run_id: &str, holder: &str) -> ();
     run(run_id: &str) -> RunRow;
     runs() -> Vec<RunRow>;
+    latest_run() -> Option<RunRow>;
     resolve_run(prefix: &str) -> String;
     session_run(run: &NewRun<'_>, at: Millis) -> String;
     open_item(run_id: &str, item: &OpenItem, waiter: &Lease<'_>, by: &Actor) -> ItemRow;

@@ -580,6 +580,10 @@ impl Store for PostgresStore {
         runs::all(&self.client("list runs").await?).await
     }
 
+    async fn latest_run(&self) -> Result<Option<RunRow>, StoreError> {
+        runs::latest(&self.client("load the latest run").await?).await
+    }
+
     async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError> {
         runs::resolve(&self.client("resolve run").await?, prefix).await
     }

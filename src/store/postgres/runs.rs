@@ -105,17 +105,28 @@ pub(super) async fn one(c: &impl GenericClient, run_id: &str) -> Result<RunRow, 
     }
 }
 
-pub(super) async fn all(c: &impl GenericClient) -> Result<Vec<RunRow>, StoreError> {
-    rows(
+/// The order runs are listed in: most recently active first.
+const LATEST_FIRST: &str = "ORDER BY updated_at DESC, id";
+
+pub(super) async fn latest(c: &impl GenericClient) -> Result<Option<RunRow>, StoreError> {
+    row(
         c,
-        "list runs",
-        &format!("{COLUMNS} ORDER BY updated_at DESC, id"),
+        "load the latest run",
+        &format!("{COLUMNS} {LATEST_FIRST} LIMIT 1"),
         &[],
     )
     .await?
-    .iter()
+    .as_ref()
     .map(run)
-    .collect()
+    .transpose()
+}
+
+pub(super) async fn all(c: &impl GenericClient) -> Result<Vec<RunRow>, StoreError> {
+    rows(c, "list runs", &format!("{COLUMNS} {LATEST_FIRST}"), &[])
+        .await?
+        .iter()
+        .map(run)
+        .collect()
 }
 
 pub(super) async fn resolve(c: &impl GenericClient, prefix: &str) -> Result<String, StoreError> {

@@ -308,6 +308,10 @@ impl Store for SqliteStore {
         runs::all(&self.conn())
     }
 
+    async fn latest_run(&self) -> Result<Option<RunRow>, StoreError> {
+        runs::latest(&self.conn())
+    }
+
     async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError> {
         runs::resolve(&self.conn(), prefix)
     }

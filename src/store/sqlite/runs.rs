@@ -142,9 +142,18 @@ pub(super) fn one(conn: &Connection, run_id: &str) -> Result<RunRow, StoreError>
         .ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))
 }
 
+/// The order runs are listed in: most recently active first.
+const LATEST_FIRST: &str = "ORDER BY updated_at DESC, id";
+
+pub(super) fn latest(conn: &Connection) -> Result<Option<RunRow>, StoreError> {
+    conn.query_row(&format!("{COLUMNS} {LATEST_FIRST} LIMIT 1"), [], row)
+        .optional()
+        .map_err(query("load the latest run"))
+}
+
 pub(super) fn all(conn: &Connection) -> Result<Vec<RunRow>, StoreError> {
     let mut stmt = conn
-        .prepare_cached(&format!("{COLUMNS} ORDER BY updated_at DESC, id"))
+        .prepare_cached(&format!("{COLUMNS} {LATEST_FIRST}"))
         .map_err(query("list runs"))?;
     let rows = stmt.query_map([], row).map_err(query("list runs"))?;
     rows.collect::<Result<_, _>>().map_err(query("list runs"))

@@ -13,7 +13,7 @@ function showNewRun() {
   const info = state.info || {};
   const workspace = h('input', { id: 'workspace', type: 'text', value: info.workspace || '', spellcheck: 'false', 'aria-label': 'Workspace folder' });
   const prompt = h('textarea', { id: 'prompt', rows: '5', placeholder: 'e.g. Add a --verbose flag that prints each step', 'aria-label': 'What should the agent do?' });
-  const model = h('input', { id: 'model', type: 'text', spellcheck: 'false', list: 'model-options', 'aria-label': 'Model' });
+  const model = h('input', { id: 'model', type: 'text', spellcheck: 'false', list: 'model-options', 'aria-label': 'Model', 'aria-describedby': 'model-hint' });
   const options = h('datalist', { id: 'model-options' }, SUGGESTIONS.map((spec) => h('option', { value: spec })));
   const hint = h('span', { class: 'hint', id: 'model-hint' }, `Empty: the default model. ${OTHER_MODELS}`);
   const start = h('button', { id: 'start', class: 'primary', type: 'submit' }, 'Start run', h('kbd', {}, 'Ctrl+Enter'));

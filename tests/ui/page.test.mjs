@@ -551,6 +551,12 @@ test('the new-run form and Settings show the default model once the backend has 
   assert.equal(await page.textContent('#model-hint'),
     `Empty: ${ollama.spec} — ${ollama.reason}. Also openai:MODEL, anthropic:MODEL, ollama:MODEL.`);
   assert.equal(await page.getAttribute('#model', 'placeholder'), ollama.spec);
+  // A screen reader reads the hint with the field it describes (not while the person types
+  // elsewhere).
+  assert.equal(await page.evaluate(() => {
+    const field = document.querySelector('#model');
+    return document.getElementById(field.getAttribute('aria-describedby'))?.textContent;
+  }), `Empty: ${ollama.spec} — ${ollama.reason}. Also openai:MODEL, anthropic:MODEL, ollama:MODEL.`);
   await page.screenshot({ path: join(ARTIFACTS, 'new-run-default-model-chromium.png') });
   assert.deepEqual(await page.$$eval('#model-options option', (os) => os.map((o) => o.value)),
     [ollama.spec, 'demo', 'openai:gpt-4.1', 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2'], 'first, and once');

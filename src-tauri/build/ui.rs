@@ -6,9 +6,9 @@
 //! `import './x.js';`), exports only as `export function|async function|const|class NAME`, no
 //! cycles, one flat folder. A small scanner tells code from comments, strings and templates, so
 //! an `export` in a comment stays one, and an import or export anywhere but the start of a line
-//! at the top level is seen. Each module keeps its own scope (a function run once, in the order the browser would
-//! run the modules) and hands its exports over as constants, which is what an import of a
-//! function, a class or a `const` is. Anything else is refused with the file and line, so a
+//! at the top level is seen. Each module keeps its own scope (a function run once, in the order
+//! the browser would run the modules) and hands its exports over as constants, which is what an
+//! import of a function, a class or a `const` is. Anything else is refused with the file and line, so a
 //! module the joiner does not understand stops the build instead of misbehaving.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -357,51 +357,44 @@ const BEFORE_AN_EXPRESSION: &[&str] = &[
 /// never runs past the end of its line and the brackets must balance at the end of the module.
 fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
     let b = text.as_bytes();
-    let lost = |line: usize, what: &str| {
+    // Where each line starts; a position's line and column follow from it.
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            b.iter()
+                .enumerate()
+                .filter(|(_, &c)| c == b'\n')
+                .map(|(at, _)| at + 1),
+        )
+        .collect();
+    let line_of = |at: usize| line_starts.partition_point(|&start| start <= at) - 1;
+    let lost = |at: usize, what: &str| {
         format!(
             "ui/{file}:{}: {what}; the joiner cannot follow the module here",
-            line + 1
+            line_of(at) + 1
         )
     };
+    let blank = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'\x0b');
     let mut words = Vec::new();
-    // The closers expected, innermost last, with the line each was opened on; a '`' is a
-    // template's `${`, closed by `}`.
+    // The closers expected, innermost last, with where each was opened; a '`' is a template's
+    // `${`, closed by `}`.
     let mut open: Vec<(u8, usize)> = Vec::new();
-    let (mut line, mut line_start, mut first) = (0, 0, true);
     // Whether the last token ends a value (so a `/` after it divides) and its last character.
     let (mut value, mut last) = (false, None);
     let mut i = 0;
-    // Counts the lines in b[from..to].
-    let lines_in = |from: usize, to: usize| b[from..to].iter().filter(|&&c| c == b'\n').count();
     while i < b.len() {
         let c = b[i];
         let start = i;
         match c {
-            b'\n' => {
-                line += 1;
-                line_start = i + 1;
-                first = true;
-                i += 1;
-                continue;
-            }
-            b' ' | b'\t' | b'\r' | b'\x0c' | b'\x0b' => {
+            c if blank(&c) => {
                 i += 1;
                 continue;
             }
             b'/' if b.get(i + 1) == Some(&b'/') => {
                 i = memchr(b, b'\n', i).unwrap_or(b.len());
-                first = false;
                 continue;
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
-                let end =
-                    find(b, b"*/", i + 2).ok_or_else(|| lost(line, "a comment not closed"))?;
-                i = end + 2;
-                if let Some(at) = b[start..i].iter().rposition(|&c| c == b'\n') {
-                    line += lines_in(start, i);
-                    line_start = start + at + 1;
-                }
-                first = false;
+                i = find(b, b"*/", i + 2).ok_or_else(|| lost(start, "a comment not closed"))? + 2;
                 continue;
             }
             b'\'' | b'"' => {
@@ -409,13 +402,9 @@ fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
                 loop {
                     match b.get(i) {
                         None | Some(b'\n') => {
-                            return Err(lost(line, "a string not closed on its line"))
+                            return Err(lost(i, "a string not closed on its line"))
                         }
-                        Some(b'\\') if b.get(i + 1) == Some(&b'\n') => {
-                            line += 1;
-                            line_start = i + 2;
-                            i += 2;
-                        }
+                        // An escape, also of the line's end (the string goes on to the next).
                         Some(b'\\') => i += 2,
                         Some(&q) if q == c => break,
                         Some(_) => i += 1,
@@ -425,9 +414,8 @@ fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
                 value = true;
             }
             b'`' => {
-                let at = line;
-                (i, value) = template(b, i + 1, &mut line, &mut line_start, &mut open)
-                    .ok_or_else(|| lost(at, "a template not closed"))?;
+                (i, value) = template(b, i + 1, &mut open)
+                    .ok_or_else(|| lost(start, "a template not closed"))?;
             }
             b'/' if !value => {
                 i += 1;
@@ -435,7 +423,7 @@ fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
                 loop {
                     match b.get(i) {
                         None | Some(b'\n') => {
-                            return Err(lost(line, "a regular expression not closed on its line"))
+                            return Err(lost(i, "a regular expression not closed on its line"))
                         }
                         Some(b'\\') => i += 2,
                         Some(b'[') => {
@@ -462,20 +450,20 @@ fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
                     b'[' => b']',
                     _ => b'}',
                 };
-                open.push((closer, line));
+                open.push((closer, start));
                 i += 1;
                 value = false;
             }
             b')' | b']' | b'}' => match open.pop() {
                 Some((b'`', at)) if c == b'}' => {
-                    (i, value) = template(b, i + 1, &mut line, &mut line_start, &mut open)
+                    (i, value) = template(b, i + 1, &mut open)
                         .ok_or_else(|| lost(at, "a template not closed"))?;
                 }
                 Some((closer, _)) if closer == c => {
                     i += 1;
                     value = c != b'}';
                 }
-                _ => return Err(lost(line, "a bracket closed that was not opened")),
+                _ => return Err(lost(start, "a bracket closed that was not opened")),
             },
             c if c.is_ascii_digit() => {
                 while b
@@ -494,15 +482,16 @@ fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
                 }
                 let word = &text[start..i];
                 if matches!(word, "import" | "export") || word.starts_with("ui_") {
-                    let after = b[i..].iter().find(|c| !c.is_ascii_whitespace()).copied();
+                    let line = line_of(start);
+                    let line_start = line_starts[line];
                     words.push(Word {
                         text: word.to_owned(),
                         line,
                         column: start - line_start,
-                        first,
+                        first: b[line_start..start].iter().all(blank),
                         top: open.is_empty(),
                         before: last,
-                        after,
+                        after: b[i..].iter().find(|c| !blank(c)).copied(),
                     });
                 }
                 value = !BEFORE_AN_EXPRESSION.contains(&word);
@@ -512,7 +501,6 @@ fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
                 value = false;
             }
         }
-        first = false;
         last = b.get(i.wrapping_sub(1)).copied();
     }
     if let Some(&(closer, at)) = open.last() {
@@ -530,30 +518,13 @@ fn scan(file: &str, text: &str) -> Result<Vec<Word>, String> {
 /// end, returning where it ends (after the '`') and `true` (a value), or into a `${`, returning
 /// where the code in it starts and `false` (which it records in `open`). `None` if the module
 /// ends first.
-fn template(
-    b: &[u8],
-    mut i: usize,
-    line: &mut usize,
-    line_start: &mut usize,
-    open: &mut Vec<(u8, usize)>,
-) -> Option<(usize, bool)> {
+fn template(b: &[u8], mut i: usize, open: &mut Vec<(u8, usize)>) -> Option<(usize, bool)> {
     loop {
         match *b.get(i)? {
-            b'\\' => {
-                if b.get(i + 1) == Some(&b'\n') {
-                    *line += 1;
-                    *line_start = i + 2;
-                }
-                i += 2;
-            }
-            b'\n' => {
-                *line += 1;
-                *line_start = i + 1;
-                i += 1;
-            }
+            b'\\' => i += 2,
             b'`' => return Some((i + 1, true)),
             b'$' if b.get(i + 1) == Some(&b'{') => {
-                open.push((b'`', *line));
+                open.push((b'`', i));
                 return Some((i + 2, false));
             }
             _ => i += 1,
@@ -695,6 +666,10 @@ mod tests {
             (
                 "export const a = 1; export const b = 2;\n",
                 "app.js:1: an import or export that is not at the start",
+            ),
+            (
+                "/* one\ntwo */ const t = `\n`;\nf(); export const a = 1;\n",
+                "app.js:4: an import or export that is not at the start",
             ),
             (
                 "f(); import './a.js';\n",

@@ -530,3 +530,258 @@ async fn claude_codes_http_hook_gets_the_command_hooks_answers() {
     let history = fx.listing(&["history"]);
     assert_eq!(history[2]["status"], "abandoned", "{history}");
 }
+
+/// A client of the 2025-11-25 protocol over raw HTTP, message by message, as the pre-2026
+/// SDKs (TypeScript's 1.x among them) speak it: `initialize`, then each request a POST whose
+/// event stream is its answer, and a cancellation a POST of its own.
+struct LegacyClient {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+    session: Option<String>,
+}
+
+const LEGACY_VERSION: &str = "2025-11-25";
+
+impl LegacyClient {
+    async fn connect(base: &str, token: &str) -> Self {
+        let mut client = Self {
+            http: reqwest::Client::new(),
+            url: format!("{base}/mcp"),
+            token: token.to_owned(),
+            session: None,
+        };
+        let response = client
+            .post(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": LEGACY_VERSION, "capabilities": {},
+                "clientInfo": {"name": "legacy-test", "version": "1"}}}),
+            )
+            .await;
+        assert_eq!(response.status(), 200);
+        client.session = response
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let messages = sse_messages(response).await;
+        assert_eq!(
+            messages[0]["result"]["protocolVersion"], LEGACY_VERSION,
+            "the server speaks the client's version: {messages:?}"
+        );
+        let initialized = client
+            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(initialized.status(), 202);
+        client
+    }
+
+    async fn post(&self, body: Value) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .bearer_auth(&self.token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", LEGACY_VERSION)
+            .body(body.to_string());
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// Starts `submit_plan` as request `id`; the response is its event stream.
+    async fn call(&self, id: u64, path: &str, plan: &str) -> reqwest::Response {
+        let response = self
+            .post(
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "submit_plan", "arguments": {"path": path, "plan": plan}}}),
+            )
+            .await;
+        assert_eq!(response.status(), 200);
+        response
+    }
+
+    async fn cancel(&self, id: u64) -> reqwest::Response {
+        self.post(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": id, "reason": "Request timed out"}}),
+        )
+        .await
+    }
+}
+
+/// Every JSON-RPC message of an event stream (or of a JSON body), read to its end.
+async fn sse_messages(mut response: reqwest::Response) -> Vec<Value> {
+    let json = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap().starts_with("application/json"));
+    let mut text = String::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        // One answer per request: the stream is read until it ends or carries it.
+        if !json && text.contains("\"result\"") && text.ends_with("\n\n") {
+            break;
+        }
+    }
+    if json {
+        return vec![serde_json::from_str(&text).unwrap()];
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|data| !data.is_empty())
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
+}
+
+/// Waits (up to 20 s) until `count` plans are pending; returns them, newest first.
+async fn until_pending_count(fx: &Fixture, count: usize) -> Vec<Value> {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let pending = fx.listing(&["pending"]);
+        if pending.as_array().unwrap().len() == count {
+            return pending.as_array().unwrap().clone();
+        }
+        assert!(Instant::now() < until, "never {count} pending: {pending}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The status of the history's revision titled `title`.
+fn status_of(fx: &Fixture, title: &str) -> Value {
+    let history = fx.listing(&["history"]);
+    history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["title"] == title)
+        .unwrap_or_else(|| panic!("no revision {title}: {history}"))["status"]
+        .clone()
+}
+
+/// Waits (up to `within`) until the revision titled `title` has `status`; returns how long.
+async fn until_titled(fx: &Fixture, title: &str, status: &str, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        if status_of(fx, title) == status {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < within,
+            "{title} stayed {} for {within:?}, never {status}",
+            status_of(fx, title)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_clients_cancellation_abandons_its_own_waiting_call_at_once() {
+    let fx = Fixture::new(json!([]));
+    let token = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    // Two clients on one token, each numbering its requests from the start: their ids meet.
+    let (first, second) = tokio::join!(
+        LegacyClient::connect(&server.base, &token),
+        LegacyClient::connect(&server.base, &token)
+    );
+    assert!(
+        first.session.is_some() && first.session != second.session,
+        "each client gets a session id of its own, so a cancellation names one client's call: \
+         {:?} {:?}",
+        first.session,
+        second.session
+    );
+    let first_call = first.call(7, "plans/one.md", "# One\n\nFirst plan").await;
+    until_pending_count(&fx, 1).await;
+    let second_call = second.call(7, "plans/two.md", "# Two\n\nSecond plan").await;
+    until_pending_count(&fx, 2).await;
+    let first_stream = tokio::spawn(sse_messages(first_call));
+
+    let cancelled = first.cancel(7).await;
+    assert_eq!(cancelled.status(), 202, "a notification is accepted");
+    let took = until_titled(&fx, "One", "abandoned", Duration::from_secs(5)).await;
+    eprintln!("cancelled call abandoned after {took:?}");
+    let messages = tokio::time::timeout(Duration::from_secs(5), first_stream)
+        .await
+        .expect("the cancelled call's event stream ends")
+        .unwrap();
+    assert!(
+        messages.iter().all(|m| m.get("result").is_none()),
+        "no answer to a cancelled request: {messages:?}"
+    );
+    assert_eq!(
+        status_of(&fx, "Two"),
+        "pending",
+        "the other client's call with the same id waits on"
+    );
+    let pending = fx.listing(&["pending"]);
+    assert_eq!(pending.as_array().unwrap().len(), 1, "{pending}");
+    assert_eq!(
+        pending[0]["revision"]["title"], "Two",
+        "a person is asked only about Two"
+    );
+
+    // A cancellation of a call that is not the sender's, or of no call, changes nothing.
+    let stranger = create_token(&fx, "stranger");
+    let other = LegacyClient::connect(&server.base, &stranger).await;
+    assert_eq!(other.cancel(7).await.status(), 202);
+    assert_eq!(first.cancel(7).await.status(), 202);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(status_of(&fx, "Two"), "pending");
+
+    // A client that closes its session (DELETE) waits for none of its calls any more.
+    let closing = LegacyClient::connect(&server.base, &token).await;
+    let closing_call = closing
+        .call(1, "plans/three.md", "# Three\n\nThird plan")
+        .await;
+    until_pending_count(&fx, 2).await;
+    let mut delete = closing
+        .http
+        .delete(&closing.url)
+        .bearer_auth(&token)
+        .header("mcp-protocol-version", LEGACY_VERSION);
+    if let Some(session) = &closing.session {
+        delete = delete.header("mcp-session-id", session);
+    }
+    let deleted = delete.send().await.unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    until_titled(&fx, "Three", "abandoned", Duration::from_secs(5)).await;
+    let messages = sse_messages(closing_call).await;
+    assert!(
+        messages.iter().all(|m| m.get("result").is_none()),
+        "{messages:?}"
+    );
+
+    let (answer, _) = tokio::join!(
+        sse_messages(second_call),
+        decide_when_pending(&fx, &["approve"])
+    );
+    let result = answer
+        .iter()
+        .find(|m| m["id"] == 7)
+        .unwrap_or_else(|| panic!("no answer: {answer:?}"));
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    let object: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(object["content"], APPROVED, "{object}");
+    assert!(server.stop().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_event_stream_abandons_its_call_at_once() {
+    let fx = Fixture::new(json!([]));
+    let token = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    let client = LegacyClient::connect(&server.base, &token).await;
+    let call = client.call(3, "plans/gone.md", "# Gone\n\nA plan").await;
+    until_pending(&fx).await;
+    // The client closes its connection (it quit, or its process died) without a word.
+    drop(call);
+    drop(client);
+    let took = until_titled(&fx, "Gone", "abandoned", Duration::from_secs(5)).await;
+    eprintln!("dropped stream's call abandoned after {took:?}");
+    assert_eq!(fx.listing(&["pending"]), json!([]), "nobody is asked");
+    assert!(server.stop().success());
+}

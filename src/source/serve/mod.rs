@@ -5,6 +5,7 @@
 //! body is read, and nothing of it is recorded. Plans are submitted as the token's name. TLS
 //! is left to a reverse proxy in front.
 
+mod calls;
 mod hook;
 
 use std::convert::Infallible;
@@ -15,7 +16,7 @@ use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -25,6 +26,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
+use self::calls::{CallKey, Calls, Message};
 use super::mcp::PlanServer;
 use super::{WaitSettings, MAX_HOOK_INPUT};
 use crate::engine::Engine;
@@ -64,6 +66,8 @@ struct State {
     tokens: Tokens,
     mcp: StreamableHttpService<PlanServer, NeverSessionManager>,
     hook_wait: WaitSettings,
+    /// The MCP requests being answered, for the cancellations that name them.
+    calls: Arc<Calls>,
     /// Flips to `true` when the server stops: every waiting call closes its plan as abandoned.
     stopped: watch::Receiver<bool>,
 }
@@ -80,8 +84,10 @@ pub async fn serve(
     let (stop, stopped) = watch::channel(false);
     let server = PlanServer::inline(engine.clone(), options.mcp_wait, stopped.clone());
     // Stateless: each call is one POST whose event stream is its answer, so a client that
-    // goes away cancels its call. Host checks guard against DNS rebinding of unauthenticated
-    // local servers; here every request needs a token, and a reverse proxy sends its own host.
+    // goes away cancels its call (and a pre-2026 client's `notifications/cancelled`, a POST
+    // of its own, is routed to the call it names: see `calls`). Host checks guard against DNS
+    // rebinding of unauthenticated local servers; here every request needs a token, and a
+    // reverse proxy sends its own host.
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
@@ -97,6 +103,7 @@ pub async fn serve(
         engine,
         mcp,
         hook_wait: options.hook_wait,
+        calls: Arc::default(),
         stopped,
     });
     let graceful = GracefulShutdown::new();
@@ -145,7 +152,7 @@ pub async fn serve(
 }
 
 /// One request: authenticated first (from its headers alone), then routed.
-async fn handle(state: &State, mut request: Request<Incoming>) -> Response<Body> {
+async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
     let caller = match authenticate(&state.tokens, request.headers()).await {
         Ok(Some(caller)) => caller,
         Ok(None) => return unauthorized(),
@@ -158,10 +165,7 @@ async fn handle(state: &State, mut request: Request<Incoming>) -> Response<Body>
         }
     };
     match (request.method(), request.uri().path()) {
-        (_, "/mcp") => {
-            request.extensions_mut().insert(caller);
-            state.mcp.handle(request).await
-        }
+        (_, "/mcp") => mcp(state, caller, request).await,
         (&Method::POST, "/hooks/claude") => hook::claude(state, caller, request).await,
         (_, "/hooks/claude") => json_response(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -175,6 +179,91 @@ async fn handle(state: &State, mut request: Request<Incoming>) -> Response<Body>
             )}),
         ),
     }
+}
+
+/// `/mcp`: rmcp's streamable HTTP service, each request registered while it is answered so
+/// that its client's cancellation reaches it (see `calls`).
+async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Response<Body> {
+    let session = calls::session_of(request.headers());
+    match (request.method(), &session) {
+        // A client closing its session: it waits for none of its calls any more.
+        (&Method::DELETE, Some(session)) => {
+            state.calls.cancel_session(&caller.name, session);
+            return empty(StatusCode::NO_CONTENT, None);
+        }
+        (&Method::POST, _) => {}
+        _ => {
+            let mut request = request;
+            request.extensions_mut().insert(caller);
+            return state.mcp.handle(request).await;
+        }
+    }
+    let (mut parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_HOOK_INPUT as u64) {
+        return too_large();
+    }
+    let body = match Limited::new(body, MAX_HOOK_INPUT).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
+        Err(err) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": "body", "message": format!("cannot read the request body: {err}")}),
+            )
+        }
+    };
+    let message = Message::of(&body);
+    let token = caller.name.clone();
+    parts.extensions.insert(caller);
+    let request = Request::from_parts(parts, Full::new(body));
+    match message {
+        Message::Cancelled { id } => {
+            state.calls.cancel(&CallKey::new(&token, session, &id));
+            state.mcp.handle(request).await
+        }
+        Message::Request { id, initialize } => {
+            let mut registered = state.calls.register(CallKey::new(&token, session, &id));
+            let mut response = tokio::select! {
+                response = state.mcp.handle(request) => response,
+                // Cancelled before its answer began (rmcp holds a 2026-07-28 request's
+                // headers until its first message): dropping the future cancels the handler.
+                () = registered.cancelled() => {
+                    return empty(StatusCode::OK, Some("text/event-stream"));
+                }
+            };
+            if initialize && response.status().is_success() {
+                // The client's name for itself from now on (see `calls`).
+                if let Ok(value) = http::HeaderValue::from_str(&calls::new_session()) {
+                    response.headers_mut().insert(calls::SESSION_HEADER, value);
+                }
+            }
+            response.map(|body| registered.guard(body))
+        }
+        Message::Other => state.mcp.handle(request).await,
+    }
+}
+
+fn too_large() -> Response<Body> {
+    json_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &json!({"error": "too-large", "message": format!("an MCP message may be at most {MAX_HOOK_INPUT} bytes")}),
+    )
+}
+
+fn empty(status: StatusCode, content_type: Option<&'static str>) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+    *response.status_mut() = status;
+    if let Some(content_type) = content_type {
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+    }
+    response
 }
 
 /// The token a request carries, if it is one active token's: exactly one `Authorization`

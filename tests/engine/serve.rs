@@ -785,3 +785,62 @@ async fn a_dropped_event_stream_abandons_its_call_at_once() {
     assert_eq!(fx.listing(&["pending"]), json!([]), "nobody is asked");
     assert!(server.stop().success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_discovery_finds_nothing_and_a_401_says_what_to_send() {
+    let fx = Fixture::new(json!([]));
+    let server = Server::start(&fx, &[]);
+    let client = reqwest::Client::new();
+    // Where MCP clients look for an OAuth server after a 401: a 401 there too would send them
+    // into a login that cannot work; a 404 says there is none.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-authorization-server/mcp",
+        "/.well-known/openid-configuration",
+        // Where clients go when discovery finds nothing.
+        "/register",
+        "/authorize",
+        "/token",
+    ] {
+        let response = client
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        let body: Value = json_of(response).await;
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("Authorization: Bearer pdt_"),
+            "{path}: {body}"
+        );
+    }
+    let response = client
+        .post(format!("{}/mcp", server.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let challenge = response.headers()["www-authenticate"].to_str().unwrap();
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    assert!(
+        !challenge.contains("resource_metadata"),
+        "no OAuth metadata is offered: {challenge}"
+    );
+    let body: Value = json_of(response).await;
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("Authorization: Bearer pdt_…")
+            && message.contains("plandesk token create"),
+        "the refusal says what to send and how to get it: {message}"
+    );
+    assert_eq!(fx.listing(&["runs"]), json!([]), "nothing was recorded");
+    assert!(server.stop().success());
+}

@@ -2,8 +2,10 @@
 //! server over streamable HTTP (its `submit_plan` takes the plan's markdown in the call), and
 //! `/hooks/claude` takes Claude Code's `type: "http"` hooks. Every request must carry
 //! `Authorization: Bearer <token>` for an active token; any other is answered 401 before its
-//! body is read, and nothing of it is recorded. Plans are submitted as the token's name. TLS
-//! is left to a reverse proxy in front.
+//! body is read, and nothing of it is recorded; OAuth's discovery and default endpoints are
+//! answered 404 to anyone (there is no OAuth here, and a client that found a 401 there would
+//! start a login that cannot work). Plans are submitted as the token's name. TLS is left to a
+//! reverse proxy in front.
 
 mod calls;
 mod hook;
@@ -151,8 +153,29 @@ pub async fn serve(
     }
 }
 
+/// How a client gets in, for every refusal to say.
+const HOW_TO_AUTHENTICATE: &str = "send `Authorization: Bearer pdt_…` with an active token \
+     (`plandesk token create NAME` on the server's machine makes one)";
+
+/// The endpoints an MCP client assumes (2025-03-26 authorization) when a server publishes no
+/// OAuth metadata.
+const OAUTH_FALLBACKS: [&str; 3] = ["/authorize", "/token", "/register"];
+
 /// One request: authenticated first (from its headers alone), then routed.
 async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
+    // OAuth discovery (RFC 9728, RFC 8414, OpenID) and the endpoints MCP clients fall back to
+    // when it finds nothing: after a 401 they look here and, finding metadata or another 401,
+    // start a login this server cannot complete. Nothing is here, to anyone: a 404 before any
+    // token is asked for.
+    let path = request.uri().path();
+    if path.starts_with("/.well-known/") || OAUTH_FALLBACKS.contains(&path) {
+        return json_response(
+            StatusCode::NOT_FOUND,
+            &json!({"error": "not-found", "message": format!(
+                "this server has no OAuth; {HOW_TO_AUTHENTICATE}"
+            )}),
+        );
+    }
     let caller = match authenticate(&state.tokens, request.headers()).await {
         Ok(Some(caller)) => caller,
         Ok(None) => return unauthorized(),
@@ -288,8 +311,7 @@ async fn authenticate(
 fn unauthorized() -> Response<Body> {
     let mut response = json_response(
         StatusCode::UNAUTHORIZED,
-        &json!({"error": "unauthorized", "message":
-            "send `Authorization: Bearer <token>` with an active token (`plandesk token create NAME` makes one)"}),
+        &json!({"error": "unauthorized", "message": HOW_TO_AUTHENTICATE}),
     );
     response.headers_mut().insert(
         WWW_AUTHENTICATE,

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use plandesk::review::ReviewError;
@@ -44,11 +44,16 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     Ok(Duration::from_secs(seconds))
 }
 
-fn wait_settings(data_dir: &Path, deadline: Option<String>) -> Result<WaitSettings> {
+/// The deadline given on the command line, else in [`DEADLINE_ENV`].
+fn configured_deadline(deadline: Option<String>) -> Result<Option<Duration>> {
     let deadline = deadline.or_else(|| std::env::var(DEADLINE_ENV).ok().filter(|d| !d.is_empty()));
+    deadline.as_deref().map(parse_duration).transpose()
+}
+
+fn wait_settings(data_dir: &Path, deadline: Option<String>) -> Result<WaitSettings> {
     Ok(WaitSettings {
         data_dir: data_dir.to_owned(),
-        deadline: deadline.as_deref().map(parse_duration).transpose()?,
+        deadline: configured_deadline(deadline)?,
     })
 }
 
@@ -92,42 +97,82 @@ impl Agent {
 
 /// `plandesk hook AGENT`: reads the agent's payload, waits for a decision, prints the answer.
 /// Always exits 0 with an explicit answer (non-zero exits and silence are read as approval by
-/// some agents).
+/// some agents), and always within the hook's deadline: a watchdog thread answers "not
+/// approved" at the deadline whatever the hook is stuck on (a payload naming a file that blocks,
+/// a store that does not answer), and ends the process.
 pub async fn hook(
     agent: Agent,
     data_dir: &Path,
     store: Option<&str>,
     deadline: Option<String>,
 ) -> ExitCode {
-    let answer = match run_hook(agent, data_dir, store, deadline).await {
-        Ok(answer) => answer,
-        Err(err) => {
-            eprintln!("plandesk hook: {err}");
-            agent.failure(&err)
+    let started = Instant::now();
+    let answer = match hook_limit(agent, deadline) {
+        Err(err) => agent.failure(&err),
+        Ok(limit) => {
+            Watchdog::arm(agent, started, limit);
+            // The review itself ends a little before the watchdog would, so that an undecided
+            // plan is closed as expired (and the agent told so) rather than left to its lease.
+            let answer_by = started + limit;
+            match run_hook(agent, data_dir, store, answer_by).await {
+                Ok(answer) => answer,
+                Err(err) => {
+                    eprintln!(
+                        "plandesk hook: {}",
+                        plandesk::text::terminal_safe(&err.to_string())
+                    );
+                    agent.failure(&err)
+                }
+            }
         }
     };
+    answer_once(answer.as_deref());
+    ExitCode::SUCCESS
+}
+
+/// Whether the hook has answered: its answer is printed once, by whichever of the hook and its
+/// watchdog comes first.
+static ANSWERED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+
+/// Prints the hook's answer unless one was printed already; `true` if this one was.
+fn answer_once(answer: Option<&str>) -> bool {
+    let mut answered = ANSWERED.lock().unwrap_or_else(|e| e.into_inner());
+    if *answered {
+        return false;
+    }
+    *answered = true;
     if let Some(out) = answer {
         let mut stdout = std::io::stdout();
         let _ = writeln!(stdout, "{out}");
         let _ = stdout.flush();
     }
-    ExitCode::SUCCESS
+    true
 }
 
-async fn run_hook(
-    agent: Agent,
-    data_dir: &Path,
-    store: Option<&str>,
-    deadline: Option<String>,
-) -> Result<Option<String>, SourceError> {
-    // Who started this hook, taken before anything can go away.
-    let agent_watch = AgentWatch::start();
-    let input =
-        source::read_stdin(source::MAX_HOOK_INPUT).map_err(|message| SourceError::Input {
-            agent: "the agent",
-            message,
-        })?;
-    let mut settings = wait_settings(data_dir, deadline).map_err(|e| SourceError::Input {
+/// The hook's last resort: at its deadline it answers "not approved" and ends the process, so
+/// that nothing a payload names (a FIFO, a file on a hung network mount) or a store that does not
+/// answer can keep the agent waiting until it times the hook out and lets the plan through.
+struct Watchdog;
+
+impl Watchdog {
+    fn arm(agent: Agent, started: Instant, limit: Duration) {
+        std::thread::spawn(move || {
+            std::thread::sleep(limit.saturating_sub(started.elapsed()));
+            let err = SourceError::Deadline(limit);
+            if answer_once(agent.failure(&err).as_deref()) {
+                eprintln!("plandesk hook: {err}");
+                // The plan, if it was submitted, is closed as abandoned once its waiter's lease
+                // runs out (nobody renews it).
+                std::process::exit(0);
+            }
+        });
+    }
+}
+
+/// How long the hook may take, from its start to its answer: the configured deadline, but never
+/// past the moment its agent stops waiting (see [`hook_deadline`]).
+fn hook_limit(agent: Agent, deadline: Option<String>) -> Result<Duration, SourceError> {
+    let configured = configured_deadline(deadline).map_err(|e| SourceError::Input {
         agent: "the agent",
         message: e.to_string(),
     })?;
@@ -138,8 +183,37 @@ async fn run_hook(
         _ => None,
     }
     .unwrap_or(Duration::from_secs(install::HOOK_TIMEOUT_SECS));
-    settings.deadline = Some(hook_deadline(settings.deadline, agent_timeout));
+    Ok(hook_deadline(configured, agent_timeout))
+}
+
+/// How long before the hook's own deadline its review gives up waiting for a person.
+fn review_margin(limit: Duration) -> Duration {
+    (limit / 5).clamp(Duration::from_millis(250), Duration::from_secs(10))
+}
+
+async fn run_hook(
+    agent: Agent,
+    data_dir: &Path,
+    store: Option<&str>,
+    answer_by: Instant,
+) -> Result<Option<String>, SourceError> {
+    // Who started this hook, taken before anything can go away.
+    let agent_watch = AgentWatch::start();
+    let input =
+        source::read_stdin(source::MAX_HOOK_INPUT).map_err(|message| SourceError::Input {
+            agent: "the agent",
+            message,
+        })?;
     let store = StoreLocation::choose(store, data_dir).map_err(EngineError::from)?;
+    // What is left of the hook's time once the payload is read and the store opened, less the
+    // margin its answer needs.
+    let settings = || {
+        let left = answer_by.saturating_duration_since(Instant::now());
+        WaitSettings {
+            data_dir: data_dir.to_owned(),
+            deadline: Some(left.saturating_sub(review_margin(left))),
+        }
+    };
     match agent {
         Agent::ClaudeCode => {
             let Some(call) = claude::parse(&input)? else {
@@ -147,7 +221,7 @@ async fn run_hook(
             };
             let engine = Engine::open_at(&store, "hook:claude-code").await?;
             let answer =
-                review_plan(&engine, call.plan.clone(), &settings, stop(&agent_watch)).await?;
+                review_plan(&engine, call.plan.clone(), &settings(), stop(&agent_watch)).await?;
             Ok(claude::answer(&call, &answer))
         }
         Agent::Codex => {
@@ -155,7 +229,7 @@ async fn run_hook(
                 return Ok(None);
             };
             let engine = Engine::open_at(&store, "hook:codex").await?;
-            match review_plan(&engine, plan, &settings, stop(&agent_watch)).await {
+            match review_plan(&engine, plan, &settings(), stop(&agent_watch)).await {
                 Ok(answer) => Ok(codex::answer(&answer)),
                 // This plan was already decided (the Stop that follows a decision): let it stop.
                 Err(SourceError::Review(ReviewError::Store(StoreError::AlreadyDecided {
@@ -171,7 +245,8 @@ async fn run_hook(
                 gemini::Call::Unwritten(reason) => Ok(Some(gemini::deny(&reason))),
                 gemini::Call::Review(plan) => {
                     let engine = Engine::open_at(&store, "hook:gemini").await?;
-                    let answer = review_plan(&engine, plan, &settings, stop(&agent_watch)).await?;
+                    let answer =
+                        review_plan(&engine, plan, &settings(), stop(&agent_watch)).await?;
                     Ok(Some(gemini::answer(&answer)))
                 }
             }

@@ -124,6 +124,9 @@ pub fn failure(err: &SourceError) -> String {
     deny(&err.denial())
 }
 
+/// The largest settings file read for the hook's timeout (they are a few KiB).
+const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
 /// Gemini CLI's timeout for a hook that sets none (milliseconds).
 const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
@@ -148,7 +151,7 @@ pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> 
     [Some(system), defaults, user, project]
         .into_iter()
         .flatten()
-        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .filter_map(|file| super::read_settings_file(&file, MAX_SETTINGS_BYTES))
         .flat_map(|text| hook_timeouts(&text))
         .min()
 }

@@ -139,6 +139,8 @@ pub enum SourceError {
     Engine(#[from] crate::engine::EngineError),
     #[error("told to stop while waiting for a decision")]
     Stopped,
+    #[error("no answer within the hook's deadline of {0:?}")]
+    Deadline(Duration),
     #[error("internal failure: {0}")]
     Internal(String),
 }
@@ -283,42 +285,91 @@ pub fn read_stdin(limit: usize) -> Result<String, String> {
 /// The largest hook payload read (a plan inside it is at most 1 MiB).
 pub const MAX_HOOK_INPUT: usize = 4 * 1024 * 1024;
 
-/// Reads a plan file an agent names: a regular file only (a FIFO or device is refused without
-/// blocking), UTF-8, at most [`MAX_FILE_BYTES`] even if it grows while it is read.
-pub(crate) fn read_plan_file(path: &std::path::Path) -> Result<String, SourceError> {
+/// Opens a file an agent names, for reading, as untrusted input: never through a symbolic link
+/// (its last part), never blocking (a FIFO or a device is refused at once, not waited on), and
+/// only a regular file. Returns the open file and its size.
+pub(crate) fn open_untrusted(path: &std::path::Path) -> std::io::Result<(std::fs::File, u64)> {
+    open_regular(path, rustix::fs::OFlags::NOFOLLOW)
+}
+
+/// [`open_untrusted`], with `extra` open flags (`NOFOLLOW`, or none for a person's own settings
+/// file, which dotfile managers make a link).
+fn open_regular(
+    path: &std::path::Path,
+    extra: rustix::fs::OFlags,
+) -> std::io::Result<(std::fs::File, u64)> {
     use rustix::fs::{FileType, Mode, OFlags};
-    use std::io::Read;
-    let failed = |message: String| SourceError::NoPlan(format!("{}: {message}", path.display()));
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(|e| failed(e.to_string()))?;
-    let stat = rustix::fs::fstat(&fd).map_err(|e| failed(e.to_string()))?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(failed("not a regular file".into()));
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | extra;
+    let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(|errno| {
+        if errno == rustix::io::Errno::LOOP {
+            std::io::Error::other("a symbolic link, which is not followed")
+        } else {
+            std::io::Error::from(errno)
+        }
+    })?;
+    let stat = rustix::fs::fstat(&fd)?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind != FileType::RegularFile {
+        let what = match kind {
+            FileType::Fifo => "a named pipe (FIFO)",
+            FileType::Directory => "a folder",
+            FileType::CharacterDevice | FileType::BlockDevice => "a device",
+            FileType::Socket => "a socket",
+            _ => "not a regular file",
+        };
+        return Err(std::io::Error::other(format!("{what}, not a regular file")));
     }
+    Ok((
+        std::fs::File::from(fd),
+        u64::try_from(stat.st_size).unwrap_or(0),
+    ))
+}
+
+/// At most `max` bytes from `offset` of a file opened by [`open_untrusted`] (it may grow while
+/// it is read: what is past `max` is never read).
+fn read_bounded(mut file: std::fs::File, offset: u64, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
     let mut bytes = Vec::new();
-    std::fs::File::from(fd)
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| failed(e.to_string()))?;
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Reads a plan file an agent names: a regular file only (a FIFO, a device or a symbolic link
+/// is refused without blocking), UTF-8, at most [`MAX_FILE_BYTES`] even if it grows while it
+/// is read.
+pub(crate) fn read_plan_file(path: &std::path::Path) -> Result<String, SourceError> {
+    let failed = |message: String| {
+        SourceError::NoPlan(format!(
+            "{}: {message}",
+            crate::text::short(&path.display().to_string(), 300)
+        ))
+    };
+    let (file, _) = open_untrusted(path).map_err(|e| failed(e.to_string()))?;
+    let bytes = read_bounded(file, 0, MAX_FILE_BYTES + 1).map_err(|e| failed(e.to_string()))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(failed(format!("larger than {MAX_FILE_BYTES} bytes")));
     }
     String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".into()))
 }
 
-/// The last `max` bytes of a regular file (an agent's transcript: its tail holds the current
-/// turn), as text.
+/// The last `max` bytes of a file an agent names (its transcript: the tail holds the current
+/// turn), as text; opened as [`open_untrusted`] opens it.
 pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    file.seek(SeekFrom::Start(meta.len().saturating_sub(max)))?;
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes)?;
+    let (file, size) = open_untrusted(path)?;
+    let bytes = read_bounded(file, size.saturating_sub(max), max)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A person's settings file for an agent (JSON), never blocking on it: `None` if it is missing,
+/// not a regular file (a link to one is followed), not UTF-8 or larger than `max` bytes.
+pub(crate) fn read_settings_file(path: &std::path::Path, max: u64) -> Option<String> {
+    let (file, _) = open_regular(path, rustix::fs::OFlags::empty()).ok()?;
+    let bytes = read_bounded(file, 0, max + 1).ok()?;
+    if bytes.len() as u64 > max {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod conformance;
 mod crash;
 mod determinism;
 mod durability;
+mod hook_bounds;
 mod hostile;
 mod hostile_files;
 mod hostile_providers;

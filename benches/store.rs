@@ -140,6 +140,7 @@ fn main() {
                     text: plan(session, revision),
                     item_id: None,
                     submitter: None,
+                    file: None,
                 })
                 .await
                 .unwrap()

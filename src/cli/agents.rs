@@ -246,7 +246,7 @@ async fn run_hook(
                 gemini::Call::Review(plan) => {
                     let engine = Engine::open_at(&store, "hook:gemini").await?;
                     let answer =
-                        review_plan(&engine, plan, &settings(), stop(&agent_watch)).await?;
+                        review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
                     Ok(Some(gemini::answer(&answer)))
                 }
             }

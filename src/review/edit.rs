@@ -3,9 +3,7 @@
 //! submitted (a plan path comes from the agent and is not trusted to name any other file).
 //! Approving an edited plan tells the agent the reviewer changed it, with the diff.
 
-use std::path::Path;
-
-use super::{plan_sha256, Review, ReviewError, Revision};
+use super::{plan_sha256, PlanFile, Review, ReviewError, Revision};
 use crate::plan::unified;
 use crate::store::{NewEdit, PlanText, SourceKind};
 use crate::tool::submit_plan::split_plan;
@@ -80,27 +78,41 @@ impl Review {
     }
 
     /// Writes an edit over the plan file, if the file still holds the plan that was edited.
+    /// Only a file Plandesk was given to write: our own run's plan in its workspace, or the
+    /// file an outside agent's source named when it submitted (in the agent's workspace or plans
+    /// folder, never one received over the network).
     async fn write_back(&self, edited: &Revision, edit: &Revision) -> Result<(), String> {
         let run = self
             .store
             .run(&edited.run_id)
             .await
             .map_err(|e| e.to_string())?;
-        let path = Path::new(&edited.path);
-        let (root, name) = if path.is_absolute() {
-            match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
-                (Some(parent), Some(name)) => (parent.to_owned(), name.to_owned()),
-                _ => return Err(format!("{} is not a file path", edited.path)),
+        let file = if run.source.kind == SourceKind::Engine {
+            PlanFile {
+                root: run.workspace.clone().into(),
+                name: edited.path.clone(),
             }
-        } else if run.source.kind == SourceKind::Engine {
-            (Path::new(&run.workspace).to_owned(), edited.path.clone())
         } else {
-            return Err(format!("{} is not an absolute path", edited.path));
+            let items = self
+                .store
+                .open_items(Some(&edited.run_id))
+                .await
+                .map_err(|e| e.to_string())?;
+            let file = items
+                .iter()
+                .find(|item| item.tool_call_id == edited.tool_call_id)
+                .and_then(|item| PlanFile::from_args(&item.args));
+            file.ok_or_else(|| {
+                "the edit is kept in Plandesk only: this plan has no file on this machine that \
+                 Plandesk may write (the agent gets the edit when you approve)"
+                    .to_owned()
+            })?
         };
-        let workspace = Workspace::open(&root, None).map_err(|e| e.to_string())?;
+        let name = file.name.as_str();
+        let workspace = Workspace::open(&file.root, None).map_err(|e| e.to_string())?;
         let current = workspace
-            .resolve_existing(&name)
-            .and_then(|resolved| workspace.read_text(&resolved, &name))
+            .resolve_existing(name)
+            .and_then(|resolved| workspace.read_text(&resolved, name))
             .map_err(|e| format!("the plan file was not rewritten: {e}"))?;
         let split = split_plan(&current);
         if plan_sha256(&split.title, &split.plan) != edited.sha256 {
@@ -112,7 +124,7 @@ impl Review {
         let mut text = edit.markdown();
         text.push('\n');
         workspace
-            .write_file(&name, text.as_bytes())
+            .write_file(name, text.as_bytes())
             .map_err(|e| format!("the plan file was not rewritten: {e}"))
     }
 

@@ -40,6 +40,57 @@ pub struct ExternalPlan {
     /// Who sent it, when the sender is known (the name of the token `plandesk serve` let it
     /// in with); the audit trail says `agent` otherwise.
     pub submitter: Option<String>,
+    /// The plan's file on this machine, where a reviewer's edit may be written back; `None`
+    /// when there is none Plandesk may write (a plan received over the network, or one the agent
+    /// keeps elsewhere than its workspace and its plans folder).
+    pub file: Option<PlanFile>,
+}
+
+/// A plan file an edit may be written over: `name`, a relative path inside `root`, the folder
+/// the agent works in (its workspace or its own plans folder). The edit is written through
+/// [`Workspace`](crate::workspace::Workspace) (no link followed out of `root`) and only while
+/// the file still holds the plan submitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanFile {
+    pub root: std::path::PathBuf,
+    pub name: String,
+}
+
+impl PlanFile {
+    /// The file at absolute `path`, if it lies inside one of `roots` (compared part by part,
+    /// with no `.` or `..` in either): the first such root, and the path inside it.
+    pub fn inside(path: &std::path::Path, roots: &[std::path::PathBuf]) -> Option<Self> {
+        use std::path::Component;
+        let plain = |p: &std::path::Path| {
+            p.is_absolute()
+                && p.components()
+                    .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        };
+        if !plain(path) {
+            return None;
+        }
+        roots.iter().filter(|root| plain(root)).find_map(|root| {
+            let name = path.strip_prefix(root).ok()?.to_str()?;
+            (!name.is_empty()).then(|| PlanFile {
+                root: root.clone(),
+                name: name.to_owned(),
+            })
+        })
+    }
+
+    /// As kept with the open item.
+    fn to_json(&self) -> Value {
+        json!({"root": self.root.display().to_string(), "name": self.name})
+    }
+
+    /// As read back from an open item's arguments (`None`: the item has none).
+    pub(crate) fn from_args(args: &Value) -> Option<Self> {
+        let file = args.get("planFile")?;
+        Some(PlanFile {
+            root: std::path::PathBuf::from(file.get("root")?.as_str()?),
+            name: file.get("name")?.as_str()?.to_owned(),
+        })
+    }
 }
 
 /// A submitted plan whose agent waits for the decision.
@@ -95,7 +146,10 @@ impl Review {
             tool_call_id,
             kind: ItemKind::Plan,
             tool_name: plan.tool_name.clone(),
-            args: json!({"path": plan.path}),
+            args: match &plan.file {
+                Some(file) => json!({"path": plan.path, "planFile": file.to_json()}),
+                None => json!({"path": plan.path}),
+            },
             plan: Some(PlanText {
                 sha256: plan_sha256(&split.title, &split.plan),
                 path: plan.path.clone(),

@@ -24,7 +24,7 @@ use crate::store::{
 
 pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_COMMENT_CHARS};
 pub use edit::{EditSummary, Edited};
-pub use external::{ExternalPlan, WaitEvent, Waiting};
+pub use external::{ExternalPlan, PlanFile, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
 pub use renders::{RenderedPlan, PAGE_BYTES};
 pub use types::*;

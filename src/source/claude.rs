@@ -4,7 +4,7 @@
 //! bare allow is ignored by Claude Code); a rejection is a `deny` whose message the model reads
 //! as the tool's error, with `interrupt` when the model must stop and wait for the user.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 #[cfg(test)]
 use super::Approval;
 use super::{read_plan_file, Answer, SourceError};
-use crate::review::ExternalPlan;
+use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Source, SourceKind};
 use crate::workspace::MAX_FILE_BYTES;
 
@@ -53,7 +53,27 @@ pub fn parse(stdin: &str) -> Result<Option<Call>, SourceError> {
         .and_then(|t| first_user_request(Path::new(t)))
         .unwrap_or_else(|| format!("{AGENT} session in {}", input.cwd));
     let session = input.session_id.clone();
-    Ok(Some(call(input, path, text, prompt, session, None)))
+    let file = PlanFile::inside(Path::new(&path), &writable_roots(&input.cwd));
+    let mut call = call(input, path, text, prompt, session, None);
+    call.plan.file = file;
+    Ok(Some(call))
+}
+
+/// Where a reviewer's edit of a Claude Code plan may be written back: the session's workspace
+/// (unless it is the whole file system or the home folder) and Claude Code's plans folder.
+fn writable_roots(cwd: &str) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".claude")));
+    let workspace = PathBuf::from(cwd);
+    let too_wide = workspace.parent().is_none() || Some(&workspace) == home.as_ref();
+    let mut roots: Vec<PathBuf> = config.map(|c| c.join("plans")).into_iter().collect();
+    if !too_wide {
+        roots.push(workspace);
+    }
+    roots
 }
 
 /// Parses what Claude Code's `type: "http"` hook POSTs to `plandesk serve`, sent with the
@@ -150,6 +170,7 @@ fn call(
             text,
             item_id: None,
             submitter,
+            file: None,
         },
         tool_input,
     }

@@ -75,6 +75,8 @@ pub fn parse(stdin: &str) -> Result<Option<ExternalPlan>, SourceError> {
         // The n-th plan of a turn is reviewed once, however many Stops mention it.
         item_id: Some(format!("{}-plan-{index}", input.turn_id)),
         submitter: None,
+        // Codex keeps its plan in its session file, not a file of its own.
+        file: None,
     }))
 }
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{read_plan_file, Answer, SourceError};
-use crate::review::ExternalPlan;
+use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Source, SourceKind};
 
 const AGENT: &str = "Gemini CLI";
@@ -34,7 +34,7 @@ struct Input {
 #[derive(Debug)]
 pub enum Call {
     /// A plan to review.
-    Review(ExternalPlan),
+    Review(Box<ExternalPlan>),
     /// Not a plan: let the tool run.
     NotOurs,
     /// The plan file is missing or empty: deny, telling the model to write it first.
@@ -90,7 +90,7 @@ pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError>
             )))
         }
     };
-    Ok(Call::Review(ExternalPlan {
+    Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
             kind: SourceKind::Gemini,
             session: Some(input.session_id),
@@ -102,7 +102,11 @@ pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError>
         text,
         item_id: None,
         submitter: None,
-    }))
+        file: Some(PlanFile {
+            root: dir,
+            name: file_name.to_string_lossy().into_owned(),
+        }),
+    })))
 }
 
 /// The hook's stdout for a decision: `{}` to approve, an explicit deny otherwise. An approval

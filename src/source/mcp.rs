@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use super::serve::Caller;
 use super::{review_plan, stop_requested, Answer, SourceError, WaitSettings, EXPIRED_TEXT};
 use crate::engine::Engine;
-use crate::review::ExternalPlan;
+use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Actor, Source, SourceKind};
 use crate::tool::submit_plan::{result_for, split_plan, SubmitPlan, TOOL_ID};
 use crate::tool::{schema, Tool as _, ToolContext, ToolOutcome};
@@ -275,6 +275,11 @@ impl PlanServer {
         let field = |key: &str| payload[key].as_str().unwrap_or_default().to_owned();
         let (path, title, body) = (field("path"), field("title"), field("plan"));
         let root = workspace.root().display().to_string();
+        // Checked by `submit_plan` to lie in the workspace's plans folder.
+        let file = PlanFile {
+            root: workspace.root().to_owned(),
+            name: path.clone(),
+        };
         Ok(with_text(Submitted {
             engine: self.engine.clone(),
             wait: options.wait.clone(),
@@ -290,6 +295,7 @@ impl PlanServer {
                 text: String::new(),
                 item_id: None,
                 submitter: None,
+                file: Some(file),
             },
             title,
             body,
@@ -345,6 +351,8 @@ impl PlanServer {
                 text: String::new(),
                 item_id: None,
                 submitter: Some(caller.name.clone()),
+                // Sent over the network: its file, if any, is on the agent's machine.
+                file: None,
             },
             title: split.title,
             body: split.plan,

@@ -189,6 +189,8 @@ fn a_reviewers_edit_reaches_claude_code_as_the_plan_with_the_diff() {
     std::fs::write(&plan_file, "# P\n\n1. Add an LRU\n").unwrap();
     let mut payload = claude_payload("# P\n\n1. Add an LRU");
     payload["tool_input"]["planFilePath"] = json!(plan_file);
+    // The plan file lies in the session's workspace: an edit may be written there.
+    payload["cwd"] = json!(fx.root);
     let child = hook(&fx, "claude-code", &payload, &[]);
     let item = wait_pending(&fx, 1).remove(0);
     let run = item["runId"].as_str().unwrap().to_owned();

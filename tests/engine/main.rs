@@ -15,6 +15,7 @@ mod conformance;
 mod crash;
 mod determinism;
 mod durability;
+mod edit_write_back;
 mod hook_bounds;
 mod hostile;
 mod hostile_files;

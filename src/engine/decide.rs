@@ -10,7 +10,7 @@ use super::tools::ToolAction;
 use super::{crash_point, ChunkSink, Engine, EngineError, Report, Verdict};
 use crate::model::{self, LanguageModel};
 use crate::run::*;
-use crate::store::EventKind;
+use crate::store::{EventKind, StoreError};
 use crate::tool::submit_plan::{self, TOOL_ID as SUBMIT_PLAN};
 use crate::tool::ToolOutcome;
 
@@ -18,6 +18,16 @@ use crate::tool::ToolOutcome;
 /// busy, and how often it looks.
 const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 const BUSY_RETRY: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Whether a decision was refused because nothing is open to decide: the run is not waiting, or
+/// the call it names is not open (in a race, another decision got there first).
+fn nothing_to_decide(err: &EngineError) -> bool {
+    matches!(
+        err,
+        EngineError::Run(RunError::NotSuspended { .. } | RunError::NoOpenCall { .. })
+            | EngineError::Store(StoreError::NotPending { .. })
+    )
+}
 
 impl Engine {
     /// A person's decision, filled in as a host: for a plan, the resume data echoes the stored
@@ -62,9 +72,45 @@ impl Engine {
                 Err(EngineError::Busy { .. }) if !told && std::time::Instant::now() < patience => {
                     tokio::time::sleep(BUSY_RETRY).await;
                 }
+                // Refused before anything was recorded: if the plan the person saw was decided
+                // meanwhile (a race with another reviewer), that is what they need to hear.
+                Err(err) if !told && (verdict.revision.is_some() || nothing_to_decide(&err)) => {
+                    return Err(self.decided_instead(run_id, verdict).await.unwrap_or(err));
+                }
                 outcome => return outcome,
             }
         }
+    }
+
+    /// When a decision finds nothing open to decide, the decision that was made instead (by
+    /// another reviewer or process, maybe a moment ago): on the revision the person saw if the
+    /// verdict names it, else on the call it names, else the run's latest. `None` if there is
+    /// none, or it cannot be read (the caller's own refusal stands).
+    async fn decided_instead(&self, run_id: &str, verdict: &Verdict) -> Option<EngineError> {
+        let revisions = self.inner.review.revisions(Some(run_id)).await.ok()?;
+        let decided = revisions
+            .iter()
+            .filter(|r| {
+                verdict
+                    .revision
+                    .as_deref()
+                    .is_none_or(|prefix| r.sha256.starts_with(&prefix.to_ascii_lowercase()))
+            })
+            .filter(|r| {
+                verdict
+                    .tool_call_id
+                    .as_deref()
+                    .is_none_or(|id| r.tool_call_id == id)
+            })
+            .filter_map(|r| r.decision.as_ref())
+            .max_by_key(|d| (d.decided_at, d.id))?;
+        Some(EngineError::Store(StoreError::AlreadyDecided {
+            run_id: run_id.to_owned(),
+            tool_call_id: decided.tool_call_id.clone(),
+            action: decided.action,
+            decided_at: decided.decided_at,
+            decided_by: decided.decided_by.clone(),
+        }))
     }
 
     async fn decide_once(

@@ -28,6 +28,12 @@ fn decision_on_a_stale_revision_is_refused_and_changes_nothing() {
     fx.stream(&["reject", &run, "--feedback", "shorter"]);
     let before = (fx.listing(&["pending"]), fx.listing(&["history"]));
     let err = fx.refused(&["approve", &run, "--revision", &first_sha[..12]]);
+    assert!(
+        err.contains("already decided: rejected by "),
+        "the revision seen was decided: what, by whom and when: {err}"
+    );
+    // A revision that was replaced undecided (here: one never submitted) is stale.
+    let err = fx.refused(&["approve", &run, "--revision", &"0".repeat(12)]);
     assert!(err.contains("the plan changed since it was shown"), "{err}");
     assert!(
         err.contains("revision 2"),
@@ -86,10 +92,7 @@ fn a_finished_run_takes_no_decision_and_a_suspended_run_takes_no_message() {
     fx.stream(&["reject", &run, "--feedback", "x"]);
     fx.stream(&["approve", &run]);
     let err = fx.refused(&["approve", &run]);
-    assert!(
-        err.contains("is finished, not waiting for a decision"),
-        "{err}"
-    );
+    assert!(err.contains("already decided: approved by "), "{err}");
 }
 
 #[test]
@@ -144,4 +147,53 @@ fn revision_keys_must_name_one_revision_unambiguously() {
     // them (here neither), never guessed.
     let err = fx.refused(&["show", "12345678"]);
     assert!(err.contains("no plan revision 12345678"), "{err}");
+}
+
+/// Issue 33 #8: an approval and a rejection at once. Exactly one is recorded; the other is told
+/// what was decided, by whom and when (it was often told the run "is running, not waiting for a
+/// decision"), and on PostgreSQL the same.
+#[test]
+fn the_loser_of_a_decision_race_is_told_what_was_decided_by_whom() {
+    for round in 0..5 {
+        let (fx, run) = revised_fixture();
+        // Both decide the revision they saw, as the app does.
+        let sha = fx.listing(&["pending"])[0]["revision"]["sha256"]
+            .as_str()
+            .unwrap()[..12]
+            .to_owned();
+        let mut approve = fx.command(&["approve", &run, "--revision", &sha]);
+        approve.env("USER", "ana");
+        let mut reject = fx.command(&["reject", &run, "--revision", &sha, "--feedback", "smaller"]);
+        reject.env("USER", "ben");
+        let approve = std::thread::spawn(move || approve.output().unwrap());
+        let reject = std::thread::spawn(move || reject.output().unwrap());
+        let (approved, rejected) = (approve.join().unwrap(), reject.join().unwrap());
+        assert_ne!(
+            approved.status.success(),
+            rejected.status.success(),
+            "round {round}: exactly one decision wins"
+        );
+        let (loser, winner) = if approved.status.success() {
+            (rejected, "approved by ana")
+        } else {
+            (approved, "rejected by ben")
+        };
+        let err = String::from_utf8_lossy(&loser.stderr);
+        assert!(
+            err.contains(&format!("already decided: {winner} at ")),
+            "round {round}: the loser hears what was decided, by whom and when: {err}"
+        );
+        let history = fx.listing(&["history"]);
+        let first = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["sha256"].as_str().unwrap().starts_with(&sha))
+            .unwrap();
+        assert_eq!(
+            first["decision"]["decidedBy"].as_str(),
+            Some(winner.rsplit(' ').next().unwrap()),
+            "round {round}: the revision has the winner's decision: {first}"
+        );
+    }
 }

@@ -305,7 +305,13 @@ fn fail(err: &anyhow::Error) -> ExitCode {
     for cause in err.chain().skip(1) {
         line.push_str(&format!(": {cause}"));
     }
-    let _ = writeln!(std::io::stderr(), "plandesk: {}", line.replace('\n', " "));
+    // An error may quote what an agent or a file sent: shown as visible escapes.
+    let line = line.replace('\n', " ");
+    let _ = writeln!(
+        std::io::stderr(),
+        "plandesk: {}",
+        plandesk::text::terminal_safe(&line)
+    );
     ExitCode::from(2)
 }
 

@@ -555,9 +555,10 @@ pub fn audit_check(check: &AuditCheck, json: bool) -> std::process::ExitCode {
     }
 }
 
-/// A line of our own (a hint, what happened), after what was asked for.
+/// A line of our own (a hint, what happened), after what was asked for. It may quote what an
+/// agent sent (a plan's path), so it is made safe too.
 pub fn next(text: &str) {
-    say!("{text}");
+    say!("{}", safe(text));
 }
 
 /// Comments, each with its lines quoted and where it stands.

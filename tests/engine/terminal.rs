@@ -79,3 +79,45 @@ fn a_write_approval_shows_all_of_what_is_approved_and_a_safe_id() {
         "a suggested command names the call by its token: {out}"
     );
 }
+
+/// Issue 33 #9: `plandesk edit` printed the plan path an agent sent raw, in the line saying why
+/// the plan file was not rewritten; so did a refused command's error.
+#[test]
+fn an_agents_plan_path_cannot_spoof_the_terminal_in_edit_or_errors() {
+    use std::io::Write;
+    let fx = Fixture::new(json!([]));
+    let name = "plan\u{1b}]0;owned\u{7}\u{1b}[2K.md";
+    let file = fx.workspace.join(name);
+    std::fs::write(&file, "# P\n\n1. Step\n").unwrap();
+    let payload = json!({
+        "session_id": "s1", "cwd": fx.workspace, "permission_mode": "plan",
+        "hook_event_name": "PermissionRequest", "tool_name": "ExitPlanMode",
+        "tool_input": {"plan": "# P\n\n1. Step\n", "planFilePath": file}});
+    let mut hook = fx
+        .command(&["hook", "claude-code", "--deadline", "60s"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let item = block_on(until_pending(&fx));
+    // The file changed since: the edit is not written, and the line saying so names it.
+    std::fs::write(&file, "# P\n\n1. Another step\n").unwrap();
+    let mine = fx.root.join("mine.md");
+    std::fs::write(&mine, "# P\n\n1. Step, smaller\n").unwrap();
+    let id = item["revision"]["id"].to_string();
+    let out = human(&fx, &["edit", &id, "--file", mine.to_str().unwrap()]);
+    assert!(out.contains("was not rewritten"), "{out}");
+    assert_inert(&out, "plandesk edit");
+    // An error naming a path with escapes in it.
+    let missing = fx.root.join("gone\u{1b}[2K\u{7}.md");
+    let refused = fx.refused(&["edit", &id, "--file", missing.to_str().unwrap()]);
+    assert!(refused.contains("gone"), "{refused}");
+    assert_inert(&refused, "a refused command");
+    fx.ok(&["reject", item["runId"].as_str().unwrap()]);
+    hook.wait().unwrap();
+}

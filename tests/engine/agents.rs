@@ -15,20 +15,7 @@ use crate::support::*;
 fn hook(fx: &Fixture, agent: &str, payload: &Value, extra: &[&str]) -> Child {
     let mut args = vec!["hook", agent];
     args.extend_from_slice(extra);
-    let mut child = fx
-        .command(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    child
+    spawn_with_input(fx.command(&args), payload.to_string().as_bytes())
 }
 
 /// The hook's answer: its stdout as JSON (`Null` for no output), after it exits 0.
@@ -291,21 +278,12 @@ fn gemini_reads_the_plan_file_and_denies_explicitly() {
                "hook_event_name": "BeforeTool", "timestamp": "t",
                "tool_name": "exit_plan_mode", "tool_input": {"plan_filename": name}})
     };
-    let missing = fx
-        .command(&["hook", "gemini"])
-        .env("GEMINI_PLANS_DIR", &plans)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut missing = missing;
-    missing
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload("auth.md").to_string().as_bytes())
-        .unwrap();
-    let denied = answer(missing);
+    let gemini = || {
+        let mut cmd = fx.command(&["hook", "gemini"]);
+        cmd.env("GEMINI_PLANS_DIR", &plans);
+        spawn_with_input(cmd, payload("auth.md").to_string().as_bytes())
+    };
+    let denied = answer(gemini());
     assert_eq!(
         denied["decision"], "deny",
         "a plan not yet written is denied at once"
@@ -316,19 +294,7 @@ fn gemini_reads_the_plan_file_and_denies_explicitly() {
         .contains("missing or empty"));
 
     std::fs::write(plans.join("auth.md"), "# Auth\n\nUse OAuth").unwrap();
-    let mut child = fx
-        .command(&["hook", "gemini"])
-        .env("GEMINI_PLANS_DIR", &plans)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload("auth.md").to_string().as_bytes())
-        .unwrap();
+    let child = gemini();
     let run = wait_pending(&fx, 1)[0]["runId"]
         .as_str()
         .unwrap()

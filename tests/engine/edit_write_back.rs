@@ -4,9 +4,7 @@
 //! overwrote it). A local hook's plan file is written only inside the agent's workspace or its
 //! plans folder, never through a link out of them, and only while it still holds the plan.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 
 use serde_json::{json, Value};
 
@@ -86,20 +84,9 @@ fn local_hook(fx: &Fixture, plan_file: &Path, cwd: &Path, config: &Path) -> std:
         "session_id": "s1", "cwd": cwd, "permission_mode": "plan",
         "hook_event_name": "PermissionRequest", "tool_name": "ExitPlanMode",
         "tool_input": {"plan": PLAN, "planFilePath": plan_file}});
-    let mut child = fx
-        .command(&["hook", "claude-code", "--deadline", "60s"])
-        .env("CLAUDE_CONFIG_DIR", config)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    child
+    let mut cmd = fx.command(&["hook", "claude-code", "--deadline", "60s"]);
+    cmd.env("CLAUDE_CONFIG_DIR", config);
+    spawn_with_input(cmd, payload.to_string().as_bytes())
 }
 
 /// Submits `plan_file` through a local hook, edits it, rejects it (ending the hook); returns

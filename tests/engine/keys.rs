@@ -1,32 +1,22 @@
 //! API keys in the OS keyring: a real Secret Service (GNOME Keyring on a private session bus),
 //! and the plain answer when there is none.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::json;
 
 use crate::http_server::{fixture, ReplayServer, Reply};
-use crate::support::Fixture;
+use crate::support::{spawn_with_input, Fixture};
 
 const KEY: &str = "sk-keyring-7c0ffee-0123456789";
 
 #[test]
 fn without_a_keyring_service_the_cli_says_so_and_points_to_the_environment() {
     let fx = Fixture::new(json!([]));
-    let mut child = fx
-        .command(&["key", "set", "openai"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{KEY}\n").as_bytes())
-        .unwrap();
+    let child = spawn_with_input(
+        fx.command(&["key", "set", "openai"]),
+        format!("{KEY}\n").as_bytes(),
+    );
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -226,6 +226,21 @@ pub fn exists(path: &Path) -> bool {
     path.exists()
 }
 
+/// Starts `cmd` with `input` on its standard input (closed after it, as an agent closes its
+/// hook's), and its standard output and error piped.
+pub fn spawn_with_input(mut cmd: Command, input: &[u8]) -> std::process::Child {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child
+}
+
 /// Runs a future to completion on a runtime of its own (for sync tests reading the store).
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()

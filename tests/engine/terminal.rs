@@ -84,7 +84,6 @@ fn a_write_approval_shows_all_of_what_is_approved_and_a_safe_id() {
 /// the plan file was not rewritten; so did a refused command's error.
 #[test]
 fn an_agents_plan_path_cannot_spoof_the_terminal_in_edit_or_errors() {
-    use std::io::Write;
     let fx = Fixture::new(json!([]));
     let name = "plan\u{1b}]0;owned\u{7}\u{1b}[2K.md";
     let file = fx.workspace.join(name);
@@ -93,17 +92,10 @@ fn an_agents_plan_path_cannot_spoof_the_terminal_in_edit_or_errors() {
         "session_id": "s1", "cwd": fx.workspace, "permission_mode": "plan",
         "hook_event_name": "PermissionRequest", "tool_name": "ExitPlanMode",
         "tool_input": {"plan": "# P\n\n1. Step\n", "planFilePath": file}});
-    let mut hook = fx
-        .command(&["hook", "claude-code", "--deadline", "60s"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
+    let mut hook = spawn_with_input(
+        fx.command(&["hook", "claude-code", "--deadline", "60s"]),
+        payload.to_string().as_bytes(),
+    );
     let item = block_on(until_pending(&fx));
     // The file changed since: the edit is not written, and the line saying so names it.
     std::fs::write(&file, "# P\n\n1. Another step\n").unwrap();

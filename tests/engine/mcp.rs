@@ -3,8 +3,10 @@
 //! another process, and answers with the same result objects and texts.
 
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
@@ -153,4 +155,145 @@ async fn a_client_that_goes_away_leaves_its_plan_abandoned() {
     call.abort();
     until_status(&fx, 0, "abandoned").await;
     assert_eq!(fx.listing(&["pending"]), json!([]));
+}
+
+/// `submit_plan` as a request the client may give up on (cancel, or time out with `options`).
+pub async fn submit_cancellable(
+    client: &Client,
+    args: Value,
+    options: PeerRequestOptions,
+) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("submit_plan").with_arguments(args),
+    ));
+    client
+        .send_cancellable_request(request, options)
+        .await
+        .unwrap()
+}
+
+/// The status of the history's revision titled `title`.
+pub fn status_of(fx: &Fixture, title: &str) -> Value {
+    let history = fx.listing(&["history"]);
+    history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["title"] == title)
+        .unwrap_or_else(|| panic!("no revision {title}: {history}"))["status"]
+        .clone()
+}
+
+/// Waits (up to `within`) until the revision titled `title` has `status`; returns how long.
+pub async fn until_titled(fx: &Fixture, title: &str, status: &str, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        if status_of(fx, title) == status {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < within,
+            "{title} stayed {} for {within:?}, never {status}",
+            status_of(fx, title)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A plan nobody waits for any more: nobody is asked, and a decision on it is refused,
+/// saying why.
+pub fn assert_undecidable(fx: &Fixture, run: &str, title: &str) {
+    let pending = fx.listing(&["pending"]);
+    assert!(
+        pending
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["revision"]["title"] != title),
+        "{title} is not put to a person: {pending}"
+    );
+    for decide in [
+        vec!["approve", run],
+        vec!["reject", run, "--feedback", "Too late"],
+    ] {
+        let refusal = fx.refused(&decide);
+        assert!(
+            refusal.contains("abandoned"),
+            "`plandesk {}` on {title} says it was abandoned: {refusal}",
+            decide[0]
+        );
+    }
+    assert_eq!(
+        status_of(fx, title),
+        "abandoned",
+        "the refusal changed nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_gives_up_leaves_its_plan_abandoned_at_once_and_undecidable() {
+    let fx = Fixture::new(json!([]));
+    let client = connect(&fx).await;
+
+    // Cancelled (the user pressed Esc in the agent).
+    fx.write(PLAN, b"# Cancelled\n\nA plan\n");
+    let call = submit_cancellable(
+        &client,
+        json!({"path": PLAN}),
+        PeerRequestOptions::no_options(),
+    )
+    .await;
+    let run = until_pending(&fx).await["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    call.cancel(Some("the user pressed Esc".into()))
+        .await
+        .unwrap();
+    let took = until_titled(&fx, "Cancelled", "abandoned", Duration::from_secs(5)).await;
+    eprintln!("stdio: cancelled call abandoned after {took:?}");
+    assert_undecidable(&fx, &run, "Cancelled");
+
+    // Timed out by the client.
+    fx.write(PLAN, b"# Timed out\n\nA plan\n");
+    let call = submit_cancellable(
+        &client,
+        json!({"path": PLAN}),
+        PeerRequestOptions::with_timeout(Duration::from_secs(2)),
+    )
+    .await;
+    let outcome = call.await_response().await;
+    assert!(
+        matches!(outcome, Err(rmcp::ServiceError::Timeout { .. })),
+        "{outcome:?}"
+    );
+    let took = until_titled(&fx, "Timed out", "abandoned", Duration::from_secs(5)).await;
+    eprintln!("stdio: timed-out call abandoned after {took:?}");
+    assert_undecidable(&fx, &run, "Timed out");
+
+    // The session goes on: the next plan is put to a person and answered.
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let ((approved, _), ()) = tokio::join!(
+        submit(&client, json!({"path": PLAN})),
+        decide_when_pending(&fx, &["approve"])
+    );
+    assert_eq!(approved["content"], APPROVED);
+
+    // Stdin closed (the client quit).
+    fx.write(PLAN, b"# Closed\n\nA plan\n");
+    let call = submit_cancellable(
+        &client,
+        json!({"path": PLAN}),
+        PeerRequestOptions::no_options(),
+    )
+    .await;
+    until_pending(&fx).await;
+    drop(call);
+    client.cancel().await.unwrap();
+    let took = until_titled(&fx, "Closed", "abandoned", Duration::from_secs(5)).await;
+    eprintln!("stdio: closed client's call abandoned after {took:?}");
+    assert_undecidable(&fx, &run, "Closed");
 }

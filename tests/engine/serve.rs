@@ -6,12 +6,13 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use rmcp::service::PeerRequestOptions;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
-use crate::mcp::{submit, Client};
+use crate::mcp::{assert_undecidable, status_of, submit, submit_cancellable, until_titled, Client};
 use crate::support::*;
 
 /// A `plandesk serve` process on a free loopback port.
@@ -649,34 +650,6 @@ async fn until_pending_count(fx: &Fixture, count: usize) -> Vec<Value> {
     }
 }
 
-/// The status of the history's revision titled `title`.
-fn status_of(fx: &Fixture, title: &str) -> Value {
-    let history = fx.listing(&["history"]);
-    history
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["title"] == title)
-        .unwrap_or_else(|| panic!("no revision {title}: {history}"))["status"]
-        .clone()
-}
-
-/// Waits (up to `within`) until the revision titled `title` has `status`; returns how long.
-async fn until_titled(fx: &Fixture, title: &str, status: &str, within: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        if status_of(fx, title) == status {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < within,
-            "{title} stayed {} for {within:?}, never {status}",
-            status_of(fx, title)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_clients_cancellation_abandons_its_own_waiting_call_at_once() {
     let fx = Fixture::new(json!([]));
@@ -842,5 +815,58 @@ async fn oauth_discovery_finds_nothing_and_a_401_says_what_to_send() {
         "the refusal says what to send and how to get it: {message}"
     );
     assert_eq!(fx.listing(&["runs"]), json!([]), "nothing was recorded");
+    assert!(server.stop().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_client_that_gives_up_leaves_its_plan_abandoned_at_once_and_undecidable() {
+    let fx = Fixture::new(json!([]));
+    let token = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    let client = mcp_client(&server.base, &token).await;
+    let plan = |title: &str| json!({"path": "plans/p.md", "plan": format!("# {title}\n\nA plan")});
+
+    let call =
+        submit_cancellable(&client, plan("Cancelled"), PeerRequestOptions::no_options()).await;
+    let run = until_pending(&fx).await["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    call.cancel(Some("the user pressed Esc".into()))
+        .await
+        .unwrap();
+    let took = until_titled(&fx, "Cancelled", "abandoned", Duration::from_secs(5)).await;
+    eprintln!("http: cancelled call abandoned after {took:?}");
+    assert_undecidable(&fx, &run, "Cancelled");
+
+    let call = submit_cancellable(
+        &client,
+        plan("Timed out"),
+        PeerRequestOptions::with_timeout(Duration::from_secs(2)),
+    )
+    .await;
+    let outcome = call.await_response().await;
+    assert!(
+        matches!(outcome, Err(rmcp::ServiceError::Timeout { .. })),
+        "{outcome:?}"
+    );
+    let took = until_titled(&fx, "Timed out", "abandoned", Duration::from_secs(5)).await;
+    eprintln!("http: timed-out call abandoned after {took:?}");
+    assert_undecidable(&fx, &run, "Timed out");
+
+    let ((approved, _), _) = tokio::join!(
+        submit(&client, plan("Approved")),
+        decide_when_pending(&fx, &["approve"])
+    );
+    assert_eq!(approved["content"], APPROVED);
+
+    let call = submit_cancellable(&client, plan("Closed"), PeerRequestOptions::no_options()).await;
+    until_pending(&fx).await;
+    drop(call);
+    client.cancel().await.unwrap();
+    let took = until_titled(&fx, "Closed", "abandoned", Duration::from_secs(5)).await;
+    eprintln!("http: closed client's call abandoned after {took:?}");
+    assert_undecidable(&fx, &run, "Closed");
+    assert_eq!(status_of(&fx, "Approved"), "approved");
     assert!(server.stop().success());
 }

@@ -6,7 +6,9 @@
 //! that names it (plans with one path are revisions of one thread); the results are the same.
 //! Either way the call blocks until a person decides; a client that goes away (cancels the
 //! call, closes stdin or its connection, or kills the server) leaves the plan closed as
-//! abandoned, never pending forever.
+//! abandoned, never pending forever. The result object is also the call's structured content,
+//! described by the tool's output schema; the descriptions are written for MCP hosts, which
+//! write files with tools of their own.
 
 use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
@@ -16,6 +18,7 @@ use std::task::{Context, Poll};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -55,6 +58,8 @@ enum PlanInput {
 pub(crate) struct PlanServer {
     engine: Engine,
     input: Arc<PlanInput>,
+    /// `submit_plan` as hosts see it (its description names this server's plans folder).
+    tool: Arc<Tool>,
     /// This server's session (stdio): its plans are revisions of one thread per file.
     session: String,
     /// Flips to `true` when every waiting call must stop: stdin reached its end (the client
@@ -79,6 +84,7 @@ impl PlanServer {
     ) -> Self {
         Self {
             engine,
+            tool: Arc::new(tool(INLINE_DESCRIPTION.to_owned(), inline_schema())),
             input: Arc::new(PlanInput::Inline(wait)),
             session: String::new(),
             stopped,
@@ -89,7 +95,8 @@ impl PlanServer {
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn serve(engine: Engine, options: McpOptions) -> Result<(), String> {
     // Checked before the handshake, so a wrong folder is one clear line, not a broken session.
-    Workspace::open(&options.workspace, options.plans_dir.as_deref()).map_err(|e| e.to_string())?;
+    let workspace = Workspace::open(&options.workspace, options.plans_dir.as_deref())
+        .map_err(|e| e.to_string())?;
     let (tx, rx) = watch::channel(false);
     let tx = Arc::new(tx);
     let signalled = tx.clone();
@@ -99,6 +106,10 @@ pub async fn serve(engine: Engine, options: McpOptions) -> Result<(), String> {
     });
     let server = PlanServer {
         engine,
+        tool: Arc::new(tool(
+            workspace_description(&workspace),
+            SubmitPlan.input_schema(),
+        )),
         input: Arc::new(PlanInput::Workspace(options)),
         session: uuid::Uuid::new_v4().simple().to_string(),
         stopped: rx,
@@ -141,25 +152,89 @@ impl<R: AsyncRead + Unpin> AsyncRead for EofWatch<R> {
     }
 }
 
+/// What hosts show for the tool.
+const TITLE: &str = "Submit plan for review";
+
+/// The local tool's description, for MCP hosts: they write files with tools of their own
+/// (the engine's description names its `write_file`), so it says where the file goes, how its
+/// path is judged, and that the call waits for a person.
+fn workspace_description(workspace: &Workspace) -> String {
+    let plans = workspace.plans_dir();
+    let root = workspace.root().display();
+    format!(
+        "Submit your implementation plan to a person for review in Plandesk, and wait for \
+         their decision. First write the complete plan as a Markdown file in the plans folder \
+         `{plans}/` of the workspace `{root}`, starting with a `# Title` line (UTF-8, at most \
+         1 MiB, a name ending in `.md`). Then call this tool with only that file's path, \
+         relative to the workspace, such as `{plans}/add-cache.md`. The path is judged as \
+         given, after symbolic links are followed: an absolute path, one that leads outside \
+         the plans folder, a missing file or one not ending in `.md` is refused at once, with \
+         what to fix. The call then waits until the person approves or rejects the plan, \
+         which may take minutes or hours; do not call it again meanwhile. If they ask for \
+         changes, revise the same file and submit its path again (one path is one plan, each \
+         submission a revision of it); if the result says to stop, stop and wait for the user."
+    )
+}
+
 /// The remote tool's description: the plan travels in the call.
-const INLINE_DESCRIPTION: &str = "Submit your implementation plan to the user for review. Pass \
-     the complete plan as Markdown in `plan` (start it with a `# Title` line) and a short \
-     relative file name for it in `path` (such as `plans/add-cache.md`). The call waits until \
-     the user approves or rejects the plan. If they ask for changes, revise the plan and submit \
-     it again with the same `path`.";
+const INLINE_DESCRIPTION: &str = "Submit your implementation plan to a person for review in \
+     Plandesk, and wait for their decision. Pass the complete plan as Markdown in `plan` \
+     (start it with a `# Title` line; at most 1 MiB) and a short relative name for it in \
+     `path`, ending in `.md`, such as `plans/add-cache.md`: plans submitted with one `path` are \
+     revisions of one plan. Plandesk reads no file on your machine; only what you pass is \
+     reviewed. The call waits until the person approves or rejects the plan, which may take \
+     minutes or hours; do not call it again meanwhile. If they ask for changes, revise the \
+     plan and submit it again with the same `path`; if the result says to stop, stop and wait \
+     for the user.";
 
 /// The longest `path` the remote tool takes.
 const MAX_INLINE_PATH: usize = 256;
 
-fn tool(input: &PlanInput) -> Tool {
-    let (description, schema) = match input {
-        PlanInput::Workspace(_) => (SubmitPlan.description(), SubmitPlan.input_schema()),
-        PlanInput::Inline(_) => (INLINE_DESCRIPTION.to_owned(), inline_schema()),
-    };
-    let Value::Object(schema) = schema else {
-        return Tool::new(TOOL_ID, description, Arc::new(JsonObject::new()));
-    };
-    Tool::new(TOOL_ID, description, Arc::new(schema))
+fn tool(description: String, input_schema: Value) -> Tool {
+    let annotations = ToolAnnotations::with_title(TITLE)
+        // It records a plan and asks a person: not read-only. It only adds (a revision, a
+        // decision), never destroys; each call asks anew (not idempotent); and it reaches
+        // nothing outside Plandesk's own inbox (a closed world).
+        .read_only(false)
+        .destructive(false)
+        .idempotent(false)
+        .open_world(false);
+    Tool::new(TOOL_ID, description, Arc::new(object(input_schema)))
+        .with_title(TITLE)
+        .with_raw_output_schema(Arc::new(object(output_schema())))
+        .with_annotations(annotations)
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(object) => object,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The contract's result object, which every answer but a validation error is (that one is
+/// an error result, whose structured content clients do not check).
+fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "toolId": {"type": "string", "enum": [TOOL_ID]},
+            "content": {"type": "string", "description": "What to do next: proceed with the approved plan, revise it with the user's feedback, stop and wait for the user, or what to fix before submitting again"},
+            "isError": {"type": "boolean", "description": "true when the plan was not put to the user; fix what `content` says"},
+            "submittedPlan": {
+                "type": "object",
+                "description": "The plan as decided (a reviewer may have edited it before approving)",
+                "properties": {
+                    "title": {"type": "string"},
+                    "path": {"type": "string"},
+                    "plan": {"type": "string"},
+                    "feedback": {"type": "string", "description": "The user's feedback, when they asked for changes"}
+                },
+                "required": ["title", "path", "plan"]
+            }
+        },
+        "required": ["toolId", "content", "isError"]
+    })
 }
 
 fn inline_schema() -> Value {
@@ -174,10 +249,18 @@ fn inline_schema() -> Value {
     })
 }
 
-/// A result object as the model sees it: one text block holding the JSON.
+/// A result object as the model sees it: one text block holding the JSON, and the same
+/// object as structured content where it is the contract's (see [`output_schema`]). A
+/// validation error (`error: true`) is an error result too.
 fn result_of(value: &Value) -> CallToolResult {
+    let is_error = value["isError"] == true || value["error"] == true;
+    if value.get("toolId").is_some() {
+        let mut result = CallToolResult::structured(value.clone());
+        result.is_error = Some(is_error);
+        return result;
+    }
     let content = vec![ContentBlock::text(value.to_string())];
-    if value["isError"] == true {
+    if is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
@@ -241,7 +324,7 @@ impl PlanServer {
         args: &Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<Submitted, Value> {
-        let tool_schema = tool(&self.input).input_schema;
+        let tool_schema = self.tool.input_schema.clone();
         let violations = schema::validate(&Value::Object((*tool_schema).clone()), args);
         if !violations.is_empty() {
             return Err(schema::validation_error(
@@ -268,7 +351,7 @@ impl PlanServer {
         };
         let payload = match checked {
             Ok(ToolOutcome::Suspend { payload }) => payload,
-            Ok(ToolOutcome::Value(result)) => return Err(result),
+            Ok(ToolOutcome::Value(result)) => return Err(for_hosts(result)),
             Ok(ToolOutcome::Failed(message)) => return Err(failed(&message)),
             Err(join) => return Err(failed(&join.to_string())),
         };
@@ -417,6 +500,16 @@ impl PlanServer {
     }
 }
 
+/// The engine's refusal as an MCP host should read it: the engine tells its model to write
+/// with its `write_file` tool, which hosts do not have (they write with their own).
+fn for_hosts(mut result: Value) -> Value {
+    if let Some(content) = result["content"].as_str() {
+        let content = content.replace(" with write_file", "");
+        result["content"] = Value::String(content);
+    }
+    result
+}
+
 /// The plan's text as the review core takes it: the title heading, then the body.
 fn with_text(mut submitted: Submitted) -> Submitted {
     submitted.plan.text = if submitted.title.is_empty() {
@@ -454,11 +547,11 @@ impl ServerHandler for PlanServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![tool(&self.input)]))
+        Ok(ListToolsResult::with_all_items(vec![(*self.tool).clone()]))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == TOOL_ID).then(|| tool(&self.input))
+        (name == TOOL_ID).then(|| (*self.tool).clone())
     }
 
     async fn call_tool(

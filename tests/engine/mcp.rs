@@ -46,10 +46,52 @@ pub async fn submit(client: &Client, args: Value) -> (Value, bool) {
         .await
         .unwrap();
     let text = result.content[0].as_text().unwrap().text.clone();
-    (
-        serde_json::from_str(&text).unwrap(),
-        result.is_error == Some(true),
-    )
+    let object: Value = serde_json::from_str(&text).unwrap();
+    if object.get("toolId").is_some() {
+        assert_eq!(
+            result.structured_content.as_ref(),
+            Some(&object),
+            "structuredContent is the result object the text carries"
+        );
+    } else {
+        assert!(
+            result.is_error == Some(true) && result.structured_content.is_none(),
+            "an object outside the output schema is an error, and not structured: {object}"
+        );
+    }
+    assert!(
+        !text.contains("write_file"),
+        "MCP hosts have no write_file: {text}"
+    );
+    (object, result.is_error == Some(true))
+}
+
+/// What every host is told about `submit_plan` beyond its description and input schema.
+pub fn assert_tool_metadata(tool: &rmcp::model::Tool) {
+    assert_eq!(tool.title.as_deref(), Some("Submit plan for review"));
+    let annotations = serde_json::to_value(tool.annotations.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        annotations,
+        json!({"title": "Submit plan for review", "readOnlyHint": false,
+               "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}),
+        "it records a plan (not read-only), adds and never destroys, asks anew each call, \
+         and reaches nothing outside Plandesk"
+    );
+    let output = Value::Object((**tool.output_schema.as_ref().unwrap()).clone());
+    assert_eq!(output["required"], json!(["toolId", "content", "isError"]));
+    assert_eq!(
+        output["properties"]["submittedPlan"]["required"],
+        json!(["title", "path", "plan"])
+    );
+    let description = tool.description.as_deref().unwrap();
+    assert!(
+        !description.contains("write_file"),
+        "MCP hosts have no write_file: {description}"
+    );
+    assert!(
+        description.contains("hours") && description.contains("person"),
+        "the host learns the call waits for a person, maybe hours: {description}"
+    );
 }
 
 /// Waits (on a blocking thread) for one pending plan, then runs `decide` with its run id.
@@ -71,6 +113,14 @@ async fn an_mcp_client_gets_the_engine_contract_and_waits_for_the_decision() {
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 1);
     assert_eq!(tools[0].name, "submit_plan");
+    assert_tool_metadata(&tools[0]);
+    let description = tools[0].description.as_deref().unwrap();
+    let root = fx.workspace.canonicalize().unwrap();
+    assert!(
+        description.contains("`.plandesk/plans/`")
+            && description.contains(&format!("`{}`", root.display())),
+        "names the plans folder and the workspace a path is relative to: {description}"
+    );
     assert_eq!(
         Value::Object((*tools[0].input_schema).clone()),
         json!({"type": "object", "properties": {"path": {"type": "string",
@@ -92,8 +142,9 @@ async fn an_mcp_client_gets_the_engine_contract_and_waits_for_the_decision() {
         .as_str()
         .unwrap()
         .contains("outside the plans folder"));
-    let (invalid, _) = submit(&client, json!({"path": PLAN, "extra": 1})).await;
+    let (invalid, is_error) = submit(&client, json!({"path": PLAN, "extra": 1})).await;
     assert!(invalid.get("validationErrors").is_some(), "{invalid}");
+    assert!(is_error, "a call with the wrong arguments failed");
 
     // Rejected with feedback: the contract's text.
     let ((rejected, is_error), ()) = tokio::join!(

@@ -12,7 +12,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
-use crate::mcp::{assert_undecidable, status_of, submit, submit_cancellable, until_titled, Client};
+use crate::mcp::{
+    assert_tool_metadata, assert_undecidable, status_of, submit, submit_cancellable, until_titled,
+    Client,
+};
 use crate::support::*;
 
 /// A `plandesk serve` process on a free loopback port.
@@ -316,6 +319,7 @@ async fn an_mcp_client_over_http_gets_the_contract_and_is_recorded_as_its_token(
         json!(["path", "plan"]),
         "the plan travels in the call"
     );
+    assert_tool_metadata(&tools[0]);
 
     // Checked before a person sees it.
     let (escape, is_error) = submit(&client, json!({"path": "../x.md", "plan": "# P"})).await;
@@ -351,8 +355,9 @@ async fn an_mcp_client_over_http_gets_the_contract_and_is_recorded_as_its_token(
             .contains("at most 1048576 bytes"),
         "{large}"
     );
-    let (invalid, _) = submit(&client, json!({"path": "p.md"})).await;
+    let (invalid, is_error) = submit(&client, json!({"path": "p.md"})).await;
     assert!(invalid.get("validationErrors").is_some(), "{invalid}");
+    assert!(is_error, "a call with the wrong arguments failed");
     assert_eq!(
         fx.listing(&["history"]),
         json!([]),

@@ -62,11 +62,17 @@ function agentRow(agent) {
       button.disabled = false;
     }
   });
+  const state = agent.problem ? 'Cannot set up' : agent.installed ? 'Set up' : 'Not set up';
   const row = h('li', { dataset: { agent: agent.agent } },
     h('span', { class: 'name' }, agent.name),
-    h('span', { class: `state ${agent.installed ? 'on' : 'off'}` }, agent.installed ? 'Set up' : 'Not set up'),
+    h('span', { class: `state ${agent.installed ? 'on' : 'off'}` }, state),
     h('span', { class: 'file muted', title: agent.file }, agent.file),
     button);
+  if (agent.problem) {
+    // Its settings file is not one Plandesk can safely change: say why, and offer nothing.
+    button.disabled = true;
+    row.append(h('span', { class: 'problem' }, agent.problem));
+  }
   return row;
 }
 

@@ -28,6 +28,9 @@ pub struct AgentSetup {
     pub file: String,
     /// What the person still has to do (e.g. trust the hook in Codex).
     pub note: Option<String>,
+    /// Why it cannot be set up from here (its settings file is not JSON, or holds a `plandesk`
+    /// entry Plandesk did not write); the other agents are listed all the same.
+    pub problem: Option<String>,
 }
 
 fn places(state: &AppState) -> Result<Places, IpcError> {
@@ -51,29 +54,43 @@ fn places(state: &AppState) -> Result<Places, IpcError> {
     Ok(places)
 }
 
-fn setup(agent: &'static str, target: Target, places: &Places) -> Result<AgentSetup, IpcError> {
-    let change = install::plan(target, false, places)
-        .map_err(|e| IpcError::new("install", e.to_string()))?;
-    Ok(AgentSetup {
+fn setup(agent: &'static str, target: Target, places: &Places) -> AgentSetup {
+    let name = if target == Target::Mcp {
+        "MCP clients (this workspace's .mcp.json)"
+    } else {
+        agent_name(target.source())
+    };
+    let (installed, file, problem) = match install::plan(target, false, places) {
+        Ok(change) => (
+            !change.changes_anything(),
+            change.file.display().to_string(),
+            None,
+        ),
+        Err(err) => (
+            false,
+            err.file()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default(),
+            Some(err.to_string()),
+        ),
+    };
+    AgentSetup {
         agent,
-        name: if target == Target::Mcp {
-            "MCP clients (this workspace's .mcp.json)"
-        } else {
-            agent_name(target.source())
-        },
-        installed: !change.changes_anything(),
-        file: change.file.display().to_string(),
+        name,
+        installed,
+        file,
         note: None,
-    })
+        problem,
+    }
 }
 
 #[tauri::command]
 pub async fn agent_setup(state: State<'_, AppState>) -> Result<Vec<AgentSetup>, IpcError> {
     let places = places(&state)?;
-    TARGETS
+    Ok(TARGETS
         .iter()
         .map(|(agent, target)| setup(agent, *target, &places))
-        .collect()
+        .collect())
 }
 
 #[tauri::command]
@@ -95,7 +112,7 @@ pub async fn install_agent(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     install::apply(&change, now).map_err(|e| IpcError::new("install", e.to_string()))?;
-    let mut result = setup(name, target, &places)?;
+    let mut result = setup(name, target, &places);
     result.note = change.note;
     Ok(result)
 }

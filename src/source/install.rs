@@ -88,6 +88,16 @@ pub enum InstallError {
     NoHome,
 }
 
+impl InstallError {
+    /// The settings file it is about, if it is about one.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            InstallError::File { file, .. } | InstallError::NotJson { file, .. } => Some(file),
+            InstallError::NoHome => None,
+        }
+    }
+}
+
 fn file_error(file: &Path, message: impl ToString) -> InstallError {
     InstallError::File {
         file: file.to_owned(),

@@ -14,6 +14,9 @@ let driver;
 
 before(async () => {
   mkdirSync(claudeDir, { recursive: true });
+  // A settings file Plandesk cannot safely change: its agent says why, the others still list.
+  mkdirSync(join(home, '.gemini'), { recursive: true });
+  writeFileSync(join(home, '.gemini', 'settings.json'), '{ "theme": "dark", ');
   // Someone's own settings, which must survive.
   writeFileSync(join(claudeDir, 'settings.json'), JSON.stringify({ theme: 'dark', permissions: { allow: ['Bash(ls)'] } }, null, 2));
   driver = await startDriver(PORT, { HOME: home, CLAUDE_CONFIG_DIR: claudeDir, CODEX_HOME: join(home, '.codex') });
@@ -29,6 +32,13 @@ test('Settings → Agents: one click sets Claude Code up with the hook, another 
     await app.click('#settings-btn');
     await app.find(row('claude-code'));
     assert.match(await app.text(`${row('claude-code')} .state`), /Not set up/);
+    assert.match(await app.text(`${row('gemini')} .state`), /Cannot set up/);
+    assert.match(await app.text(`${row('gemini')} .problem`), /not valid JSON/);
+    assert.equal(await app.exec(`return document.querySelector('${row('gemini')} button').disabled`), true,
+      'nothing to click for a file Plandesk would not change');
+    assert.match(await app.text(`${row('codex')} .state`), /Not set up/, 'the other agents are listed all the same');
+    await app.exec(`document.querySelector('${row('gemini')} .problem').scrollIntoView(); return true;`);
+    await app.screenshot(join(ARTIFACTS, 'settings-agent-problem.png'));
     await app.click(`${row('claude-code')} button`);
     await app.waitFor(`document.querySelector('${row('claude-code')} .state')?.textContent === 'Set up'`, { what: 'the hook to be set up' });
     const settings = JSON.parse(readFileSync(join(claudeDir, 'settings.json'), 'utf8'));

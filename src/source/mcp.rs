@@ -14,11 +14,12 @@ use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -65,6 +66,8 @@ pub(crate) struct PlanServer {
     /// Flips to `true` when every waiting call must stop: stdin reached its end (the client
     /// went away), or the server is shutting down.
     stopped: watch::Receiver<bool>,
+    /// How often a waiting call that carries a progress token reports progress.
+    progress_every: Duration,
 }
 
 impl std::fmt::Debug for PlanServer {
@@ -88,6 +91,7 @@ impl PlanServer {
             input: Arc::new(PlanInput::Inline(wait)),
             session: String::new(),
             stopped,
+            progress_every: progress_every(),
         }
     }
 }
@@ -113,6 +117,7 @@ pub async fn serve(engine: Engine, options: McpOptions) -> Result<(), String> {
         input: Arc::new(PlanInput::Workspace(options)),
         session: uuid::Uuid::new_v4().simple().to_string(),
         stopped: rx,
+        progress_every: progress_every(),
     };
     let (stdin, stdout) = rmcp::transport::stdio();
     let stdin = EofWatch {
@@ -463,7 +468,11 @@ impl PlanServer {
                 _ = stopped.wait_for(|stop| *stop) => {}
             }
         };
-        let answer = match review_plan(&engine, plan, &wait, stop).await {
+        let answer = tokio::select! {
+            answer = review_plan(&engine, plan, &wait, stop) => answer,
+            never = report_progress(context, self.progress_every) => match never {},
+        };
+        let answer = match answer {
             Ok(answer) => answer,
             Err(err) => return failed(&err.to_string()),
         };
@@ -508,6 +517,61 @@ fn for_hosts(mut result: Value) -> Value {
         result["content"] = Value::String(content);
     }
     result
+}
+
+/// How often a waiting call reports progress unless `PLANDESK_MCP_PROGRESS_MS` says otherwise:
+/// well inside the TypeScript SDK's default 60 s request timeout, which a client that sets
+/// `resetTimeoutOnProgress` restarts on each report.
+const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+/// The shortest interval the variable may set (tests use a few hundred milliseconds).
+const MIN_PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// The progress interval: `PLANDESK_MCP_PROGRESS_MS` (milliseconds, at least 100), else 15 s.
+fn progress_every() -> Duration {
+    std::env::var("PLANDESK_MCP_PROGRESS_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(PROGRESS_EVERY, |ms| {
+            Duration::from_millis(ms).max(MIN_PROGRESS_EVERY)
+        })
+}
+
+/// While a call waits for a person, reports progress every `every` if the call carries a
+/// progress token (at once too: over streamable HTTP at 2026-07-28 the answer's event stream,
+/// and its keep-alives, start with the first message). `progress` is the seconds waited, so it
+/// only grows. Never returns; the caller stops it by dropping it.
+async fn report_progress(
+    context: &RequestContext<RoleServer>,
+    every: Duration,
+) -> std::convert::Infallible {
+    let Some(token) = context.meta.get_progress_token() else {
+        return std::future::pending().await;
+    };
+    let started = tokio::time::Instant::now();
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let waited = started.elapsed();
+        let message = format!(
+            "Waiting for a person to review the plan ({} so far)",
+            waited_text(waited)
+        );
+        let params = ProgressNotificationParam::new(token.clone(), waited.as_secs_f64())
+            .with_message(message);
+        // A client that cannot be told is gone; its cancellation closes the plan.
+        let _ = context.peer.notify_progress(params).await;
+    }
+}
+
+/// `45 s`, `12 min`, `3 h 05 min`.
+fn waited_text(waited: Duration) -> String {
+    let secs = waited.as_secs();
+    match secs {
+        0..=59 => format!("{secs} s"),
+        60..=3599 => format!("{} min", secs / 60),
+        _ => format!("{} h {:02} min", secs / 3600, secs % 3600 / 60),
+    }
 }
 
 /// The plan's text as the review core takes it: the title heading, then the body.
@@ -571,5 +635,20 @@ impl ServerHandler for PlanServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let result = self.submit_plan(args, &context).await;
         Ok(result_of(&result).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_waited_reads_as_a_person_would_say_it() {
+        let say = |secs| waited_text(Duration::from_secs(secs));
+        assert_eq!(say(0), "0 s");
+        assert_eq!(say(59), "59 s");
+        assert_eq!(say(60), "1 min");
+        assert_eq!(say(3599), "59 min");
+        assert_eq!(say(3600 * 3 + 5 * 60 + 7), "3 h 05 min");
     }
 }

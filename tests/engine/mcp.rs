@@ -3,12 +3,15 @@
 //! another process, and answers with the same result objects and texts.
 
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
-use rmcp::service::PeerRequestOptions;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::ServiceExt;
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -19,6 +22,16 @@ const APPROVED: &str = "Plan approved. Proceed with implementation following the
 pub type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 
 async fn connect(fx: &Fixture) -> Client {
+    connect_as(fx, (), &[]).await
+}
+
+/// `plandesk mcp` with `env` set, and a client that handles what the server sends with
+/// `handler`.
+async fn connect_as<H: rmcp::ClientHandler>(
+    fx: &Fixture,
+    handler: H,
+    env: &[(&str, &str)],
+) -> RunningService<RoleClient, H> {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_plandesk"));
     let std_cmd = fx.command(&["mcp", "--workspace", fx.workspace.to_str().unwrap()]);
     cmd.args(std_cmd.get_args());
@@ -28,11 +41,74 @@ async fn connect(fx: &Fixture) -> Client {
             None => cmd.env_remove(key),
         };
     }
+    cmd.envs(env.iter().copied());
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    ().serve(transport).await.unwrap()
+    handler.serve(transport).await.unwrap()
+}
+
+/// A client that keeps the progress notifications it hears.
+#[derive(Debug, Clone, Default)]
+pub struct Heard(pub Arc<Mutex<Vec<ProgressNotificationParam>>>);
+
+impl rmcp::ClientHandler for Heard {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
+}
+
+/// The result object of a `submit_plan` answer.
+pub fn result_object(answer: ServerResult) -> Value {
+    let ServerResult::CallToolResult(result) = answer else {
+        panic!("not a tool result: {answer:?}")
+    };
+    serde_json::from_str(&result.content[0].as_text().unwrap().text).unwrap()
+}
+
+/// Submits a plan with a client that gives up after 1 s without progress, while the person
+/// takes 3 s: the call is answered only if the server reports progress while it waits.
+pub async fn submit_while_progress_resets_the_timeout(
+    fx: &Fixture,
+    client: &Peer<RoleClient>,
+    args: Value,
+    heard: &Heard,
+) {
+    let options =
+        PeerRequestOptions::with_timeout(Duration::from_secs(1)).reset_timeout_on_progress();
+    let call = submit_cancellable(client, args, options).await;
+    let decide = async {
+        let run = until_pending(fx).await["runId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        fx.ok(&["approve", &run]);
+    };
+    let (answer, ()) = tokio::join!(call.await_response(), decide);
+    let answer = answer.unwrap_or_else(|e| panic!("the call outlived its 1 s timeout: {e}"));
+    assert_eq!(result_object(answer)["content"], APPROVED);
+    let heard = heard.0.lock().unwrap().clone();
+    assert!(
+        heard.len() >= 5,
+        "progress every 300 ms through a 3 s wait: {heard:?}"
+    );
+    assert!(
+        heard.windows(2).all(|w| w[0].progress < w[1].progress),
+        "progress only grows: {heard:?}"
+    );
+    assert!(
+        heard.iter().all(|p| p
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("Waiting for a person"))),
+        "{heard:?}"
+    );
 }
 
 /// Calls `submit_plan` and returns the result object the model would read, and whether it is
@@ -210,7 +286,7 @@ async fn a_client_that_goes_away_leaves_its_plan_abandoned() {
 
 /// `submit_plan` as a request the client may give up on (cancel, or time out with `options`).
 pub async fn submit_cancellable(
-    client: &Client,
+    client: &Peer<RoleClient>,
     args: Value,
     options: PeerRequestOptions,
 ) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
@@ -347,4 +423,14 @@ async fn a_client_that_gives_up_leaves_its_plan_abandoned_at_once_and_undecidabl
     let took = until_titled(&fx, "Closed", "abandoned", Duration::from_secs(5)).await;
     eprintln!("stdio: closed client's call abandoned after {took:?}");
     assert_undecidable(&fx, &run, "Closed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_call_reports_progress_so_a_client_timeout_can_be_reset() {
+    let fx = Fixture::new(json!([]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let heard = Heard::default();
+    let client = connect_as(&fx, heard.clone(), &[("PLANDESK_MCP_PROGRESS_MS", "300")]).await;
+    submit_while_progress_resets_the_timeout(&fx, &client, json!({"path": PLAN}), &heard).await;
+    client.cancel().await.unwrap();
 }

@@ -13,8 +13,8 @@ use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 use crate::mcp::{
-    assert_tool_metadata, assert_undecidable, status_of, submit, submit_cancellable, until_titled,
-    Client,
+    assert_tool_metadata, assert_undecidable, status_of, submit, submit_cancellable,
+    submit_while_progress_resets_the_timeout, until_titled, Client, Heard,
 };
 use crate::support::*;
 
@@ -26,10 +26,15 @@ pub struct Server {
 
 impl Server {
     pub fn start(fx: &Fixture, extra: &[&str]) -> Self {
+        Self::start_with_env(fx, extra, &[])
+    }
+
+    pub fn start_with_env(fx: &Fixture, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let mut child = fx
             .command(&args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -102,10 +107,18 @@ async fn json_of(response: reqwest::Response) -> Value {
 }
 
 pub async fn mcp_client(base: &str, token: &str) -> Client {
+    mcp_client_as(base, token, ()).await
+}
+
+pub async fn mcp_client_as<H: rmcp::ClientHandler>(
+    base: &str,
+    token: &str,
+    handler: H,
+) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
         .auth_header(token.to_owned());
     let transport = StreamableHttpClientTransport::from_config(config);
-    ().serve(transport).await.unwrap()
+    handler.serve(transport).await.unwrap()
 }
 
 /// Waits for one pending plan, then decides it with `plandesk DECIDE RUN ...`.
@@ -874,4 +887,58 @@ async fn an_http_client_that_gives_up_leaves_its_plan_abandoned_at_once_and_unde
     assert_undecidable(&fx, &run, "Closed");
     assert_eq!(status_of(&fx, "Approved"), "approved");
     assert!(server.stop().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_call_over_http_reports_progress_so_a_client_timeout_can_be_reset() {
+    let fx = Fixture::new(json!([]));
+    let token = create_token(&fx, "laptop");
+    let server = Server::start_with_env(&fx, &[], &[("PLANDESK_MCP_PROGRESS_MS", "300")]);
+    let heard = Heard::default();
+    let client = mcp_client_as(&server.base, &token, heard.clone()).await;
+    let args = json!({"path": "plans/p.md", "plan": "# Progress\n\nA plan"});
+    submit_while_progress_resets_the_timeout(&fx, &client, args, &heard).await;
+
+    // A 2025-11-25 client's call carries its token in `_meta`; its event stream carries the
+    // progress, and a call without a token gets none.
+    let legacy = LegacyClient::connect(&server.base, &token).await;
+    let with_token = legacy
+        .post(
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "submit_plan", "_meta": {"progressToken": "p-5"},
+            "arguments": {"path": "plans/q.md", "plan": "# Legacy\n\nA plan"}}}),
+        )
+        .await;
+    let (messages, _) = tokio::join!(
+        sse_messages(with_token),
+        decide_after(&fx, Duration::from_secs(1))
+    );
+    let progress: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(progress.len() >= 2, "{messages:?}");
+    assert!(progress
+        .iter()
+        .all(|p| p["params"]["progressToken"] == "p-5"));
+    let without_token = legacy.call(6, "plans/r.md", "# Quiet\n\nA plan").await;
+    let (messages, _) = tokio::join!(
+        sse_messages(without_token),
+        decide_after(&fx, Duration::from_secs(1))
+    );
+    assert!(
+        messages.iter().all(|m| m.get("method").is_none()),
+        "no token, no progress: {messages:?}"
+    );
+    assert!(server.stop().success());
+}
+
+/// Approves the pending plan once it has waited `wait`.
+async fn decide_after(fx: &Fixture, wait: Duration) {
+    let run = until_pending(fx).await["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tokio::time::sleep(wait).await;
+    fx.ok(&["approve", &run]);
 }

@@ -1,12 +1,6 @@
-//! Writes the page the app serves (`gen/ui`: `ui/` with its modules joined into one script, see
-//! `build/ui.rs`), reads `tauri.conf.json` (beside this file, where the bundler looks too) and
-//! declares the app's commands, so each gets an `allow-*` permission and the capability file
-//! can grant exactly those the UI uses.
-
-use std::path::Path;
-
-#[path = "build/ui.rs"]
-mod ui;
+//! Reads `tauri.conf.json` (beside this file, where the bundler looks too; it serves `ui/` as it
+//! is, native modules) and declares the app's commands, so each gets an `allow-*` permission and
+//! the capability file can grant exactly those the UI uses.
 
 /// Every command the webview may invoke; `capabilities/main.json` grants them.
 const COMMANDS: &[&str] = &[
@@ -43,10 +37,6 @@ const COMMANDS: &[&str] = &[
 ];
 
 fn main() {
-    if let Err(err) = ui::write_page(Path::new("../ui"), Path::new("gen/ui")) {
-        println!("cargo:warning=the page could not be written: {err}");
-        std::process::exit(1);
-    }
     let attributes = tauri_build::Attributes::new()
         .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     if let Err(err) = tauri_build::try_build(attributes) {

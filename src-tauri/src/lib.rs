@@ -10,10 +10,6 @@ pub mod ipc;
 pub mod rendering;
 pub mod reviewing;
 
-#[cfg(test)]
-#[path = "../build/ui.rs"]
-mod joined_page;
-
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;

@@ -1,12 +1,11 @@
 // The UI alone in real Chromium: ui/ served on 127.0.0.1 under the app's CSP, with a fake
 // backend behind window.__TAURI__ that records every command. Fast checks of keyboard flows,
-// errors, layout and theming; the WebDriver tests prove the real app. PLANDESK_UI serves
-// another folder: `./x test` serves src-tauri/gen/ui, the page as the app has it (its modules
-// joined into one script by src-tauri/build.rs).
+// errors, layout and theming; the WebDriver tests prove the real app. The app serves ui/ as it
+// is (native modules); PLANDESK_UI serves another folder.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { readFile, mkdir } from 'node:fs/promises';
+import { readFile, readdir, mkdir } from 'node:fs/promises';
 import { join, resolve, extname } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -515,6 +514,26 @@ test('a run read while its stream ends draws once, from the hand-off; a view ope
   assert.equal(await page.evaluate(() => window.__plandesk.view.name), 'history');
   assert.deepEqual(page.errors, []);
   await page.close();
+});
+
+test('index.html preloads exactly the modules app.js imports, directly or not, and ui/ has no other', async () => {
+  const html = await readFile(join(UI, 'index.html'), 'utf8');
+  const preloaded = [...html.matchAll(/<link rel="modulepreload" href="([^"]+)">/g)].map((m) => m[1]).sort();
+  // The import closure of app.js, read from the modules' static imports.
+  const imported = new Set();
+  const walk = async (name) => {
+    const text = await readFile(join(UI, name), 'utf8');
+    for (const [, dep] of text.matchAll(/^import\s[^;]*?['"]\.\/([^'"]+)['"]/gm)) {
+      if (!imported.has(dep)) {
+        imported.add(dep);
+        await walk(dep);
+      }
+    }
+  };
+  await walk('app.js');
+  assert.deepEqual(preloaded, [...imported].sort(), 'each module fetched at once, none twice, none unused');
+  const files = (await readdir(UI)).filter((f) => f.endsWith('.js') && f !== 'app.js').sort();
+  assert.deepEqual(files, [...imported].sort(), 'every module in ui/ is part of the page');
 });
 
 test('links in a plan go to the system browser through open_link', async () => {

@@ -94,9 +94,7 @@ pub struct AuditView {
 #[tauri::command]
 pub async fn audit(state: State<'_, AppState>, run_id: Option<String>) -> Result<AuditView> {
     // The chain is checked over the whole trail; one run's entries are a part of it.
-    let review = state.engine.review();
-    let all = review.audit(None).await?;
-    let check = review.check_trail(&all).await?;
+    let (all, check) = state.engine.review().checked_audit().await?;
     let entries = match run_id {
         Some(run) => all.into_iter().filter(|e| e.run_id == run).collect(),
         None => all,
@@ -104,26 +102,21 @@ pub async fn audit(state: State<'_, AppState>, run_id: Option<String>) -> Result
     Ok(AuditView { entries, check })
 }
 
-/// Saves the audit trail as JSON lines where the person chooses; `None` if they cancelled.
+/// Saves the whole audit trail as JSON lines, its head first (as `plandesk audit --export`:
+/// `plandesk audit --verify --file` checks it), where the person chooses; `None` if they
+/// cancelled. Always the whole trail: a part of it could not be checked for what was cut.
 #[tauri::command]
 pub async fn export_audit<R: Runtime>(
     app: AppHandle<R>,
     state: State<'_, AppState>,
-    run_id: Option<String>,
 ) -> Result<Option<String>> {
-    let entries = state.engine.review().audit(run_id.as_deref()).await?;
-    let name = match &run_id {
-        Some(run) => format!(
-            "plandesk-audit-{}.jsonl",
-            run.chars().take(12).collect::<String>()
-        ),
-        None => "plandesk-audit.jsonl".to_owned(),
-    };
+    let entries = state.engine.review().audit(None).await?;
+    let name = "plandesk-audit.jsonl";
     let Some(path) = app
         .dialog()
         .file()
         .set_title("Export the audit trail")
-        .set_file_name(&name)
+        .set_file_name(name)
         .add_filter("JSON lines", &["jsonl"])
         .blocking_save_file()
         .and_then(|p| p.into_path().ok())
@@ -134,11 +127,8 @@ pub async fn export_audit<R: Runtime>(
         IpcError::new("export", format!("Could not write {}: {e}", path.display()))
     };
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(failed)?);
-    for entry in &entries {
-        let line =
-            serde_json::to_string(entry).map_err(|e| IpcError::new("internal", e.to_string()))?;
-        writeln!(out, "{line}").map_err(failed)?;
-    }
-    out.flush().map_err(failed)?;
+    plandesk::review::write_export(&entries, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(failed)?;
     Ok(Some(path.display().to_string()))
 }

@@ -827,3 +827,35 @@ fn a_run_that_stops_on_a_plan_hands_its_review_over_with_its_end() {
         "{ended}"
     );
 }
+
+/// The audit view says what its check found: the trail checked to its newest entry, then,
+/// with the record of its head outside the database two entries further (as the two newest
+/// entries deleted from the database leave it), cut.
+#[test]
+fn the_audit_view_says_when_the_newest_entries_were_removed() {
+    let fx = fixture();
+    let view = fx.ok("audit", json!({"runId": null}));
+    let check = &view["check"];
+    assert_eq!(check["holds"], true, "{check}");
+    assert!(
+        check["summary"]
+            .as_str()
+            .unwrap()
+            .contains("None was changed or removed"),
+        "the whole trail, checked to its end: {check}"
+    );
+    let entries = view["entries"].as_array().unwrap().len();
+    let anchor = plandesk::store::AuditAnchor::local(&fx.data);
+    std::fs::write(
+        anchor.path(),
+        json!({"entries": entries + 2, "hash": "of an entry deleted since"}).to_string(),
+    )
+    .unwrap();
+    let check = fx.ok("audit", json!({"runId": null}))["check"].clone();
+    assert_eq!(check["holds"], false, "a cut trail does not hold: {check}");
+    let said = check["summary"].as_str().unwrap();
+    assert!(
+        said.contains("2 newest entries were removed") && !said.contains("changed or removed"),
+        "the view says the trail was cut, and how much: {said}"
+    );
+}

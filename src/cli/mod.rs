@@ -156,12 +156,21 @@ enum Command {
         file: PathBuf,
     },
     /// The audit trail: every submission, comment, edit, decision and mode switch, who and
-    /// when; `--json` prints it as JSON lines (an export), `--verify` checks its hash chain
+    /// when; `--json` prints it as JSON lines, `--export` saves it with its head, `--verify`
+    /// checks its hash chain and its end
     Audit {
+        #[arg(conflicts_with_all = ["verify", "export"])]
         run_id: Option<String>,
-        /// Check that no entry was changed or removed (exit 1 and name it if one was)
+        /// Check that no entry was changed or removed (exit 1 and name it if one was), and say
+        /// what could not be checked
         #[arg(long)]
         verify: bool,
+        /// With --verify: check this export instead of the store
+        #[arg(long, value_name = "EXPORT", requires = "verify")]
+        file: Option<PathBuf>,
+        /// Save the whole trail to FILE as JSON lines, its head (entry count, newest hash) first
+        #[arg(long, value_name = "FILE", conflicts_with = "verify")]
+        export: Option<PathBuf>,
     },
     /// The model new runs use, and why; `set` saves a choice, `clear` forgets it
     Model {
@@ -530,10 +539,42 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             return reviewing::edit(&engine, &revision, &file, json).await
         }
         Command::Model { action } => return model_command(&engine, action, json).await,
-        Command::Audit { run_id, verify } => {
+        Command::Audit {
+            run_id,
+            verify,
+            file,
+            export,
+        } => {
+            if let Some(file) = file {
+                let text = std::fs::read_to_string(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?;
+                return Ok(print::audit_check(&review::check_export(&text), json));
+            }
             if verify {
                 let check = engine.review().verify_audit().await?;
                 return Ok(print::audit_check(&check, json));
+            }
+            if let Some(path) = export {
+                let trail = engine.review().audit(None).await?;
+                let failed = |e: std::io::Error| anyhow!("cannot write {}: {e}", path.display());
+                let mut out =
+                    std::io::BufWriter::new(std::fs::File::create(&path).map_err(failed)?);
+                review::write_export(&trail, &mut out)
+                    .and_then(|()| out.flush())
+                    .map_err(failed)?;
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"path": path, "entries": trail.len()})
+                    );
+                } else {
+                    print::next(&format!(
+                        "Saved the audit trail ({} entries, its head first) to {}.",
+                        trail.len(),
+                        path.display()
+                    ));
+                }
+                return Ok(ExitCode::SUCCESS);
             }
             let run_id = match run_id {
                 Some(r) => Some(engine.resolve_run(&r).await?),

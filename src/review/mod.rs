@@ -5,6 +5,7 @@
 //! outside agents) hand plans in and take decisions out; hosts (the CLI, the app) read and
 //! decide through it, never through the store.
 
+mod audit;
 mod comments;
 mod edit;
 mod external;
@@ -22,6 +23,7 @@ use crate::store::{
     Actor, AuditRow, DecisionRow, Listing, NewDecision, RevisionRow, Store, StoreError,
 };
 
+pub use audit::{check_chain, check_export, write_export, AuditCheck, HeadCheck};
 pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_COMMENT_CHARS};
 pub use edit::{EditSummary, Edited};
 pub use external::{ExternalPlan, PlanFile, WaitEvent, Waiting};
@@ -161,52 +163,6 @@ impl Review {
     /// The audit trail (of one run, or all), oldest first.
     pub async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, ReviewError> {
         Ok(self.store.audit(run_id).await?)
-    }
-
-    /// Checks the audit trail: its chain (the first entry whose hash or link does not hold),
-    /// then that each plan an answer names by its revision's hash (`answerPlan`: the plan is
-    /// kept once, with the revision, outside the chain) is still what that hash says.
-    pub async fn verify_audit(&self) -> Result<AuditCheck, ReviewError> {
-        self.check_trail(&self.store.audit(None).await?).await
-    }
-
-    /// [`Review::verify_audit`] of `trail`, the whole trail as read.
-    pub async fn check_trail(&self, trail: &[AuditRow]) -> Result<AuditCheck, ReviewError> {
-        let mut check = check_chain(trail);
-        if check.broken.is_some() {
-            return Ok(check);
-        }
-        let mut held = std::collections::HashSet::new();
-        for entry in trail {
-            let names_plan = entry
-                .data
-                .get("answerPlan")
-                .and_then(serde_json::Value::as_str)
-                == Some(crate::store::ANSWER_PLAN_IS_REVISION);
-            let sha = entry.revision_sha.as_deref().unwrap_or_default();
-            if !names_plan || held.contains(sha) {
-                continue;
-            }
-            let holds = !sha.is_empty()
-                && self
-                    .store
-                    .revisions_by_sha(sha)
-                    .await?
-                    .iter()
-                    .any(|r| r.sha256 == sha && plan_sha256(&r.title, &r.body) == sha);
-            if !holds {
-                check.broken = Some((
-                    entry.id,
-                    format!(
-                        "the plan its answer names (revision {}) was changed or is gone",
-                        &sha[..sha.len().min(12)]
-                    ),
-                ));
-                return Ok(check);
-            }
-            held.insert(sha);
-        }
-        Ok(check)
     }
 
     /// Everything waiting for a person, from every source, newest first. Items whose outside
@@ -463,44 +419,5 @@ fn view_from(
         markdown,
         revision,
         revisions_in_thread,
-    }
-}
-
-/// What `--verify` found.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditCheck {
-    pub entries: usize,
-    /// The first entry that breaks the chain, and how.
-    pub broken: Option<(i64, String)>,
-}
-
-/// Walks the chain: each entry must hash to its `hash` and link to the one before.
-pub fn check_chain(rows: &[AuditRow]) -> AuditCheck {
-    let mut prev = String::new();
-    for (expected_id, row) in (1..).zip(rows) {
-        let problem = if row.id != expected_id {
-            Some(format!(
-                "entry {expected_id} is missing (the next one is {})",
-                row.id
-            ))
-        } else if row.prev_hash != prev {
-            Some("it does not link to the entry before it".to_owned())
-        } else if row.expected_hash() != row.hash {
-            Some("its content does not match its hash (it was changed)".to_owned())
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            return AuditCheck {
-                entries: rows.len(),
-                broken: Some((row.id, problem)),
-            };
-        }
-        prev = row.hash.clone();
-    }
-    AuditCheck {
-        entries: rows.len(),
-        broken: None,
     }
 }

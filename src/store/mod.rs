@@ -4,6 +4,7 @@
 //! append-only event log. It knows no run, mode or tool rules: what is pending is decided above
 //! it and handed in with each commit.
 
+mod anchor;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
@@ -17,6 +18,7 @@ use futures::stream::BoxStream;
 
 use crate::clock::Millis;
 
+pub use anchor::{Advance, AnchorError, AuditAnchor, AuditHead};
 pub use postgres::PostgresStore;
 pub use rows::*;
 pub use sqlite::SqliteStore;
@@ -36,8 +38,13 @@ pub enum StoreLocation {
     Sqlite(PathBuf),
     /// A PostgreSQL database shared by a team (the URL may hold a password: never shown).
     /// Settings there are a person's own: `personal` names whose (their user, machine and data
-    /// folder), so one reviewer's name or preferences never become another's.
-    Postgres { url: String, personal: String },
+    /// folder), so one reviewer's name or preferences never become another's. `data_dir` keeps
+    /// this machine's record of the audit trail's head ([`AuditAnchor`]); `None` keeps none.
+    Postgres {
+        url: String,
+        personal: String,
+        data_dir: Option<PathBuf>,
+    },
 }
 
 impl std::fmt::Debug for StoreLocation {
@@ -59,11 +66,13 @@ fn personal_scope() -> String {
 }
 
 impl StoreLocation {
-    /// A team's PostgreSQL store, with this person's settings (on this machine).
+    /// A team's PostgreSQL store, with this person's settings (on this machine), keeping no
+    /// record of its audit trail's head ([`StoreLocation::choose`] keeps one in the data folder).
     pub fn postgres(url: impl Into<String>) -> Self {
         Self::Postgres {
             url: url.into(),
             personal: personal_scope(),
+            data_dir: None,
         }
     }
 
@@ -79,6 +88,7 @@ impl StoreLocation {
             Some(url) if postgres::is_postgres_url(url) => Ok(Self::Postgres {
                 url: url.to_owned(),
                 personal: format!("{}:{}", personal_scope(), data_dir.display()),
+                data_dir: Some(data_dir.to_owned()),
             }),
             // Not repeated: whatever it is, it may hold a password.
             Some(_) => Err(StoreError::Open {
@@ -102,7 +112,17 @@ impl StoreLocation {
     pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
         Ok(match self {
             Self::Sqlite(dir) => Arc::new(SqliteStore::open(dir)?),
-            Self::Postgres { url, personal } => Arc::new(PostgresStore::open(url, personal).await?),
+            Self::Postgres {
+                url,
+                personal,
+                data_dir,
+            } => {
+                let store = PostgresStore::open(url, personal).await?;
+                match data_dir {
+                    Some(dir) => Arc::new(store.with_audit_anchor(dir)),
+                    None => Arc::new(store),
+                }
+            }
         })
     }
 }
@@ -332,6 +352,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn append_audit(&self, entry: &NewAudit<'_>) -> Result<(), StoreError>;
     /// The audit trail (of one run, or all), oldest first.
     async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, StoreError>;
+    /// Where this store's audit head is recorded outside it (moved forward by every write that
+    /// appends an entry); `None` if it keeps no such record.
+    fn audit_anchor(&self) -> Option<&AuditAnchor> {
+        None
+    }
     /// Extends a waiter's lease on an open item; `false` once the item is closed or another
     /// waiter holds it.
     async fn renew_waiter(

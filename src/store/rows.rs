@@ -188,8 +188,8 @@ fn os_user() -> Option<String> {
     }
 }
 
-/// One entry of the audit trail.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One entry of the audit trail (read back from an export too: the same fields).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditRow {
     pub id: i64,

@@ -181,3 +181,254 @@ fn tampering_with_one_entry_is_found_and_named() {
         "{said}"
     );
 }
+
+/// Runs `sql` on the fixture's store past Plandesk, as someone with write access to the
+/// database (and none to the data folder) would.
+fn raw_sql(fx: &Fixture, sql: &str) {
+    use plandesk::store::StoreLocation;
+    match &fx.store {
+        StoreLocation::Sqlite(dir) => rusqlite::Connection::open(dir.join("plandesk.db"))
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap(),
+        StoreLocation::Postgres { url, .. } => block_on(async {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client.batch_execute(sql).await.unwrap();
+        }),
+    }
+}
+
+/// Drops the trigger that keeps entries from being deleted, and deletes those after `keep`.
+fn delete_newest_entries(fx: &Fixture, keep: i64) {
+    let drop = if on_postgres() {
+        "DROP TRIGGER audit_is_append_only ON audit;"
+    } else {
+        "DROP TRIGGER audit_is_append_only_delete;"
+    };
+    raw_sql(fx, &format!("{drop} DELETE FROM audit WHERE id > {keep};"));
+}
+
+/// `plandesk audit --verify ARGS`: whether it passed, and what it said.
+fn verify(fx: &Fixture, args: &[&str]) -> (bool, String) {
+    let mut full = vec!["audit", "--verify"];
+    full.extend_from_slice(args);
+    let out = fx.command(&full).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.success(), said)
+}
+
+/// The files in the data folder that record the audit trail's head.
+fn anchors(fx: &Fixture) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(&fx.data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("audit-head") && name.ends_with(".json")
+        })
+        .collect()
+}
+
+/// The newest entries of the trail deleted with the append-only guard dropped leave a chain
+/// that holds, link by link: only the head kept outside the database shows it was cut.
+#[test]
+fn removing_the_newest_entries_is_found() {
+    let (fx, _) = audited_run();
+    let (held, said) = verify(&fx, &[]);
+    assert!(held, "the whole trail holds: {said}");
+    delete_newest_entries(&fx, 3);
+    let (held, said) = verify(&fx, &[]);
+    assert!(!held, "a trail cut short must fail verification: {said}");
+    assert!(
+        said.contains("2 newest entries were removed"),
+        "it must say how many of the newest entries are gone: {said}"
+    );
+    assert!(
+        !said.contains("changed or removed") && !said.contains("chain intact"),
+        "a cut trail must not be called whole: {said}"
+    );
+    let json: Value = serde_json::from_slice(
+        &fx.command(&["--json", "audit", "--verify"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["holds"], false, "{json}");
+    assert_eq!(json["head"]["state"], "cut", "{json}");
+    assert_eq!(json["head"]["removed"], 2, "{json}");
+    // Checking again does not move the record back to the cut trail's end.
+    let (held, said) = verify(&fx, &[]);
+    assert!(
+        !held && said.contains("2 newest entries were removed"),
+        "{said}"
+    );
+}
+
+/// Deleting the newest entries and writing others in their place (the hash is not secret:
+/// anyone can chain entries) is found too: the entry where the recorded head was is another.
+#[test]
+fn replacing_the_newest_entries_is_found() {
+    let (fx, run) = audited_run();
+    delete_newest_entries(&fx, 3);
+    // A new entry takes the place of entry 4, chained right, and one more takes entry 5's.
+    fx.ok(&["comment", "#2", "--lines", "1", "Looks fine"]);
+    fx.ok(&["comment", "#2", "--lines", "1", "Still fine"]);
+    let entries = jsonl(&fx, &["audit", &run]);
+    assert_eq!(entries.len(), 5, "{entries:?}");
+    let (held, said) = verify(&fx, &[]);
+    assert!(!held, "a replaced head must fail verification: {said}");
+    assert!(
+        said.contains("entry #5") && said.contains("replaced"),
+        "it must name the entry that is not the recorded one: {said}"
+    );
+}
+
+/// Where there is nothing outside the database to check the end against, verification says
+/// so, and does not claim that no entry was removed; from then on the end is recorded.
+#[test]
+fn without_a_record_of_the_head_verification_says_what_it_could_not_check() {
+    let (fx, _) = audited_run();
+    let recorded = anchors(&fx);
+    assert_eq!(
+        recorded.len(),
+        1,
+        "appending records the head in the data folder: {recorded:?}"
+    );
+    std::fs::remove_file(&recorded[0]).unwrap();
+    let (held, said) = verify(&fx, &[]);
+    assert!(held, "the chain itself holds: {said}");
+    assert!(
+        said.contains("cannot be told") && !said.contains("changed or removed"),
+        "without a record it must say the end was not checked: {said}"
+    );
+    // That check recorded the end it saw: a later cut is found.
+    let (held, said) = verify(&fx, &[]);
+    assert!(held, "{said}");
+    delete_newest_entries(&fx, 4);
+    let (held, said) = verify(&fx, &[]);
+    assert!(
+        !held && said.contains("newest entry was removed"),
+        "one entry cut after the head was recorded: {said}"
+    );
+    if on_postgres() {
+        // A team store is appended to from other machines: the record here vouches only for
+        // what this machine wrote or checked.
+        let (_, said) = {
+            let fx = audited_run().0;
+            verify(&fx, &[])
+        };
+        assert!(
+            said.contains("other machines"),
+            "a team store's check must say what it cannot vouch for: {said}"
+        );
+    }
+}
+
+/// An export starts with the trail's head (how many entries, the newest one's hash): checking
+/// the file finds entries cut from its end, and a file without its head line is not called
+/// whole.
+#[test]
+fn an_export_carries_the_head_and_a_cut_export_is_found() {
+    let (fx, _) = audited_run();
+    let export = fx.root.join("trail.jsonl");
+    fx.ok(&["audit", "--export", export.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&export).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let parsed: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(parsed.len(), 6, "the head line and the 5 entries: {text}");
+    assert_eq!(parsed[0]["head"]["entries"], 5, "{}", parsed[0]);
+    assert_eq!(
+        parsed[0]["head"]["hash"], parsed[5]["hash"],
+        "the head names the newest entry by its hash"
+    );
+    let (held, said) = verify(&fx, &["--file", export.to_str().unwrap()]);
+    assert!(
+        held && said.contains("5 entries"),
+        "the export holds: {said}"
+    );
+
+    let cut = fx.root.join("cut.jsonl");
+    std::fs::write(&cut, lines[..4].join("\n") + "\n").unwrap();
+    let (held, said) = verify(&fx, &["--file", cut.to_str().unwrap()]);
+    assert!(!held, "an export cut short must fail verification: {said}");
+    assert!(
+        said.contains("2 newest entries were removed"),
+        "it must say how many are missing from its end: {said}"
+    );
+
+    let headless = fx.root.join("headless.jsonl");
+    std::fs::write(&headless, lines[1..].join("\n") + "\n").unwrap();
+    let (held, said) = verify(&fx, &["--file", headless.to_str().unwrap()]);
+    assert!(
+        !held && said.contains("no head line") && !said.contains("changed or removed"),
+        "an export without its head cannot be vouched for: {said}"
+    );
+
+    let changed = fx.root.join("changed.jsonl");
+    std::fs::write(&changed, text.replace("Ada Lovelace", "Mallory")).unwrap();
+    let (held, said) = verify(&fx, &["--file", changed.to_str().unwrap()]);
+    assert!(
+        !held && said.contains("broken at entry #2"),
+        "an entry changed in the file is named: {said}"
+    );
+}
+
+/// Processes appending at once, each with its own store: the record of the head ends at the
+/// newest entry, whatever order they recorded theirs in (it only moves forward).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appenders_racing_leave_the_record_at_the_newest_entry() {
+    use plandesk::store::{Actor, AuditHead, AuditKind, NewAudit, StoreLocation};
+    let dir = tempfile::tempdir().unwrap();
+    let location = if on_postgres() {
+        StoreLocation::choose(Some(&crate::pg::database()), dir.path()).unwrap()
+    } else {
+        StoreLocation::Sqlite(dir.path().to_owned())
+    };
+    let appenders: Vec<_> = (0..4)
+        .map(|appender| {
+            let location = location.clone();
+            tokio::spawn(async move {
+                let store = location.open().await.unwrap();
+                let by = Actor {
+                    name: "ana".into(),
+                    process: format!("appender-{appender}"),
+                };
+                for n in 0..20 {
+                    let entry = NewAudit {
+                        run_id: "",
+                        kind: AuditKind::Commented,
+                        revision_sha: None,
+                        data: json!({"appender": appender, "n": n}),
+                        by: &by,
+                        at: n,
+                    };
+                    store.append_audit(&entry).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for appender in appenders {
+        appender.await.unwrap();
+    }
+    let store = location.open().await.unwrap();
+    let trail = store.audit(None).await.unwrap();
+    assert_eq!(trail.len(), 80);
+    let anchor = store
+        .audit_anchor()
+        .expect("a store opened on a data folder records its head there");
+    assert_eq!(
+        anchor.read().unwrap(),
+        Some(AuditHead {
+            entries: 80,
+            hash: trail[79].hash.clone()
+        }),
+        "the record names the newest entry, not an older one an appender recorded late"
+    );
+}

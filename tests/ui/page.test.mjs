@@ -127,6 +127,8 @@ function installFake(world) {
       return { revisions: all.slice(0, limit), more: all.length > limit };
     },
     comments: () => world.comments || [],
+    audit: () => world.audit,
+    export_audit: () => null,
     open_link: () => null,
     // The editor's preview: the engine renders the text; here, the test's pages, with the
     // text's length so that what was typed shows.
@@ -1057,6 +1059,33 @@ test("the editor's preview of a long plan builds only the pages near its scroll 
   // At the end, what was typed shows.
   await page.evaluate(() => { const p = document.getElementById('plan-preview'); p.scrollTop = p.scrollHeight; });
   await page.waitForFunction((n) => document.getElementById('typed-length')?.textContent === `${n} characters`, length + 1);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the audit view shows what its check found: a cut trail as broken, an end it could not check as a warning', async () => {
+  const entry = { id: 3, at: now, actor: 'Ada', process: 'app', runId: 'run1', kind: 'decided', revisionSha: 'aaa111',
+    data: { action: 'approved' }, prevHash: 'p', hash: 'h' };
+  const cut = 'The audit trail was cut: its 2 newest entries were removed (it ends at entry #3; the record kept outside the database names entry #5).';
+  const w = world({ audit: { entries: [entry], check: { entries: 3, broken: null, head: { state: 'cut', recorded: 5, removed: 2 }, holds: false, summary: cut } } });
+  const page = await open(w);
+  await page.waitForSelector('#plan-title');
+  await page.click('#history-btn');
+  await page.click('#open-audit');
+  await page.waitForSelector('#audit-table');
+  assert.equal(await page.textContent('#audit-chain'), cut, 'the check\'s own words');
+  assert.equal(await page.getAttribute('#audit-chain', 'class'), 'audit-chain broken');
+  await page.click('#export-audit');
+  assert.deepEqual((await calls(page, 'export_audit')).map((c) => c.args), [{}], 'the whole trail is exported');
+
+  const unchecked = 'The audit trail holds: 3 entries, chain intact: none was changed. But whether its newest entries were removed cannot be told: no record of its end had been kept outside the database yet.';
+  await page.evaluate((summary) => {
+    window.__world.audit.check = { entries: 3, broken: null, head: { state: 'notRecorded' }, holds: true, summary };
+  }, unchecked);
+  await page.click('#history-btn');
+  await page.click('#open-audit');
+  await page.waitForFunction((s) => document.querySelector('#audit-chain')?.textContent === s, unchecked);
+  assert.equal(await page.getAttribute('#audit-chain', 'class'), 'audit-chain unchecked', 'not shown as a pass');
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -43,7 +43,23 @@ pub(super) async fn append(tx: &Tx<'_>, entry: Entry<'_>) -> Result<(), StoreErr
         ],
     )
     .await?;
+    crate::store::anchor::appended();
     Ok(())
+}
+
+/// The ids and hashes of the entries from `first` on, oldest first: read in the transaction
+/// that appended, for this machine's record of the trail's head (`AuditAnchor::advance`).
+pub(super) async fn since(tx: &Tx<'_>, first: i64) -> Result<Vec<(i64, String)>, StoreError> {
+    rows(
+        tx,
+        "read the audit trail",
+        "SELECT id, hash FROM audit WHERE id >= $1 ORDER BY id",
+        &[&first],
+    )
+    .await?
+    .iter()
+    .map(|r| Ok((col(r, 0)?, col(r, 1)?)))
+    .collect()
 }
 
 /// The trail (of one run, or all), oldest first.

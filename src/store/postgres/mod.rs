@@ -250,6 +250,8 @@ pub struct PostgresStore {
     /// Commits announced by the server, to every [`Store::changes`] stream of this store.
     changed: Arc<broadcast::Sender<()>>,
     listening: OnceLock<()>,
+    /// This machine's record of the audit trail's head, if it keeps one.
+    anchor: Option<AuditAnchor>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -320,7 +322,18 @@ impl PostgresStore {
             personal: personal.to_owned(),
             changed: Arc::new(changed),
             listening: OnceLock::new(),
+            anchor: None,
         })
+    }
+
+    /// The same store, recording the audit trail's head in `data_dir` (see [`AuditAnchor`]):
+    /// what this machine appends, and what it checks, moves that record forward.
+    pub fn with_audit_anchor(self, data_dir: &std::path::Path) -> Self {
+        let anchor = AuditAnchor::team(data_dir, &self.location);
+        Self {
+            anchor: Some(anchor),
+            ..self
+        }
     }
 
     /// A setting's key in the shared table: this person's own.
@@ -376,8 +389,22 @@ impl PostgresStore {
         ))
         .await
         .map_err(query(context))?;
-        let value = work(&tx).await?;
+        let (value, appended) = super::anchor::appending_async(work(&tx)).await;
+        let value = value?;
+        // What the record of the trail's head moves to is read under the write lock, so that
+        // no other appender comes between; it is written once the entries are committed.
+        let head = match &self.anchor {
+            Some(anchor) if appended => Some(log::since(&tx, anchor.first_needed()).await),
+            _ => None,
+        };
         tx.commit().await.map_err(query(context))?;
+        match (&self.anchor, head) {
+            (Some(anchor), Some(Ok(entries))) => anchor.advance_or_warn(&entries),
+            (_, Some(Err(err))) => {
+                eprintln!("plandesk: cannot record the audit trail's end: {err}")
+            }
+            _ => {}
+        }
         Ok(value)
     }
 
@@ -617,6 +644,10 @@ impl Store for PostgresStore {
 
     async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, StoreError> {
         log::audit(&self.client("read the audit trail").await?, run_id).await
+    }
+
+    fn audit_anchor(&self) -> Option<&AuditAnchor> {
+        self.anchor.as_ref()
     }
 
     async fn renew_waiter(

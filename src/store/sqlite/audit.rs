@@ -43,7 +43,21 @@ pub(super) fn append(tx: &Connection, entry: Entry<'_>) -> Result<(), StoreError
         ])
     })
     .map_err(query("append to the audit trail"))?;
+    crate::store::anchor::appended();
     Ok(())
+}
+
+/// The ids and hashes of the entries from `first` on, oldest first: read in the transaction
+/// that appended, for the record of the trail's head (`AuditAnchor::advance`).
+pub(super) fn since(conn: &Connection, first: i64) -> Result<Vec<(i64, String)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT id, hash FROM audit WHERE id >= ?1 ORDER BY id")
+        .map_err(query("read the audit trail"))?;
+    let rows = stmt
+        .query_map([first], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(query("read the audit trail"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(query("read the audit trail"))
 }
 
 /// The trail (of one run, or all), oldest first.

@@ -60,6 +60,8 @@ pub struct SqliteStore {
     checkpointer: checkpoint::Checkpointer,
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The record of the audit trail's head, beside the database.
+    anchor: AuditAnchor,
     /// The connection may not wait for the disk (a lease write set it so and has not been
     /// seen to set it back): a durable write sets it back first.
     relaxed: AtomicBool,
@@ -80,6 +82,7 @@ impl SqliteStore {
             checkpointer: checkpoint::Checkpointer::start(&path),
             conn: Mutex::new(conn),
             path,
+            anchor: AuditAnchor::local(dir),
             relaxed: AtomicBool::new(false),
         })
     }
@@ -123,8 +126,19 @@ impl SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.classify(context, e))?;
-        let value = work(&tx)?;
+        let (value, appended) = super::anchor::appending(|| work(&tx));
+        let value = value?;
+        // What the record of the trail's head moves to is read under the write lock, so that
+        // no other appender comes between; it is written once the entries are committed.
+        let head = appended.then(|| audit::since(&tx, self.anchor.first_needed()));
         tx.commit().map_err(|e| self.classify(context, e))?;
+        match head {
+            Some(Ok(entries)) => self.anchor.advance_or_warn(&entries),
+            Some(Err(err)) => {
+                eprintln!("plandesk: cannot record the audit trail's end: {err}")
+            }
+            None => {}
+        }
         Ok(value)
     }
 
@@ -340,6 +354,10 @@ impl Store for SqliteStore {
 
     async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, StoreError> {
         audit::list(&self.conn(), run_id)
+    }
+
+    fn audit_anchor(&self) -> Option<&AuditAnchor> {
+        Some(&self.anchor)
     }
 
     async fn renew_waiter(

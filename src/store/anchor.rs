@@ -1,0 +1,329 @@
+//! The audit trail's head, recorded outside the store: how many entries it had and the newest
+//! one's hash, in a small file of the data folder. The chain alone shows an entry changed, or
+//! taken from between others, but not entries deleted from its end (what is left still links
+//! up): whoever can write to the database can drop the append-only guard and delete the newest
+//! entries. The record here is what `audit --verify` checks the trail's end against.
+//!
+//! Every process that appends writes it, after its entries are committed (never before: a
+//! record ahead of the database would accuse it of a cut that never happened). Several
+//! processes append at once, so the record only moves forward, under a lock file: to a newer
+//! head, and only when the trail that head ends still holds the recorded entry (a trail that
+//! no longer does was cut or rewritten, and the record is the evidence of it: kept as is).
+//!
+//! A SQLite store's record is in its own data folder, beside the database. A team's
+//! PostgreSQL store is appended to from every machine: each data folder keeps its own record,
+//! which vouches for the entries this machine wrote or checked, not for those others added
+//! after them.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The record of a SQLite store (one per data folder).
+const LOCAL_FILE: &str = "audit-head.json";
+/// Held while a record is read and replaced, so that two appenders never move it backwards.
+const LOCK_FILE: &str = "audit-head.lock";
+
+/// The head of the audit trail: how many entries it has (entries are numbered from 1, so the
+/// newest is entry `entries`) and the newest one's hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditHead {
+    pub entries: i64,
+    pub hash: String,
+}
+
+/// Why the record could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum AnchorError {
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("{path} is not a record of the audit trail's end ({message})")]
+    Unreadable { path: PathBuf, message: String },
+}
+
+/// What [`AuditAnchor::advance`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advance {
+    /// The record names the given head now.
+    Moved,
+    /// The record already names that head or a newer one.
+    Ahead,
+    /// The given entries do not hold the recorded one: the trail they were read from was cut
+    /// or rewritten since it was recorded. The record is left as it is.
+    Disagrees,
+}
+
+/// Where a store's audit head is recorded outside it.
+#[derive(Debug)]
+pub struct AuditAnchor {
+    path: PathBuf,
+    lock: PathBuf,
+    /// A team store: other machines append too.
+    team: bool,
+    /// A failure to keep the record is said once per store, not on every append.
+    warned: AtomicBool,
+}
+
+impl AuditAnchor {
+    /// The record of the SQLite store in `data_dir`.
+    pub fn local(data_dir: &Path) -> Self {
+        Self::at(data_dir, LOCAL_FILE.to_owned(), false)
+    }
+
+    /// This data folder's record of the team store at `location` (its URL without password):
+    /// one file per store, so a folder that changes stores keeps each one's apart.
+    pub fn team(data_dir: &Path, location: &str) -> Self {
+        let tag = hex::encode(Sha256::digest(location.as_bytes()));
+        Self::at(data_dir, format!("audit-head-{}.json", &tag[..16]), true)
+    }
+
+    fn at(data_dir: &Path, name: String, team: bool) -> Self {
+        Self {
+            path: data_dir.join(name),
+            lock: data_dir.join(LOCK_FILE),
+            team,
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    /// The file that holds the record.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether other machines append to the store too, so that the record vouches only for
+    /// what this one wrote or checked.
+    pub fn is_team(&self) -> bool {
+        self.team
+    }
+
+    /// The recorded head; `None` if none was recorded yet.
+    pub fn read(&self) -> Result<Option<AuditHead>, AnchorError> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io(&self.path, e)),
+        };
+        let head: AuditHead = serde_json::from_str(&text).map_err(|e| AnchorError::Unreadable {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        if head.entries < 1 || head.hash.is_empty() {
+            return Err(AnchorError::Unreadable {
+                path: self.path.clone(),
+                message: "it names no entry".into(),
+            });
+        }
+        Ok(Some(head))
+    }
+
+    /// The first entry an appender reads back for [`AuditAnchor::advance`]: the recorded one
+    /// (read without the lock: the record only moves forward, and the appender holds the
+    /// store's write lock, so the record it finds under the lock is this one or a newer entry
+    /// it reads too), or the first entry when there is no record to hold.
+    pub fn first_needed(&self) -> i64 {
+        match self.read() {
+            Ok(Some(head)) => head.entries,
+            _ => 1,
+        }
+    }
+
+    /// Moves the record forward to the newest of `entries` (ids and hashes, in order, read as
+    /// one trail: from the recorded entry, or the first, to the newest), if it is newer than
+    /// the recorded head and `entries` still hold the recorded entry. A record that cannot be
+    /// read is replaced (it is what a crash of the machine mid-write leaves).
+    pub fn advance(&self, entries: &[(i64, String)]) -> Result<Advance, AnchorError> {
+        let Some((newest, hash)) = entries.last() else {
+            return Ok(Advance::Ahead);
+        };
+        let _held = self.hold()?;
+        let recorded = match self.read() {
+            Ok(recorded) => recorded,
+            Err(AnchorError::Unreadable { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        if let Some(recorded) = recorded {
+            if recorded.entries >= *newest {
+                return Ok(Advance::Ahead);
+            }
+            let holds = entries
+                .binary_search_by_key(&recorded.entries, |(id, _)| *id)
+                .is_ok_and(|at| entries[at].1 == recorded.hash);
+            if !holds {
+                return Ok(Advance::Disagrees);
+            }
+        }
+        self.write(&AuditHead {
+            entries: *newest,
+            hash: hash.clone(),
+        })?;
+        Ok(Advance::Moved)
+    }
+
+    /// [`AuditAnchor::advance`] after entries were appended or checked: a failure, or a trail
+    /// that no longer holds the recorded entry, is said on stderr (once per store), never
+    /// returned: the entries are committed, and what they record stands.
+    pub fn advance_or_warn(&self, entries: &[(i64, String)]) {
+        let said = match self.advance(entries) {
+            Ok(Advance::Moved | Advance::Ahead) => return,
+            Ok(Advance::Disagrees) => format!(
+                "the audit trail no longer holds the newest entry recorded in {}: entries were \
+                 removed or replaced (`plandesk audit --verify` says which)",
+                self.path.display()
+            ),
+            Err(e) => format!("cannot record the audit trail's end: {e}"),
+        };
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            eprintln!("plandesk: {said}");
+        }
+    }
+
+    /// Takes the lock file (blocking: it is held only to read and replace a small file).
+    fn hold(&self) -> Result<std::fs::File, AnchorError> {
+        if let Some(dir) = self.lock.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| self.io(dir, e))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock)
+            .map_err(|e| self.io(&self.lock, e))?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| self.io(&self.lock, e.into()))?;
+        // Dropping the file releases the lock.
+        Ok(file)
+    }
+
+    /// Replaces the record at once (a new file renamed over it): a reader sees the old record
+    /// or the new one, never a part. Not synced to the disk: a crash of the machine may leave
+    /// an older record (it then vouches for fewer entries) or, rarely, an unreadable one (the
+    /// next append replaces it), never one ahead of the database, which is synced first.
+    fn write(&self, head: &AuditHead) -> Result<(), AnchorError> {
+        let text = serde_json::to_string(head).map_err(|e| AnchorError::Io {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        let mut temporary = self.path.clone().into_os_string();
+        temporary.push(".new");
+        let temporary = PathBuf::from(temporary);
+        std::fs::write(&temporary, format!("{text}\n")).map_err(|e| self.io(&temporary, e))?;
+        std::fs::rename(&temporary, &self.path).map_err(|e| self.io(&self.path, e))
+    }
+
+    fn io(&self, path: &Path, err: std::io::Error) -> AnchorError {
+        AnchorError::Io {
+            path: path.to_owned(),
+            message: err.to_string(),
+        }
+    }
+}
+
+tokio::task_local! {
+    /// Set when the transaction running in this scope appends to the audit trail: its store
+    /// then moves the record forward once the transaction is committed. (The stores' append
+    /// is deep in each write's work; this spares every write a query to find out.)
+    static APPENDED: Arc<AtomicBool>;
+}
+
+/// Notes that the transaction in progress appended an entry (see [`appending`]).
+pub(crate) fn appended() {
+    // Outside a tracked transaction there is nothing to note it for.
+    let _ = APPENDED.try_with(|flag| flag.store(true, Ordering::Relaxed));
+}
+
+/// Runs a transaction's `work`, returning whether it appended to the audit trail.
+pub(crate) fn appending<T>(work: impl FnOnce() -> T) -> (T, bool) {
+    let flag = Arc::new(AtomicBool::new(false));
+    let value = APPENDED.sync_scope(flag.clone(), work);
+    (value, flag.load(Ordering::Relaxed))
+}
+
+/// [`appending`] for a transaction that awaits.
+pub(crate) async fn appending_async<T>(work: impl std::future::Future<Output = T>) -> (T, bool) {
+    let flag = Arc::new(AtomicBool::new(false));
+    let value = APPENDED.scope(flag.clone(), work).await;
+    (value, flag.load(Ordering::Relaxed))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn chain(from: i64, to: i64) -> Vec<(i64, String)> {
+        (from..=to).map(|id| (id, format!("h{id}"))).collect()
+    }
+
+    #[test]
+    fn the_record_moves_forward_only_along_the_trail_it_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = AuditAnchor::local(dir.path());
+        assert_eq!(anchor.read().unwrap(), None, "nothing recorded yet");
+        assert_eq!(anchor.advance(&chain(1, 3)).unwrap(), Advance::Moved);
+        assert_eq!(
+            anchor.read().unwrap().unwrap(),
+            AuditHead {
+                entries: 3,
+                hash: "h3".into()
+            }
+        );
+        assert_eq!(
+            anchor.advance(&chain(1, 2)).unwrap(),
+            Advance::Ahead,
+            "an older head never replaces a newer one"
+        );
+        assert_eq!(anchor.advance(&chain(3, 5)).unwrap(), Advance::Moved);
+        let rewritten: Vec<(i64, String)> = (5..=8).map(|id| (id, format!("x{id}"))).collect();
+        assert_eq!(
+            anchor.advance(&rewritten).unwrap(),
+            Advance::Disagrees,
+            "a trail whose entry 5 is another one does not move the record: it is the evidence"
+        );
+        assert_eq!(anchor.read().unwrap().unwrap().entries, 5);
+        std::fs::write(anchor.path(), "").unwrap();
+        assert!(matches!(anchor.read(), Err(AnchorError::Unreadable { .. })));
+        assert_eq!(
+            anchor.advance(&chain(1, 6)).unwrap(),
+            Advance::Moved,
+            "an unreadable record (a crash mid-write) is replaced"
+        );
+    }
+
+    /// Appenders racing to record their heads, in any order: the newest one wins.
+    #[test]
+    fn racing_appenders_leave_the_newest_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let dir = dir.path().to_owned();
+                std::thread::spawn(move || {
+                    // Each its own anchor, as another process would have.
+                    let anchor = AuditAnchor::local(&dir);
+                    for n in (1..=50).map(|i| i * 8 - t) {
+                        anchor.advance(&chain(1, n)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let recorded = AuditAnchor::local(dir.path()).read().unwrap().unwrap();
+        assert_eq!(recorded.entries, 400, "the highest head any appender saw");
+    }
+
+    #[test]
+    fn each_team_store_has_its_own_record() {
+        let dir = Path::new("/data");
+        let a = AuditAnchor::team(dir, "postgres://ana@db/a");
+        let b = AuditAnchor::team(dir, "postgres://ana@db/b");
+        assert_ne!(a.path(), b.path());
+        assert_ne!(a.path(), AuditAnchor::local(dir).path());
+        assert!(a.is_team() && !AuditAnchor::local(dir).is_team());
+    }
+}

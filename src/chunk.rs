@@ -81,7 +81,7 @@ pub struct ChunkError {
     pub message: String,
 }
 
-/// The chunk types and their payloads, in the order DESIGN.md lists them.
+/// The chunk types and their payloads, in the order docs/contract.md lists them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "payload", rename_all = "kebab-case")]
 pub enum ChunkKind {

@@ -1,5 +1,5 @@
-//! The one place chunk payloads are built, so every path emits the same shapes (DESIGN.md's
-//! wire contract).
+//! The one place chunk payloads are built, so every path emits the same shapes (the wire
+//! contract in docs/contract.md).
 
 use serde_json::Value;
 

@@ -1,6 +1,9 @@
-//! Reads `tauri.conf.json` (beside this file, where the bundler looks too; it serves `ui/` as it
-//! is, native modules) and declares the app's commands, so each gets an `allow-*` permission and
-//! the capability file can grant exactly those the UI uses.
+//! Reads `tauri.conf.json` (at the repository's top, where the bundler looks too; it serves `ui/`
+//! as it is, native modules) and declares the app's commands, so each gets an `allow-*`
+//! permission and the capability file can grant exactly those the UI uses.
+
+/// The app's configuration, from this crate's folder (`generate_context!` names it too).
+const CONFIG: &str = "../tauri.conf.json";
 
 /// Every command the webview may invoke; `capabilities/main.json` grants them.
 const COMMANDS: &[&str] = &[
@@ -38,6 +41,7 @@ const COMMANDS: &[&str] = &[
 
 fn main() {
     let attributes = tauri_build::Attributes::new()
+        .config_path(CONFIG)
         .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     if let Err(err) = tauri_build::try_build(attributes) {
         println!("cargo:warning=tauri build step failed: {err:#}");

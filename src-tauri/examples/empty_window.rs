@@ -6,7 +6,7 @@ fn main() {
     // Painted as Plandesk paints (without GL when the machine has no GPU): the floor is what a
     // window costs, not how it paints.
     plandesk_app::rendering::choose();
-    let context = tauri::generate_context!();
+    let context = tauri::generate_context!("../tauri.conf.json");
     let built = tauri::Builder::default()
         // A page served by the app itself, as Plandesk's is (WebKit starts no web process for
         // about:blank, which would make the floor too low).

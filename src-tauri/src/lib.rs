@@ -264,7 +264,7 @@ pub fn run(options: Options) -> Result<(), String> {
             state.data_dir.display()
         )
     })?;
-    let context = tauri::generate_context!();
+    let context = tauri::generate_context!("../tauri.conf.json");
     let mut builder = tauri::Builder::default();
     // First, so a second launch hands over before anything else starts. Without a session bus
     // (where the plugin would panic) the app still runs, just not as a single instance.

@@ -12,7 +12,7 @@ import { chromium } from 'playwright-core';
 const ROOT = resolve(import.meta.dirname, '../..');
 const UI = process.env.PLANDESK_UI || join(ROOT, 'ui');
 const ARTIFACTS = join(ROOT, 'target/e2e-artifacts');
-const conf = JSON.parse(await readFile(join(ROOT, 'src-tauri/tauri.conf.json'), 'utf8'));
+const conf = JSON.parse(await readFile(join(ROOT, 'tauri.conf.json'), 'utf8'));
 const CSP = Object.entries(conf.app.security.csp).map(([k, v]) => `${k} ${v}`).join('; ');
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.png': 'image/png' };
 

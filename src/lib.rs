@@ -3,6 +3,7 @@
 
 pub mod chunk;
 pub mod clock;
+pub mod config;
 pub mod desktop;
 pub mod engine;
 pub mod lease;

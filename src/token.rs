@@ -8,7 +8,10 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
-use crate::store::{Actor, NewToken, Store, StoreError, TokenRow};
+use crate::store::{Actor, NewToken, Store, StoreError};
+
+/// A token as listed: its name, who made it and when, and whether it is revoked (never a secret).
+pub use crate::store::TokenRow;
 
 /// What every secret starts with, so that a leaked one is recognisable (secret scanners, logs).
 pub const PREFIX: &str = "pdt_";

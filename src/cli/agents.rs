@@ -9,15 +9,16 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
-use plandesk::review::ReviewError;
+use plandesk::config::StoreLocation;
 use plandesk::source::install::{self, Places, Target};
 use plandesk::source::mcp::{self, McpOptions};
 use plandesk::source::serve::ServeOptions;
 use plandesk::source::{
     self, claude, codex, gemini, review_plan, stop_requested, SourceError, WaitSettings,
 };
-use plandesk::store::{StoreError, StoreLocation};
 use plandesk::{Engine, EngineError};
+
+use super::ALREADY_DECIDED;
 
 /// Where the deadline can also come from, for hooks installed without one.
 pub const DEADLINE_ENV: &str = "PLANDESK_HOOK_DEADLINE";
@@ -232,9 +233,7 @@ async fn run_hook(
             match review_plan(&engine, plan, &settings(), stop(&agent_watch)).await {
                 Ok(answer) => Ok(codex::answer(&answer)),
                 // This plan was already decided (the Stop that follows a decision): let it stop.
-                Err(SourceError::Review(ReviewError::Store(StoreError::AlreadyDecided {
-                    ..
-                }))) => Ok(None),
+                Err(SourceError::Review(err)) if err.code() == ALREADY_DECIDED => Ok(None),
                 Err(err) => Err(err),
             }
         }

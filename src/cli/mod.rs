@@ -12,12 +12,12 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Parser, Subcommand};
+use plandesk::config::{default_data_dir, StoreLocation};
 use plandesk::engine::DEFAULT_MAX_STEPS;
 use plandesk::model::select::{self, DefaultModel, MODEL_SETTING};
 use plandesk::review;
 use plandesk::run::RunError;
 use plandesk::secret::{self, ApiKey, KeyError, KeyProvider, KeySource};
-use plandesk::store::{default_data_dir, StoreLocation};
 use plandesk::{Engine, EngineError, RunStatus, StartOptions, Verdict};
 
 #[derive(Debug, Parser)]
@@ -365,6 +365,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
     };
     let mut printer = print::StreamPrinter::new(json);
+    // The run a command names, for the hint a refusal may need.
+    let mut named_run: Option<String> = None;
     let report = match cli.command {
         Command::Key { .. }
         | Command::Store { .. }
@@ -415,6 +417,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             revision,
         } => {
             let run_id = engine.resolve_run(&run_id).await?;
+            named_run = Some(run_id.clone());
             let verdict = Verdict {
                 approve: true,
                 feedback: None,
@@ -431,6 +434,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             revision,
         } => {
             let run_id = engine.resolve_run(&run_id).await?;
+            named_run = Some(run_id.clone());
             let verdict = Verdict {
                 approve: false,
                 feedback,
@@ -446,6 +450,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             tool_call_id,
         } => {
             let run_id = engine.resolve_run(&run_id).await?;
+            named_run = Some(run_id.clone());
             match data {
                 Some(data) => {
                     let data: serde_json::Value = serde_json::from_str(&data)
@@ -460,6 +465,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Send { run_id, text } => {
             let run_id = engine.resolve_run(&run_id).await?;
+            named_run = Some(run_id.clone());
             engine
                 .send(&run_id, &text.join(" "), &mut printer.sink())
                 .await
@@ -593,7 +599,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             }
         }
     };
-    let report = report.map_err(explain)?;
+    let report = report.map_err(|err| explain(err, named_run.as_deref()))?;
     printer.finish(&report);
     Ok(if report.status == RunStatus::Failed {
         ExitCode::from(1)
@@ -705,16 +711,21 @@ fn key_command(action: KeyAction, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Adds the command that helps, where an engine error has one.
-fn explain(err: EngineError) -> anyhow::Error {
-    let hint = match &err {
-        EngineError::Store(plandesk::store::StoreError::AlreadyDecided { run_id, .. }) => {
+/// The code of a refused second decision (`EngineError::code`, `ReviewError::code`): hosts
+/// branch on codes, not on the store's error type.
+const ALREADY_DECIDED: &str = "already-decided";
+
+/// Adds the command that helps, where an engine error has one; `run_id` is the run the command
+/// named, if it named one.
+fn explain(err: EngineError, run_id: Option<&str>) -> anyhow::Error {
+    let hint = match (&err, run_id) {
+        (err, Some(run_id)) if err.code() == ALREADY_DECIDED => {
             format!(" (if the run did not carry on, `plandesk resume {run_id}` continues it)")
         }
-        EngineError::Run(RunError::DecisionPending { run_id, .. }) => {
+        (EngineError::Run(RunError::DecisionPending { run_id, .. }), _) => {
             format!(" (`plandesk pending` shows it; `plandesk approve {run_id}` or `plandesk reject {run_id}`)")
         }
-        EngineError::Run(RunError::Interrupted { run_id }) => {
+        (EngineError::Run(RunError::Interrupted { run_id }), _) => {
             format!("; `plandesk resume {run_id}` continues it")
         }
         _ => String::new(),
@@ -738,7 +749,7 @@ async fn store_command(
     action: Option<StoreAction>,
     json: bool,
 ) -> Result<ExitCode> {
-    use plandesk::store::{named_store, reach_team_store, save_team_store};
+    use plandesk::config::{named_store, reach_team_store, save_team_store};
     match action {
         None => {}
         Some(StoreAction::Set { url }) => {

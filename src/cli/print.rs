@@ -17,10 +17,11 @@ use plandesk::chunk::{Chunk, ChunkKind};
 use plandesk::clock::{Clock, SystemClock};
 use plandesk::engine::RunView;
 use plandesk::plan::{RowKind, SideBySide};
-use plandesk::review::{AuditCheck, Comment, CommentState, ReviewItem, Revision, RevisionView};
+use plandesk::review::{
+    AuditCheck, AuditRow, Comment, CommentState, ItemKind, ReviewItem, Revision, RevisionView,
+    SourceKind,
+};
 use plandesk::source::agent_name;
-use plandesk::store::AuditRow;
-use plandesk::store::{ItemKind, SourceKind};
 use plandesk::text::{self, shell_quote, terminal_safe};
 use plandesk::{Report, RunStatus};
 use serde_json::Value;
@@ -603,7 +604,7 @@ pub fn comments(comments: &[Comment]) {
 }
 
 /// `plandesk token list`: names and dates, never secrets.
-pub fn tokens(tokens: &[plandesk::store::TokenRow]) {
+pub fn tokens(tokens: &[plandesk::token::TokenRow]) {
     if tokens.is_empty() {
         say!("No tokens yet. Create one with: plandesk token create NAME");
         return;

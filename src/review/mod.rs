@@ -19,10 +19,11 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
 use crate::plan;
-use crate::store::{
-    Actor, AuditRow, DecisionRow, Listing, NewDecision, RevisionRow, Store, StoreError,
-};
+use crate::store::{Actor, DecisionRow, Listing, NewDecision, RevisionRow, Store, StoreError};
 
+/// Rows hosts meet through the review core: an item's kind, where a plan came from, and the
+/// audit trail's entries.
+pub use crate::store::{AuditRow, ItemKind, SourceKind};
 pub use audit::{check_chain, check_export, write_export, AuditCheck, HeadCheck};
 pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_COMMENT_CHARS};
 pub use edit::{EditSummary, Edited};

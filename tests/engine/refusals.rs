@@ -53,6 +53,10 @@ fn second_decision_on_the_same_suspension_is_refused() {
     let before = fx.listing(&["history"]);
     let err = fx.refused(&["approve", &run, "--tool-call-id", "c1"]);
     assert!(err.contains("already decided: rejected by "), "{err}");
+    assert!(
+        err.contains(&format!("`plandesk resume {run}` continues it")),
+        "the refusal names the command that carries the run on: {err}"
+    );
     assert_eq!(fx.listing(&["history"]), before);
     let err = fx.refused(&[
         "resume",

@@ -19,6 +19,7 @@ pub mod store;
 pub mod text;
 pub mod token;
 pub mod tool;
+pub mod view;
 pub mod workspace;
 
 pub use chunk::{Chunk, ChunkKind};

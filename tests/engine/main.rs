@@ -34,3 +34,4 @@ mod serve_load;
 mod store;
 mod suspensions;
 mod terminal;
+mod views;

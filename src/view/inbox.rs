@@ -1,0 +1,130 @@
+//! The inbox as a window lists it: every plan and approval waiting for a person, long
+//! arguments as previews (a run's detail has them whole).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::preview_value;
+use crate::review::{Review, ReviewError, ReviewItem};
+use crate::store::{ItemKind, Source};
+
+/// One entry of the inbox: a pending plan or approval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    pub run_id: String,
+    pub tool_call_id: String,
+    /// `plan`, `approval`, `suspended`.
+    pub kind: ItemKind,
+    pub tool_name: String,
+    pub args: Value,
+    /// The whole arguments' length in bytes when `args` is a [`super::preview`] (in the
+    /// inbox's list; the run's detail, which a review is drawn from, has them whole).
+    pub args_full_bytes: Option<usize>,
+    pub since: i64,
+    pub prompt: String,
+    pub workspace: String,
+    pub source: Source,
+    pub title: Option<String>,
+    pub path: Option<String>,
+    pub revision_id: Option<i64>,
+    pub revision_no: Option<i64>,
+    pub sha256: Option<String>,
+}
+
+/// An item with its arguments whole, as a review is drawn from (a run's detail); a list of
+/// items uses [`InboxItem::listed`].
+impl From<&ReviewItem> for InboxItem {
+    fn from(item: &ReviewItem) -> Self {
+        Self::with_args(item, item.args.clone(), None)
+    }
+}
+
+impl InboxItem {
+    /// An item for the inbox's list: long arguments as a [`super::preview`] (a pending
+    /// approval of a 200 KB write would otherwise go whole to the window with every change to
+    /// the inbox).
+    pub fn listed(item: &ReviewItem) -> Self {
+        let (args, full) = preview_value(&item.args);
+        Self::with_args(item, args, full)
+    }
+
+    fn with_args(item: &ReviewItem, args: Value, args_full_bytes: Option<usize>) -> Self {
+        let revision = item.revision.as_ref();
+        Self {
+            run_id: item.run_id.clone(),
+            tool_call_id: item.tool_call_id.clone(),
+            kind: item.kind,
+            tool_name: item.tool_name.clone(),
+            args,
+            args_full_bytes,
+            since: item.since,
+            prompt: item.prompt.clone(),
+            workspace: item.workspace.clone(),
+            source: item.source.clone(),
+            title: revision.map(|r| r.title.clone()),
+            path: revision.map(|r| r.path.clone()),
+            revision_id: revision.map(|r| r.id),
+            revision_no: revision.map(|r| r.revision_no),
+            sha256: revision.map(|r| r.sha256.clone()),
+        }
+    }
+}
+
+/// The inbox as a list shows it (abandoned plans closed first, as [`Review::inbox`] does).
+pub async fn inbox(review: &Review) -> Result<Vec<InboxItem>, ReviewError> {
+    Ok(review
+        .inbox()
+        .await?
+        .iter()
+        .map(InboxItem::listed)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn approval(args: Value) -> ReviewItem {
+        ReviewItem {
+            run_id: "run-1".into(),
+            tool_call_id: "call-1".into(),
+            kind: ItemKind::Approval,
+            tool_name: "write_file".into(),
+            args,
+            since: 7,
+            prompt: "Add a cache".into(),
+            workspace: "/ws".into(),
+            source: Source::engine(),
+            revision: None,
+        }
+    }
+
+    #[test]
+    fn a_listed_item_has_long_arguments_as_a_preview_and_a_detail_has_them_whole() {
+        let args = json!({"path": "big.md", "content": "x".repeat(50_000)});
+        let item = approval(args.clone());
+        let listed = InboxItem::listed(&item);
+        assert_eq!(listed.args, preview_value(&args).0);
+        assert_eq!(
+            listed.args_full_bytes,
+            Some(serde_json::to_string(&args).unwrap().len()),
+            "the list says how long the arguments are"
+        );
+        let whole = InboxItem::from(&item);
+        assert_eq!(
+            (whole.args, whole.args_full_bytes),
+            (args, None),
+            "a review is drawn from the whole"
+        );
+        let wire = serde_json::to_value(&listed).unwrap();
+        assert_eq!(
+            (&wire["runId"], &wire["kind"], &wire["revisionId"]),
+            (&json!("run-1"), &json!("approval"), &json!(null)),
+            "the window reads camelCase, and an approval has no revision"
+        );
+    }
+}

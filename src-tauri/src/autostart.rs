@@ -10,10 +10,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use plandesk::view::Settings;
 use plandesk::Engine;
 
-/// The store setting (`on`/`off`; unset until the first start settles it).
-pub const SETTING: &str = "start_at_login";
 const FILE_NAME: &str = "plandesk.desktop";
 
 #[derive(Debug, thiserror::Error)]
@@ -180,16 +179,13 @@ fn exec_arg(path: &Path) -> Result<String, AutostartError> {
 /// the entry); while it is on the entry is kept written (the binary may have moved). Returns
 /// whether it is on.
 pub async fn settle(engine: &Engine, entry: &Autostart) -> bool {
-    let saved = engine.setting(SETTING).await.ok().flatten();
-    let on = match saved.as_deref() {
-        Some(value) => value == "on",
-        None => entry.data_dir.is_none(),
-    };
+    let saved = Settings::saved_start_at_login(engine).await.ok().flatten();
+    let on = saved.unwrap_or(entry.data_dir.is_none());
     if on {
         match entry.write() {
             Ok(()) => {
                 if saved.is_none() {
-                    let _ = engine.set_setting(SETTING, Some("on")).await;
+                    let _ = Settings::save_start_at_login(engine, true).await;
                 }
             }
             Err(err) => eprintln!("plandesk-app: cannot start at login: {err}"),

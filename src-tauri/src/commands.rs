@@ -4,49 +4,21 @@
 use std::path::{Path, PathBuf};
 
 use plandesk::engine::RunView;
-use plandesk::message::Message;
 use plandesk::model::select;
-use plandesk::review::Page;
-use plandesk::{Engine, Report, RunStatus, StartOptions, Verdict};
+use plandesk::view::{
+    self, ComparisonView, HistoryPage, InboxItem, PagedRevision, RevisionSource, RevisionSummary,
+    RunDetailView, Settings, ToolCallFull,
+};
+use plandesk::{Engine, RunStatus, StartOptions, Verdict};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
-use crate::ipc::{
-    preview, AppInfo, Comparison, DecideRequest, HistoryFilter, HistoryPage, InboxItem, IpcError,
-    ReviewHandOff, RevisionSource, RevisionSummary, RevisionView, RunDetail, RunEnd, RunEvent,
-    Settings, StartRequest, ToolCallFull, TranscriptItem, FIRST_BYTES, FIRST_SCREEN_BYTES,
-};
+use crate::ipc::{AppInfo, DecideRequest, HistoryFilter, IpcError, RunEvent, StartRequest};
 use crate::AppState;
 
 type Result<T> = std::result::Result<T, IpcError>;
-
-const NOTIFICATIONS: &str = "notifications";
-const NOTIFICATION_TITLES: &str = "notification_titles";
-const START_AT_LOGIN: &str = crate::autostart::SETTING;
-
-/// The settings as stored (`on`/`off`), defaults where unset.
-pub async fn load_settings(engine: &Engine) -> Result<Settings> {
-    let defaults = Settings::default();
-    let on = |value: Option<String>, default: bool| value.map_or(default, |v| v == "on");
-    Ok(Settings {
-        notifications: on(engine.setting(NOTIFICATIONS).await?, defaults.notifications),
-        notification_titles: on(
-            engine.setting(NOTIFICATION_TITLES).await?,
-            defaults.notification_titles,
-        ),
-        reviewer_name: engine
-            .setting(plandesk::review::REVIEWER_SETTING)
-            .await?
-            .unwrap_or_default(),
-        team_store: String::new(),
-        start_at_login: on(
-            engine.setting(START_AT_LOGIN).await?,
-            defaults.start_at_login,
-        ),
-    })
-}
 
 #[tauri::command]
 pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
@@ -77,7 +49,7 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         store: state.store.describe(),
         settings: Settings {
             team_store: plandesk::store::saved_team_store(&state.data_dir).unwrap_or_default(),
-            ..load_settings(engine).await?
+            ..Settings::load(engine).await?
         },
         workspace,
         version: env!("CARGO_PKG_VERSION"),
@@ -235,19 +207,9 @@ pub async fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<bo
     Ok(state.cancel(&run_id))
 }
 
-pub async fn inbox_items(engine: &Engine) -> Result<Vec<InboxItem>> {
-    Ok(engine
-        .review()
-        .inbox()
-        .await?
-        .iter()
-        .map(InboxItem::listed)
-        .collect())
-}
-
 #[tauri::command]
 pub async fn inbox(state: State<'_, AppState>) -> Result<Vec<InboxItem>> {
-    inbox_items(&state.engine).await
+    Ok(view::inbox(state.engine.review()).await?)
 }
 
 #[tauri::command]
@@ -255,92 +217,9 @@ pub async fn runs(state: State<'_, AppState>) -> Result<Vec<RunView>> {
     Ok(state.engine.runs().await?)
 }
 
-fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
-    let mut items = Vec::new();
-    for message in messages {
-        match message {
-            Message::System { .. } => {}
-            Message::User { content } => items.push(TranscriptItem::User {
-                text: content.clone(),
-            }),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                if !content.is_empty() {
-                    items.push(TranscriptItem::Assistant {
-                        text: content.clone(),
-                    });
-                }
-                items.extend(tool_calls.iter().map(|c| {
-                    let (args, full_bytes) = preview(&c.args);
-                    TranscriptItem::ToolCall {
-                        tool_call_id: c.tool_call_id.clone(),
-                        tool_name: c.tool_name.clone(),
-                        args,
-                        full_bytes,
-                    }
-                }));
-            }
-            Message::Tool {
-                tool_call_id,
-                tool_name,
-                result,
-            } => {
-                let (result, full_bytes) = preview(result);
-                items.push(TranscriptItem::ToolResult {
-                    tool_call_id: tool_call_id.clone(),
-                    tool_name: tool_name.clone(),
-                    result,
-                    full_bytes,
-                });
-            }
-        }
-    }
-    items
-}
-
 #[tauri::command]
-pub async fn run_detail(state: State<'_, AppState>, run_id: String) -> Result<RunDetail> {
-    detail_view(&state.engine, &run_id).await
-}
-
-/// The run `run_id` as its view shows it.
-async fn detail_view(engine: &Engine, run_id: &str) -> Result<RunDetail> {
-    let detail = engine.run_detail(run_id).await?;
-    Ok(RunDetail {
-        transcript: transcript(&detail.messages),
-        pending: detail.open.iter().map(InboxItem::from).collect(),
-        run: detail.run,
-        error: detail.error,
-        waiting: detail.waiting,
-        interrupted: detail.interrupted,
-    })
-}
-
-/// Whether the end of `run_id`'s stream hands its review over, with `viewing` on screen: unless
-/// the window shows another run (the person moved on; it would not draw this one's review). A
-/// window that has just switched to the run may not have said so yet: it gets the hand-off.
-pub fn hands_review_over(viewing: Option<&str>, run_id: &str) -> bool {
-    viewing.is_none_or(|on_screen| on_screen == run_id)
-}
-
-/// How a run's stream ended, as its channel says it. A run that stopped on a plan hands its
-/// review over with it (its run and the plan's first screen) when `hand_over`: the window,
-/// which draws it at once, would otherwise ask for both, one more round trip between the
-/// suspension and the plan on screen. If they cannot be read, the window asks itself, and
-/// shows why. (Not when the window shows another run: it would read them for nothing.)
-pub async fn run_end(engine: &Engine, report: Report, hand_over: bool) -> RunEnd {
-    let mut end = RunEnd::from(report);
-    if let Some(id) = end.revision_id.filter(|_| hand_over) {
-        if let (Ok(detail), Ok(revision)) = tokio::join!(
-            detail_view(engine, &end.run_id),
-            revision_view(engine, id, FIRST_SCREEN_BYTES),
-        ) {
-            end.review = Some(Box::new(ReviewHandOff { detail, revision }));
-        }
-    }
-    end
+pub async fn run_detail(state: State<'_, AppState>, run_id: String) -> Result<RunDetailView> {
+    Ok(view::run_detail(&state.engine, &run_id).await?)
 }
 
 /// A tool call of a run's transcript in full: its arguments and its result (`run_detail`
@@ -351,49 +230,12 @@ pub async fn tool_call(
     run_id: String,
     tool_call_id: String,
 ) -> Result<ToolCallFull> {
-    let detail = state.engine.run_detail(&run_id).await?;
-    let mut args = None;
-    let mut result = None;
-    for message in &detail.messages {
-        match message {
-            Message::Assistant { tool_calls, .. } => {
-                if let Some(call) = tool_calls.iter().find(|c| c.tool_call_id == tool_call_id) {
-                    args = Some(call.args.clone());
-                }
-            }
-            Message::Tool {
-                tool_call_id: id,
-                result: output,
-                ..
-            } if *id == tool_call_id => result = Some(output.clone()),
-            _ => {}
-        }
-    }
-    let args = args.ok_or_else(|| {
-        IpcError::new(
-            "unknown-tool-call",
-            format!("run {run_id} has no tool call {tool_call_id:?}"),
-        )
-    })?;
-    Ok(ToolCallFull { args, result })
+    Ok(view::tool_call(&state.engine, &run_id, &tool_call_id).await?)
 }
 
 #[tauri::command]
-pub async fn revision(state: State<'_, AppState>, id: i64) -> Result<RevisionView> {
-    revision_view(&state.engine, id, FIRST_BYTES).await
-}
-
-/// The revision `id` to review, with its first pages (enough for `first_bytes`).
-async fn revision_view(engine: &Engine, id: i64, first_bytes: usize) -> Result<RevisionView> {
-    let review = engine.review();
-    let (revision, _, rendered) = review.rendering(id).await?;
-    let in_thread = review.thread(&revision).await?.len();
-    Ok(RevisionView::of(
-        &revision,
-        &rendered,
-        in_thread as i64,
-        first_bytes,
-    ))
+pub async fn revision(state: State<'_, AppState>, id: i64) -> Result<PagedRevision> {
+    Ok(view::revision(state.engine.review(), id, view::FIRST_BYTES).await?)
 }
 
 /// A revision's plan pages from `from` on (`revision` sends the first ones).
@@ -403,55 +245,28 @@ pub async fn revision_pages(
     id: i64,
     from: usize,
 ) -> Result<Vec<String>> {
-    let (_, _, rendered) = state.engine.review().rendering(id).await?;
-    Ok(rendered
-        .pages()
-        .into_iter()
-        .skip(from)
-        .map(str::to_owned)
-        .collect())
+    Ok(view::revision_pages(state.engine.review(), id, from).await?)
 }
 
-/// A revision's exact text, for the source view and the editor (not sent with `revision`: a
-/// long plan's second and third copies would slow every plan's way to the screen).
+/// A revision's exact text, for the source view and the editor.
 #[tauri::command]
 pub async fn revision_source(state: State<'_, AppState>, id: i64) -> Result<RevisionSource> {
-    let (_, markdown, rendered) = state.engine.review().rendering(id).await?;
-    Ok(RevisionSource {
-        markdown,
-        source_html: rendered.source_html.clone(),
-    })
+    Ok(view::revision_source(state.engine.review(), id).await?)
 }
 
 /// Every revision of the plan `id` belongs to, oldest first.
 #[tauri::command]
 pub async fn plan_thread(state: State<'_, AppState>, id: i64) -> Result<Vec<RevisionSummary>> {
-    let review = state.engine.review();
-    let revision = review.revision_by_id(id).await?;
-    Ok(review
-        .thread(&revision)
-        .await?
-        .iter()
-        .map(RevisionSummary::from)
-        .collect())
+    Ok(view::plan_thread(state.engine.review(), id).await?)
 }
 
 #[tauri::command]
-pub async fn compare(state: State<'_, AppState>, left: i64, right: i64) -> Result<Comparison> {
-    let review = state.engine.review();
-    let compared = review.compare(left, right).await?;
-    let comments = review.comments(&compared.right).await?;
-    let mut comparison = Comparison::from(compared);
-    comparison.comments = comments;
-    Ok(comparison)
+pub async fn compare(state: State<'_, AppState>, left: i64, right: i64) -> Result<ComparisonView> {
+    Ok(view::compare(state.engine.review(), left, right).await?)
 }
 
-/// The most revisions one page of the history may hold.
-const MAX_HISTORY_PAGE: usize = 1000;
-
 /// A page of the history: at most `limit` revisions (100 if not given) older than `before`
-/// (from the newest if not given), newest first. One query: the window asks for the next page
-/// as its list scrolls to the end.
+/// (from the newest if not given), newest first.
 #[tauri::command]
 pub async fn history(
     state: State<'_, AppState>,
@@ -461,23 +276,7 @@ pub async fn history(
 ) -> Result<HistoryPage> {
     let filter = filter.unwrap_or_default().try_into()?;
     let limit = limit.unwrap_or(100);
-    if !(1..=MAX_HISTORY_PAGE).contains(&limit) {
-        return Err(IpcError::invalid(format!(
-            "A page of the history holds 1 to {MAX_HISTORY_PAGE} revisions, not {limit}."
-        )));
-    }
-    // One more than the page: whether there are more.
-    let page = Page {
-        before,
-        limit: limit + 1,
-    };
-    let mut revisions = state.engine.review().listing(&filter, Some(page)).await?;
-    let more = revisions.len() > limit;
-    revisions.truncate(limit);
-    Ok(HistoryPage {
-        revisions: revisions.iter().map(RevisionSummary::from).collect(),
-        more,
-    })
+    Ok(view::history(state.engine.review(), &filter, before, limit).await?)
 }
 
 #[tauri::command]
@@ -494,28 +293,7 @@ pub async fn save_settings<R: Runtime>(
     if switching {
         check_team_store(&state, team).await?;
     }
-    let flag = |on: bool| if on { "on" } else { "off" };
-    engine
-        .set_setting(NOTIFICATIONS, Some(flag(settings.notifications)))
-        .await?;
-    engine
-        .set_setting(
-            NOTIFICATION_TITLES,
-            Some(flag(settings.notification_titles)),
-        )
-        .await?;
-    let name = settings.reviewer_name.trim();
-    if name.chars().count() > 100 || name.chars().any(char::is_control) {
-        return Err(IpcError::invalid(
-            "Your name may have at most 100 characters, and no control characters.",
-        ));
-    }
-    engine
-        .set_setting(
-            plandesk::review::REVIEWER_SETTING,
-            (!name.is_empty()).then_some(name),
-        )
-        .await?;
+    settings.save_preferences(engine).await?;
     if let Some(entry) = &state.autostart {
         let written = if settings.start_at_login {
             entry.write()
@@ -524,9 +302,7 @@ pub async fn save_settings<R: Runtime>(
         };
         written.map_err(|e| IpcError::new("autostart", e.to_string()))?;
     }
-    engine
-        .set_setting(START_AT_LOGIN, Some(flag(settings.start_at_login)))
-        .await?;
+    Settings::save_start_at_login(engine, settings.start_at_login).await?;
     state.keep_in_tray.store(
         settings.start_at_login,
         std::sync::atomic::Ordering::Relaxed,
@@ -543,7 +319,7 @@ pub async fn save_settings<R: Runtime>(
     }
     Ok(Settings {
         team_store: team.to_owned(),
-        ..load_settings(engine).await?
+        ..Settings::load(engine).await?
     })
 }
 

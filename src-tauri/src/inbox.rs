@@ -8,14 +8,13 @@ use futures::StreamExt;
 use plandesk::source::agent_name;
 use plandesk::store::{ItemKind, SourceKind};
 use plandesk::text;
+use plandesk::view::{self, InboxItem, Settings};
 use plandesk::Engine;
 use serde::Serialize;
 use tauri::menu::{Menu, MenuItem};
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
-use crate::commands::{inbox_items, load_settings};
-use crate::ipc::InboxItem;
 use crate::WINDOW;
 
 const TRAY: &str = "tray";
@@ -66,10 +65,10 @@ pub fn watch<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 }
 
 async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, seen: &mut Option<HashSet<Key>>) {
-    let items = match inbox_items(engine).await {
+    let items = match view::inbox(engine.review()).await {
         Ok(items) => items,
         Err(err) => {
-            eprintln!("plandesk-app: cannot read the inbox: {}", err.message);
+            eprintln!("plandesk-app: cannot read the inbox: {err}");
             return;
         }
     };
@@ -102,7 +101,7 @@ fn show_count<R: Runtime>(app: &AppHandle<R>, count: usize) {
 }
 
 async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &InboxItem) {
-    let settings = load_settings(engine).await.unwrap_or_default();
+    let settings = Settings::load(engine).await.unwrap_or_default();
     if !settings.notifications {
         return;
     }

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use plandesk::view::{self, LiveChunk};
 use plandesk::{Chunk, ChunkSink, Engine, EngineError, Report};
 use tauri::ipc::Channel;
 use tauri::webview::PageLoadEvent;
@@ -93,7 +94,7 @@ impl std::fmt::Debug for ChannelSink {
 impl ChunkSink for ChannelSink {
     fn emit(&mut self, chunk: Chunk) {
         if let Some(channel) = &self.0 {
-            let _ = channel.send(RunEvent::Chunk(chunk.into()));
+            let _ = channel.send(RunEvent::Chunk(LiveChunk::from(chunk)));
         }
     }
 }
@@ -170,11 +171,11 @@ impl AppState {
                 if let (Some(channel), Some(outcome)) = (end, outcome) {
                     let event = match outcome {
                         Ok(report) => {
-                            let hand_over = commands::hands_review_over(
+                            let hand_over = view::hands_review_over(
                                 viewing.lock().unwrap_or_else(|p| p.into_inner()).as_deref(),
                                 &report.run_id,
                             );
-                            RunEvent::Ended(commands::run_end(&engine, report, hand_over).await)
+                            RunEvent::Ended(view::run_end(&engine, report, hand_over).await)
                         }
                         Err(err) => RunEvent::Refused(err.into()),
                     };

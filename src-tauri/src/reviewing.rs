@@ -3,10 +3,8 @@
 
 use std::io::Write;
 
-use plandesk::review::{AuditCheck, Comment, Edited, Lines};
-use plandesk::store::AuditRow;
-use plandesk::workspace::MAX_FILE_BYTES;
-use serde::Serialize;
+use plandesk::review::{Comment, Edited, Lines};
+use plandesk::view::{self, AuditView, PlanPreview};
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
@@ -56,50 +54,20 @@ pub async fn edit_plan(
     Ok(state.engine.review().edit(revision_id, &text).await?)
 }
 
-/// The editor's live preview: rendered exactly as a plan is (sanitised, bounded), in the pages
-/// a review shows it in (the window keeps only those near the screen in its document).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Preview {
-    pub pages: Vec<String>,
-}
-
+/// The editor's live preview: the draft rendered as a plan is, in a review's pages.
 #[tauri::command]
-pub async fn preview(markdown: String) -> Result<Preview> {
-    if markdown.len() as u64 > MAX_FILE_BYTES {
-        return Err(IpcError::invalid(format!(
-            "The plan is {} bytes; a plan may be at most {MAX_FILE_BYTES}.",
-            markdown.len()
-        )));
-    }
-    let rendered = tauri::async_runtime::spawn_blocking(move || plandesk::plan::render(&markdown))
+pub async fn preview(markdown: String) -> Result<PlanPreview> {
+    // Rendering a long plan takes milliseconds: off the async runtime.
+    let preview = tauri::async_runtime::spawn_blocking(move || view::plan_preview(&markdown))
         .await
         .map_err(|e| IpcError::new("internal", format!("the preview failed: {e}")))?;
-    Ok(Preview {
-        pages: crate::ipc::plan_pages(&rendered.html)
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
-    })
+    Ok(preview?)
 }
 
 /// The audit trail (of one run, or all) and whether its chain holds.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditView {
-    pub entries: Vec<AuditRow>,
-    pub check: AuditCheck,
-}
-
 #[tauri::command]
 pub async fn audit(state: State<'_, AppState>, run_id: Option<String>) -> Result<AuditView> {
-    // The chain is checked over the whole trail; one run's entries are a part of it.
-    let (all, check) = state.engine.review().checked_audit().await?;
-    let entries = match run_id {
-        Some(run) => all.into_iter().filter(|e| e.run_id == run).collect(),
-        None => all,
-    };
-    Ok(AuditView { entries, check })
+    Ok(view::audit(state.engine.review(), run_id.as_deref()).await?)
 }
 
 /// Saves the whole audit trail as JSON lines, its head first (as `plandesk audit --export`:

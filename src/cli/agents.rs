@@ -18,7 +18,7 @@ use plandesk::source::{
 };
 use plandesk::{Engine, EngineError};
 
-use super::ALREADY_DECIDED;
+use super::runs::ALREADY_DECIDED;
 
 /// Where the deadline can also come from, for hooks installed without one.
 pub const DEADLINE_ENV: &str = "PLANDESK_HOOK_DEADLINE";

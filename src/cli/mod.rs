@@ -1,24 +1,28 @@
-//! Argument parsing and command dispatch for the `plandesk` binary.
+//! The `plandesk` binary's command line: its clap definitions and the one dispatch from a
+//! command to the module of its group. Each module turns its commands into calls on the engine
+//! and the review core and prints what they return (`print`); none holds business logic.
 
 mod agents;
+mod audit;
+mod history;
+mod keys;
+mod model;
 mod open;
 mod print;
 mod reviewing;
+mod runs;
+mod storage;
 mod tokens;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Result};
 use clap::{Parser, Subcommand};
 use plandesk::config::{default_data_dir, StoreLocation};
 use plandesk::engine::DEFAULT_MAX_STEPS;
-use plandesk::model::select::{self, DefaultModel, MODEL_SETTING};
-use plandesk::review;
-use plandesk::run::RunError;
-use plandesk::secret::{self, ApiKey, KeyError, KeyProvider, KeySource};
-use plandesk::{Engine, EngineError, RunStatus, StartOptions, Verdict};
+use plandesk::{Engine, Verdict};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -327,53 +331,13 @@ fn fail(err: &anyhow::Error) -> ExitCode {
 async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let json = cli.json;
-    // Commands that need no store never open it (a damaged store cannot stop `key list`), and
-    // a hook opens it itself, so that even a store it cannot open is answered to its agent.
-    let engine = match cli.command {
-        Command::Key { action } => return key_command(action, json),
-        Command::Store { action } => {
-            return store_command(&data_dir, cli.store.as_deref(), action, json).await
-        }
-        Command::Install {
-            agent,
-            uninstall,
-            print,
-        } => return agents::install(&agent, uninstall, print, cli.data_dir.clone()),
-        Command::Hook { agent, deadline } => {
-            let agent = agents::Agent::parse(&agent).ok_or_else(|| anyhow!("unknown agent"))?;
-            return Ok(agents::hook(agent, &data_dir, cli.store.as_deref(), deadline).await);
-        }
-        Command::Mcp {
-            workspace,
-            plans_dir,
-            deadline,
-        } => {
-            let store = StoreLocation::choose(cli.store.as_deref(), &data_dir)?;
-            return agents::mcp(&data_dir, &store, workspace, plans_dir, deadline).await;
-        }
-        Command::Serve {
-            listen,
-            deadline,
-            hook_timeout,
-        } => {
-            let store = StoreLocation::choose(cli.store.as_deref(), &data_dir)?;
-            return agents::serve(&data_dir, &store, &listen, deadline, &hook_timeout).await;
-        }
-        _ => {
-            let store = StoreLocation::choose(cli.store.as_deref(), &data_dir)?;
-            Engine::open_at(&store, "cli").await?
-        }
-    };
-    let mut printer = print::StreamPrinter::new(json);
-    // The run a command names, for the hint a refusal may need.
-    let mut named_run: Option<String> = None;
-    let report = match cli.command {
-        Command::Key { .. }
-        | Command::Store { .. }
-        | Command::Install { .. }
-        | Command::Hook { .. }
-        | Command::Mcp { .. }
-        | Command::Serve { .. } => return Ok(ExitCode::SUCCESS),
+    let given_store = cli.store.as_deref();
+    let location = || StoreLocation::choose(given_store, &data_dir);
+    // Opened only by the commands that read or write runs: a damaged store cannot stop `key
+    // list`, and a hook opens it itself, so that even a store it cannot open is answered to its
+    // agent.
+    let engine = async || -> Result<Engine> { Ok(Engine::open_at(&location()?, "cli").await?) };
+    match cli.command {
         Command::Run {
             workspace,
             model,
@@ -383,32 +347,16 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             plans_dir,
             prompt,
         } => {
-            let workspace = match workspace {
-                Some(dir) => dir,
-                None => std::env::current_dir().context("cannot read the current folder")?,
-            };
-            let model = match model {
-                Some(model) => model,
-                None => {
-                    let chosen = default_model(&engine).await?;
-                    printer.preface(format!(
-                        "plandesk: model {} ({})",
-                        chosen.spec, chosen.reason
-                    ));
-                    chosen.spec
-                }
-            };
-            let options = StartOptions {
+            let start = runs::Start {
                 workspace,
-                plans_dir,
                 model,
-                mode: Some(mode),
+                mode,
                 auto_approve,
                 max_steps,
+                plans_dir,
+                prompt: prompt.join(" "),
             };
-            engine
-                .start(&prompt.join(" "), &options, &mut printer.sink())
-                .await
+            runs::start(&engine().await?, start, json).await
         }
         Command::Approve {
             run_id,
@@ -416,8 +364,6 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             tool_call_id,
             revision,
         } => {
-            let run_id = engine.resolve_run(&run_id).await?;
-            named_run = Some(run_id.clone());
             let verdict = Verdict {
                 approve: true,
                 feedback: None,
@@ -425,7 +371,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 tool_call_id,
                 revision,
             };
-            engine.decide(&run_id, &verdict, &mut printer.sink()).await
+            runs::decide(&engine().await?, &run_id, verdict, json).await
         }
         Command::Reject {
             run_id,
@@ -433,8 +379,6 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             tool_call_id,
             revision,
         } => {
-            let run_id = engine.resolve_run(&run_id).await?;
-            named_run = Some(run_id.clone());
             let verdict = Verdict {
                 approve: false,
                 feedback,
@@ -442,341 +386,75 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 tool_call_id,
                 revision,
             };
-            engine.decide(&run_id, &verdict, &mut printer.sink()).await
+            runs::decide(&engine().await?, &run_id, verdict, json).await
         }
         Command::Resume {
             run_id,
             data,
             tool_call_id,
-        } => {
-            let run_id = engine.resolve_run(&run_id).await?;
-            named_run = Some(run_id.clone());
-            match data {
-                Some(data) => {
-                    let data: serde_json::Value = serde_json::from_str(&data)
-                        .with_context(|| format!("--data is not valid JSON: {data}"))?;
-                    engine
-                        .resume(&run_id, tool_call_id.as_deref(), data, &mut printer.sink())
-                        .await
-                }
-                None if tool_call_id.is_some() => bail!("--tool-call-id needs --data"),
-                None => engine.continue_run(&run_id, &mut printer.sink()).await,
-            }
-        }
+        } => runs::resume(&engine().await?, &run_id, data, tool_call_id, json).await,
         Command::Send { run_id, text } => {
-            let run_id = engine.resolve_run(&run_id).await?;
-            named_run = Some(run_id.clone());
-            engine
-                .send(&run_id, &text.join(" "), &mut printer.sink())
-                .await
+            runs::send(&engine().await?, &run_id, &text.join(" "), json).await
         }
-        Command::Pending => return listing(json, &engine.review().inbox().await?, print::pending),
-        Command::Runs => return listing(json, &engine.runs().await?, print::runs),
+        Command::Pending => runs::pending(&engine().await?, json).await,
+        Command::Runs => runs::runs(&engine().await?, json).await,
         Command::History { run_id, search } => {
-            let run_id = match run_id {
-                Some(r) => Some(engine.resolve_run(&r).await?),
-                None => None,
-            };
-            let filter = review::HistoryFilter {
-                run_id,
-                status: None,
-                query: search,
-            };
-            // JSON carries each plan's text, for scripts; a person's listing is a line per
-            // revision and reads none.
-            let mut revisions = if json {
-                engine.review().history(&filter).await?
-            } else {
-                engine.review().listing(&filter, None).await?
-            };
-            // Oldest first.
-            revisions.reverse();
-            return listing(json, &revisions, print::history);
+            history::history(&engine().await?, run_id, search, json).await
         }
         Command::Show { revision, html } => {
-            let revision = engine.review().revision(&revision).await?;
-            let view = review::view_of(revision, 0);
-            if json {
-                let mut value = serde_json::to_value(&view.revision)?;
-                value["html"] = view.html.into();
-                value["hidden"] = serde_json::to_value(&view.hidden)?;
-                value["fallback"] = serde_json::to_value(&view.fallback)?;
-                println!("{value}");
-            } else if html {
-                println!("{}", view.html);
-            } else {
-                print::revision(&view);
-            }
-            return Ok(ExitCode::SUCCESS);
+            history::show(&engine().await?, &revision, html, json).await
         }
-        Command::Diff { a, b } => {
-            let (a, b) = (
-                engine.review().revision(&a).await?,
-                engine.review().revision(&b).await?,
-            );
-            let comparison = engine.review().compare(a.id, b.id).await?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "left": comparison.left.id,
-                        "right": comparison.right.id,
-                        "diff": comparison.diff,
-                        "between": comparison.between,
-                    })
-                );
-            } else {
-                print::diff(&comparison.left, &comparison.right, &comparison.diff);
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
+        Command::Diff { a, b } => history::diff(&engine().await?, &a, &b, json).await,
         Command::Comment {
             revision,
             lines,
             text,
-        } => return reviewing::comment(&engine, &revision, &lines, &text.join(" "), json).await,
+        } => reviewing::comment(&engine().await?, &revision, &lines, &text.join(" "), json).await,
         Command::Comments { revision } => {
-            return reviewing::comments(&engine, &revision, json).await
+            reviewing::comments(&engine().await?, &revision, json).await
         }
         Command::Resolve { comment, reopen } => {
-            return reviewing::resolve(&engine, comment, reopen, json).await
+            reviewing::resolve(&engine().await?, comment, reopen, json).await
         }
         Command::Edit { revision, file } => {
-            return reviewing::edit(&engine, &revision, &file, json).await
+            reviewing::edit(&engine().await?, &revision, &file, json).await
         }
-        Command::Model { action } => return model_command(&engine, action, json).await,
         Command::Audit {
             run_id,
             verify,
             file,
             export,
         } => {
-            if let Some(file) = file {
-                let text = std::fs::read_to_string(&file)
-                    .with_context(|| format!("cannot read {}", file.display()))?;
-                return Ok(print::audit_check(&review::check_export(&text), json));
-            }
-            if verify {
-                let check = engine.review().verify_audit().await?;
-                return Ok(print::audit_check(&check, json));
-            }
-            if let Some(path) = export {
-                let trail = engine.review().audit(None).await?;
-                let failed = |e: std::io::Error| anyhow!("cannot write {}: {e}", path.display());
-                let mut out =
-                    std::io::BufWriter::new(std::fs::File::create(&path).map_err(failed)?);
-                review::write_export(&trail, &mut out)
-                    .and_then(|()| out.flush())
-                    .map_err(failed)?;
-                if json {
-                    println!(
-                        "{}",
-                        serde_json::json!({"path": path, "entries": trail.len()})
-                    );
-                } else {
-                    print::next(&format!(
-                        "Saved the audit trail ({} entries, its head first) to {}.",
-                        trail.len(),
-                        path.display()
-                    ));
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-            let run_id = match run_id {
-                Some(r) => Some(engine.resolve_run(&r).await?),
-                None => None,
+            let what = match (verify, export) {
+                (true, _) => audit::Audit::Verify { file },
+                (false, Some(path)) => audit::Audit::Export { path },
+                (false, None) => audit::Audit::List { run_id },
             };
-            let entries = engine.review().audit(run_id.as_deref()).await?;
-            print::audit(&entries, json);
-            return Ok(ExitCode::SUCCESS);
+            audit::audit(&engine().await?, what, json).await
         }
-        Command::Open { key } => return open::open(&engine, &data_dir, &key, json).await,
-        Command::Token { action } => {
-            return match action {
-                TokenAction::Create { name } => tokens::create(&engine, &name, json).await,
-                TokenAction::List => tokens::list(&engine, json).await,
-                TokenAction::Revoke { name } => tokens::revoke(&engine, &name, json).await,
-            }
+        Command::Model { action } => model::model(&engine().await?, action, json).await,
+        Command::Open { key } => open::open(&engine().await?, &data_dir, &key, json).await,
+        Command::Token { action } => tokens::token(&engine().await?, action, json).await,
+        Command::Key { action } => keys::key(action, json),
+        Command::Store { action } => storage::store(&data_dir, given_store, action, json).await,
+        Command::Hook { agent, deadline } => {
+            let agent = agents::Agent::parse(&agent).ok_or_else(|| anyhow!("unknown agent"))?;
+            Ok(agents::hook(agent, &data_dir, given_store, deadline).await)
         }
-    };
-    let report = report.map_err(|err| explain(err, named_run.as_deref()))?;
-    printer.finish(&report);
-    Ok(if report.status == RunStatus::Failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-async fn default_model(engine: &Engine) -> Result<DefaultModel> {
-    let saved = engine.setting(MODEL_SETTING).await?;
-    Ok(select::default_model(saved).await)
-}
-
-async fn model_command(
-    engine: &Engine,
-    action: Option<ModelAction>,
-    json: bool,
-) -> Result<ExitCode> {
-    match action {
-        Some(ModelAction::Set { spec }) => {
-            select::ModelSpec::parse(&spec)?;
-            engine.set_setting(MODEL_SETTING, Some(&spec)).await?;
-            eprintln!("plandesk: new runs use {spec} unless --model says otherwise");
-        }
-        Some(ModelAction::Clear) => {
-            engine.set_setting(MODEL_SETTING, None).await?;
-            let chosen = default_model(engine).await?;
-            eprintln!(
-                "plandesk: saved model forgotten; new runs use {} ({})",
-                chosen.spec, chosen.reason
-            );
-        }
-        None => {
-            let chosen = default_model(engine).await?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"model": chosen.spec, "reason": chosen.reason})
-                );
-            } else {
-                println!("{}\t{}", chosen.spec, chosen.reason);
-            }
-        }
+        Command::Mcp {
+            workspace,
+            plans_dir,
+            deadline,
+        } => agents::mcp(&data_dir, &location()?, workspace, plans_dir, deadline).await,
+        Command::Serve {
+            listen,
+            deadline,
+            hook_timeout,
+        } => agents::serve(&data_dir, &location()?, &listen, deadline, &hook_timeout).await,
+        Command::Install {
+            agent,
+            uninstall,
+            print,
+        } => agents::install(&agent, uninstall, print, cli.data_dir.clone()),
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn key_command(action: KeyAction, json: bool) -> Result<ExitCode> {
-    match action {
-        KeyAction::Set { provider } => {
-            let provider = KeyProvider::parse(&provider)?;
-            if std::io::stdin().is_terminal() {
-                eprint!("Paste the {} API key, then press Enter: ", provider.name());
-            }
-            let mut line = String::new();
-            std::io::stdin()
-                .read_line(&mut line)
-                .context("cannot read the key from standard input")?;
-            let key = ApiKey::new(&line).ok_or(KeyError::Empty)?;
-            secret::keyring_set(provider, &key)?;
-            eprintln!(
-                "plandesk: the {} key is saved in the OS keyring",
-                provider.name()
-            );
-            if std::env::var_os(provider.env_var()).is_some() {
-                eprintln!(
-                    "plandesk: note: {} is set in this environment and is used before the keyring",
-                    provider.env_var()
-                );
-            }
-        }
-        KeyAction::Rm { provider } => {
-            let provider = KeyProvider::parse(&provider)?;
-            secret::keyring_remove(provider)?;
-            eprintln!(
-                "plandesk: the {} key is removed from the OS keyring",
-                provider.name()
-            );
-        }
-        KeyAction::List => {
-            let rows: Vec<(&str, String)> = KeyProvider::ALL
-                .into_iter()
-                .map(|p| {
-                    let (found, problem) = secret::find_key(p);
-                    let source = match (found, problem) {
-                        (Some((_, KeySource::Environment)), _) => {
-                            format!("from {}", p.env_var())
-                        }
-                        (Some((_, KeySource::Keyring)), _) => "in the OS keyring".into(),
-                        (None, Some(problem)) => format!("none ({problem})"),
-                        (None, None) => "none".into(),
-                    };
-                    (p.name(), source)
-                })
-                .collect();
-            if json {
-                let map: serde_json::Map<String, serde_json::Value> = rows
-                    .into_iter()
-                    .map(|(p, s)| (p.to_owned(), s.into()))
-                    .collect();
-                println!("{}", serde_json::Value::Object(map));
-            } else {
-                for (provider, source) in rows {
-                    println!("{provider}\t{source}");
-                }
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The code of a refused second decision (`EngineError::code`, `ReviewError::code`): hosts
-/// branch on codes, not on the store's error type.
-const ALREADY_DECIDED: &str = "already-decided";
-
-/// Adds the command that helps, where an engine error has one; `run_id` is the run the command
-/// named, if it named one.
-fn explain(err: EngineError, run_id: Option<&str>) -> anyhow::Error {
-    let hint = match (&err, run_id) {
-        (err, Some(run_id)) if err.code() == ALREADY_DECIDED => {
-            format!(" (if the run did not carry on, `plandesk resume {run_id}` continues it)")
-        }
-        (EngineError::Run(RunError::DecisionPending { run_id, .. }), _) => {
-            format!(" (`plandesk pending` shows it; `plandesk approve {run_id}` or `plandesk reject {run_id}`)")
-        }
-        (EngineError::Run(RunError::Interrupted { run_id }), _) => {
-            format!("; `plandesk resume {run_id}` continues it")
-        }
-        _ => String::new(),
-    };
-    anyhow!("{err}{hint}")
-}
-
-fn listing<T: serde::Serialize>(json: bool, items: &[T], human: fn(&[T])) -> Result<ExitCode> {
-    if json {
-        println!("{}", serde_json::to_string(items)?);
-    } else {
-        human(items);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `plandesk store [set URL | clear]`.
-async fn store_command(
-    data_dir: &std::path::Path,
-    given: Option<&str>,
-    action: Option<StoreAction>,
-    json: bool,
-) -> Result<ExitCode> {
-    use plandesk::config::{named_store, reach_team_store, save_team_store};
-    match action {
-        None => {}
-        Some(StoreAction::Set { url }) => {
-            // Reached (and its tables made) before it is saved: a wrong URL changes nothing.
-            reach_team_store(&url).await?;
-            save_team_store(data_dir, Some(&url))?;
-        }
-        Some(StoreAction::Clear) => save_team_store(data_dir, None)?,
-    }
-    let location = StoreLocation::choose(given, data_dir)?;
-    let overridden = named_store(given).is_some();
-    if json {
-        let kind = match location {
-            StoreLocation::Sqlite(_) => "sqlite",
-            StoreLocation::Postgres { .. } => "postgres",
-        };
-        let listing = serde_json::json!({
-            "kind": kind,
-            "store": location.describe(),
-            "dataDir": data_dir.display().to_string(),
-        });
-        println!("{listing}");
-    } else {
-        println!("Store: {}", location.describe());
-        if overridden {
-            println!("(named by --store or PLANDESK_STORE, which win over the saved choice)");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }

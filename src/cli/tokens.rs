@@ -6,10 +6,19 @@ use std::process::ExitCode;
 use anyhow::Result;
 use plandesk::Engine;
 
-use super::print;
+use super::{print, TokenAction};
+
+/// `plandesk token create|list|revoke`.
+pub async fn token(engine: &Engine, action: TokenAction, json: bool) -> Result<ExitCode> {
+    match action {
+        TokenAction::Create { name } => create(engine, &name, json).await,
+        TokenAction::List => list(engine, json).await,
+        TokenAction::Revoke { name } => revoke(engine, &name, json).await,
+    }
+}
 
 /// `plandesk token create NAME`: prints the secret (stdout) and how to use it (stderr).
-pub async fn create(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
+async fn create(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
     let (row, secret) = engine.tokens().create(name).await?;
     if json {
         println!(
@@ -27,7 +36,7 @@ pub async fn create(engine: &Engine, name: &str, json: bool) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn list(engine: &Engine, json: bool) -> Result<ExitCode> {
+async fn list(engine: &Engine, json: bool) -> Result<ExitCode> {
     let tokens = engine.tokens().list().await?;
     if json {
         println!("{}", serde_json::to_string(&tokens)?);
@@ -37,7 +46,7 @@ pub async fn list(engine: &Engine, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn revoke(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
+async fn revoke(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
     let row = engine.tokens().revoke(name).await?;
     if json {
         println!("{}", serde_json::to_string(&row)?);

@@ -69,24 +69,18 @@ fn hook_deadline(configured: Option<Duration>, agent_timeout: Duration) -> Durat
     configured.map_or(limit, |d| d.min(limit))
 }
 
-/// What a hook prints, for each agent.
-#[derive(Debug, Clone, Copy)]
+/// The agent a hook answers, and so what it prints.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Agent {
+    /// Claude Code (PermissionRequest on ExitPlanMode)
     ClaudeCode,
+    /// Codex (Stop)
     Codex,
+    /// Gemini CLI (BeforeTool on exit_plan_mode)
     Gemini,
 }
 
 impl Agent {
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "claude-code" => Some(Agent::ClaudeCode),
-            "codex" => Some(Agent::Codex),
-            "gemini" => Some(Agent::Gemini),
-            _ => None,
-        }
-    }
-
     fn failure(self, err: &SourceError) -> Option<String> {
         Some(match self {
             Agent::ClaudeCode => claude::failure(err),
@@ -416,12 +410,11 @@ pub async fn serve(
 
 /// `plandesk install TARGET [--uninstall] [--print]`.
 pub fn install(
-    target: &str,
+    target: Target,
     uninstall: bool,
     print: bool,
     data_dir: Option<PathBuf>,
 ) -> Result<ExitCode> {
-    let target = Target::parse(target).ok_or_else(|| anyhow!("unknown agent `{target}`"))?;
     let exe = std::env::current_exe()?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
     let places = Places::from_env(exe, data_dir)?;

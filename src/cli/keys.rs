@@ -12,9 +12,9 @@ use super::KeyAction;
 /// `plandesk key`: needs no store, so a damaged one cannot stop it.
 pub fn key(action: KeyAction, json: bool) -> Result<ExitCode> {
     match action {
-        KeyAction::Set { provider } => set(KeyProvider::parse(&provider)?)?,
+        KeyAction::Set { provider } => set(provider.into())?,
         KeyAction::Rm { provider } => {
-            let provider = KeyProvider::parse(&provider)?;
+            let provider = KeyProvider::from(provider);
             secret::keyring_remove(provider)?;
             eprintln!(
                 "plandesk: the {} key is removed from the OS keyring",

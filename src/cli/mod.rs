@@ -19,9 +19,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use plandesk::config::{default_data_dir, StoreLocation};
 use plandesk::engine::DEFAULT_MAX_STEPS;
+use plandesk::secret::KeyProvider;
+use plandesk::source::install::Target;
 use plandesk::{Engine, Verdict};
 
 #[derive(Debug, Parser)]
@@ -57,8 +59,8 @@ enum Command {
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
         /// Mode to start in
-        #[arg(long, default_value = "plan", value_parser = ["plan", "build"])]
-        mode: String,
+        #[arg(long, value_enum, default_value_t = Mode::Plan)]
+        mode: Mode,
         /// Run approval-gated tools (file writes in build mode) without asking
         #[arg(long)]
         auto_approve: bool,
@@ -184,8 +186,8 @@ enum Command {
     /// Review an outside agent's plan: the hook an agent runs (`plandesk install` sets it up).
     /// Reads the agent's payload on stdin, waits for your decision, prints the agent's answer
     Hook {
-        #[arg(value_parser = ["claude-code", "codex", "gemini"])]
-        agent: String,
+        #[arg(value_enum)]
+        agent: agents::Agent,
         /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h)
         /// [default: $PLANDESK_HOOK_DEADLINE, else no deadline]
         #[arg(long, value_name = "DURATION")]
@@ -221,8 +223,8 @@ enum Command {
     },
     /// Add Plandesk's hook (or MCP server) to an agent's settings, or remove it
     Install {
-        #[arg(value_parser = ["claude-code", "codex", "gemini", "mcp"])]
-        agent: String,
+        #[arg(value_enum)]
+        agent: InstallTarget,
         /// Remove Plandesk's entry instead
         #[arg(long)]
         uninstall: bool,
@@ -286,16 +288,77 @@ enum TokenAction {
 enum KeyAction {
     /// Save a provider's key in the OS keyring, read from standard input
     Set {
-        #[arg(value_parser = ["openai", "anthropic"])]
-        provider: String,
+        #[arg(value_enum)]
+        provider: Provider,
     },
     /// Remove a provider's key from the OS keyring
     Rm {
-        #[arg(value_parser = ["openai", "anthropic"])]
-        provider: String,
+        #[arg(value_enum)]
+        provider: Provider,
     },
     /// Which providers have a key, and where it comes from (never the key itself)
     List,
+}
+
+/// The mode a run starts in (`plandesk::mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// Read the workspace and write a plan; no other file is written
+    Plan,
+    /// Carry the plan out: file writes are allowed (each approved unless --auto-approve)
+    Build,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Plan => plandesk::mode::PLAN,
+            Mode::Build => plandesk::mode::BUILD,
+        }
+    }
+}
+
+/// What `plandesk install` sets up: an agent's hook, or the MCP server entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum InstallTarget {
+    /// Claude Code's PermissionRequest hook on ExitPlanMode
+    #[value(alias = "claude")]
+    ClaudeCode,
+    /// Codex's Stop hook
+    Codex,
+    /// Gemini CLI's BeforeTool hook on exit_plan_mode
+    #[value(alias = "gemini-cli")]
+    Gemini,
+    /// An MCP server entry in the project's .mcp.json
+    Mcp,
+}
+
+impl From<InstallTarget> for Target {
+    fn from(target: InstallTarget) -> Self {
+        match target {
+            InstallTarget::ClaudeCode => Target::ClaudeCode,
+            InstallTarget::Codex => Target::Codex,
+            InstallTarget::Gemini => Target::Gemini,
+            InstallTarget::Mcp => Target::Mcp,
+        }
+    }
+}
+
+/// A provider whose API key the OS keyring may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Provider {
+    #[value(name = "openai")]
+    OpenAi,
+    Anthropic,
+}
+
+impl From<Provider> for KeyProvider {
+    fn from(provider: Provider) -> Self {
+        match provider {
+            Provider::OpenAi => KeyProvider::OpenAi,
+            Provider::Anthropic => KeyProvider::Anthropic,
+        }
+    }
 }
 
 pub fn main() -> ExitCode {
@@ -438,7 +501,6 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Key { action } => keys::key(action, json),
         Command::Store { action } => storage::store(&data_dir, given_store, action, json).await,
         Command::Hook { agent, deadline } => {
-            let agent = agents::Agent::parse(&agent).ok_or_else(|| anyhow!("unknown agent"))?;
             Ok(agents::hook(agent, &data_dir, given_store, deadline).await)
         }
         Command::Mcp {
@@ -455,6 +517,68 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             agent,
             uninstall,
             print,
-        } => agents::install(&agent, uninstall, print, cli.data_dir.clone()),
+        } => agents::install(agent.into(), uninstall, print, cli.data_dir.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("plandesk").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_wrong_choice_is_refused_by_clap_listing_the_choices() {
+        for (args, choices) in [
+            (
+                &["install", "cursor"][..],
+                "claude-code, codex, gemini, mcp",
+            ),
+            (&["hook", "mcp"], "claude-code, codex, gemini"),
+            (&["run", "--mode", "yolo", "Add a cache"], "plan, build"),
+            (&["key", "set", "google"], "openai, anthropic"),
+            (&["key", "rm", "OpenAI"], "openai, anthropic"),
+        ] {
+            let err = parse(args).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidValue, "{args:?}: {err}");
+            assert!(
+                err.to_string()
+                    .contains(&format!("[possible values: {choices}]")),
+                "clap's own error names every choice: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn choices_become_the_librarys_own() {
+        let install = |name: &str| match parse(&["install", name]).unwrap().command {
+            Command::Install { agent, .. } => Target::from(agent),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(install("claude-code"), Target::ClaudeCode);
+        assert_eq!(install("claude"), Target::ClaudeCode, "an alias kept");
+        assert_eq!(install("gemini-cli"), Target::Gemini, "an alias kept");
+        assert_eq!(install("mcp"), Target::Mcp);
+        match parse(&["run", "Add a cache"]).unwrap().command {
+            Command::Run { mode, .. } => assert_eq!(mode.name(), plandesk::mode::PLAN),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(Mode::Build.name(), plandesk::mode::BUILD);
+        match parse(&["key", "set", "openai"]).unwrap().command {
+            Command::Key {
+                action: KeyAction::Set { provider },
+            } => assert_eq!(KeyProvider::from(provider), KeyProvider::OpenAi),
+            other => panic!("{other:?}"),
+        }
     }
 }

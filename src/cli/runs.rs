@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use plandesk::run::RunError;
 use plandesk::{Engine, EngineError, Report, RunStatus, StartOptions, Verdict};
 
-use super::{model, print};
+use super::{model, print, Mode};
 
 /// The code of a refused second decision (`EngineError::code`, `ReviewError::code`): hosts
 /// branch on codes, not on the store's error type.
@@ -20,7 +20,7 @@ pub const ALREADY_DECIDED: &str = "already-decided";
 pub struct Start {
     pub workspace: Option<PathBuf>,
     pub model: Option<String>,
-    pub mode: String,
+    pub mode: Mode,
     pub auto_approve: bool,
     pub max_steps: u32,
     pub plans_dir: Option<String>,
@@ -49,7 +49,7 @@ pub async fn start(engine: &Engine, start: Start, json: bool) -> Result<ExitCode
         workspace,
         plans_dir: start.plans_dir,
         model,
-        mode: Some(start.mode),
+        mode: Some(start.mode.name().to_owned()),
         auto_approve: start.auto_approve,
         max_steps: start.max_steps,
     };

@@ -48,7 +48,7 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         data_dir: state.data_dir.display().to_string(),
         store: state.store.describe(),
         settings: Settings {
-            team_store: plandesk::store::saved_team_store(&state.data_dir).unwrap_or_default(),
+            team_store: plandesk::config::saved_team_store(&state.data_dir).unwrap_or_default(),
             ..Settings::load(engine).await?
         },
         workspace,
@@ -288,7 +288,7 @@ pub async fn save_settings<R: Runtime>(
     let engine = &state.engine;
     // The team store first: a URL that cannot be used leaves everything as it was.
     let team = settings.team_store.trim();
-    let saved = plandesk::store::saved_team_store(&state.data_dir).unwrap_or_default();
+    let saved = plandesk::config::saved_team_store(&state.data_dir).unwrap_or_default();
     let switching = team != saved;
     if switching {
         check_team_store(&state, team).await?;
@@ -308,7 +308,7 @@ pub async fn save_settings<R: Runtime>(
         std::sync::atomic::Ordering::Relaxed,
     );
     if switching {
-        plandesk::store::save_team_store(&state.data_dir, (!team.is_empty()).then_some(team))
+        plandesk::config::save_team_store(&state.data_dir, (!team.is_empty()).then_some(team))
             .map_err(|e| IpcError::new("team-store", e.to_string()))?;
         // The app opens its store once: it starts again on the new one (after this answer
         // reaches the window, which says so).
@@ -337,7 +337,7 @@ async fn check_team_store(state: &AppState, url: &str) -> Result<()> {
     if url.is_empty() {
         return Ok(());
     }
-    plandesk::store::reach_team_store(url)
+    plandesk::config::reach_team_store(url)
         .await
         .map_err(|e| refused(e.to_string()))
 }

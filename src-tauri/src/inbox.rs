@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 
 use futures::StreamExt;
+use plandesk::review::{ItemKind, SourceKind};
 use plandesk::source::agent_name;
-use plandesk::store::{ItemKind, SourceKind};
 use plandesk::text;
 use plandesk::view::{self, InboxItem, Settings};
 use plandesk::Engine;

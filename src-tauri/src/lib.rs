@@ -53,7 +53,7 @@ pub struct AppState {
     pub engine: Engine,
     pub data_dir: PathBuf,
     /// The store the engine uses.
-    pub store: plandesk::store::StoreLocation,
+    pub store: plandesk::config::StoreLocation,
     /// Whether it was named at launch (`--store`, `PLANDESK_STORE`): then it wins over Settings.
     pub store_given: bool,
     pub workspace: Option<PathBuf>,
@@ -104,14 +104,14 @@ impl AppState {
         let data_dir = options
             .data_dir
             .clone()
-            .unwrap_or_else(plandesk::store::default_data_dir);
-        let store = plandesk::store::StoreLocation::choose(options.store.as_deref(), &data_dir)?;
+            .unwrap_or_else(plandesk::config::default_data_dir);
+        let store = plandesk::config::StoreLocation::choose(options.store.as_deref(), &data_dir)?;
         let engine = tauri::async_runtime::block_on(Engine::open_at(&store, "app"))?;
         engine.prerender_plans();
         let autostart = autostart::Autostart::for_this_app(&data_dir)
             .map_err(|err| eprintln!("plandesk-app: no start at login: {err}"))
             .ok();
-        let store_given = plandesk::store::named_store(options.store.as_deref()).is_some();
+        let store_given = plandesk::config::named_store(options.store.as_deref()).is_some();
         Ok(Self {
             engine,
             data_dir,

@@ -1,63 +1,24 @@
-//! The commands the webview invokes. Each converts its IPC arguments into engine calls; no
-//! business logic lives here. Runs stream their chunks over the per-run channel they are given.
+//! The commands of runs and the window: starting, deciding, messaging, retrying and stopping
+//! runs (each streams its chunks over the per-run channel it is given), the inbox and runs as
+//! listed, a run's detail and tool calls, and the window's own (what is on screen, links, a
+//! folder picker). Each converts its IPC arguments and calls the engine or `plandesk::view`;
+//! no business logic lives here. Settings are in `settings.rs`, revisions in `revisions.rs`.
 
 use std::path::{Path, PathBuf};
 
 use plandesk::engine::RunView;
 use plandesk::model::select;
-use plandesk::view::{
-    self, ComparisonView, HistoryPage, InboxItem, PagedRevision, RevisionSource, RevisionSummary,
-    RunDetailView, Settings, ToolCallFull,
-};
+use plandesk::view::{self, InboxItem, RunDetailView, ToolCallFull};
 use plandesk::{Engine, RunStatus, StartOptions, Verdict};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
-use crate::ipc::{AppInfo, DecideRequest, HistoryFilter, IpcError, RunEvent, StartRequest};
+use crate::ipc::{DecideRequest, IpcError, RunEvent, StartRequest};
 use crate::AppState;
 
 type Result<T> = std::result::Result<T, IpcError>;
-
-#[tauri::command]
-pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
-    let engine = &state.engine;
-    let workspace = match &state.workspace {
-        Some(dir) => dir.display().to_string(),
-        None => engine
-            .latest_run()
-            .await?
-            .map(|r| r.workspace)
-            .or_else(|| std::env::var("HOME").ok())
-            .unwrap_or_default(),
-    };
-    let open = state
-        .open_first
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
-    let (open_run, open_tool_call_id, open_error) = match open {
-        None => (None, None, None),
-        Some(key) => match plandesk::desktop::plan_target(engine, &key).await {
-            Ok(target) => (Some(target.run_id), target.tool_call_id, None),
-            Err(err) => (None, None, Some(err.into())),
-        },
-    };
-    Ok(AppInfo {
-        data_dir: state.data_dir.display().to_string(),
-        store: state.store.describe(),
-        settings: Settings {
-            team_store: plandesk::config::saved_team_store(&state.data_dir).unwrap_or_default(),
-            ..Settings::load(engine).await?
-        },
-        workspace,
-        version: env!("CARGO_PKG_VERSION"),
-        open_run,
-        open_tool_call_id,
-        open_error,
-    })
-}
 
 /// The model a run started without one uses: the saved choice, else the first provider this
 /// computer is set up for. Not part of `app_info`: finding it asks the keyring and a local
@@ -91,6 +52,8 @@ fn start_options(engine_cwd: &Path, request: &StartRequest, model: String) -> Re
     Ok(StartOptions::new(workspace, model))
 }
 
+/// Starts a run (checked first: the prompt, the folder, the model) and answers with its id,
+/// while it goes on streaming into `on_event`.
 #[tauri::command]
 pub async fn start_run(
     state: State<'_, AppState>,
@@ -162,6 +125,8 @@ pub async fn decide(
     })
 }
 
+/// Sends the person's message to a run that is not waiting for a decision; it goes on
+/// streaming into `on_event`.
 #[tauri::command]
 pub async fn send_message(
     state: State<'_, AppState>,
@@ -202,21 +167,25 @@ pub async fn retry_run(
     })
 }
 
+/// Stops the run this window drives; `false` if it drives none by that id.
 #[tauri::command]
 pub async fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<bool> {
     Ok(state.cancel(&run_id))
 }
 
+/// Every plan and approval waiting for a person, as the inbox lists them.
 #[tauri::command]
 pub async fn inbox(state: State<'_, AppState>) -> Result<Vec<InboxItem>> {
     Ok(view::inbox(state.engine.review()).await?)
 }
 
+/// Every run, most recently active first.
 #[tauri::command]
 pub async fn runs(state: State<'_, AppState>) -> Result<Vec<RunView>> {
     Ok(state.engine.runs().await?)
 }
 
+/// A run as its view shows it: transcript (long values as previews) and what waits in it.
 #[tauri::command]
 pub async fn run_detail(state: State<'_, AppState>, run_id: String) -> Result<RunDetailView> {
     Ok(view::run_detail(&state.engine, &run_id).await?)
@@ -231,115 +200,6 @@ pub async fn tool_call(
     tool_call_id: String,
 ) -> Result<ToolCallFull> {
     Ok(view::tool_call(&state.engine, &run_id, &tool_call_id).await?)
-}
-
-#[tauri::command]
-pub async fn revision(state: State<'_, AppState>, id: i64) -> Result<PagedRevision> {
-    Ok(view::revision(state.engine.review(), id, view::FIRST_BYTES).await?)
-}
-
-/// A revision's plan pages from `from` on (`revision` sends the first ones).
-#[tauri::command]
-pub async fn revision_pages(
-    state: State<'_, AppState>,
-    id: i64,
-    from: usize,
-) -> Result<Vec<String>> {
-    Ok(view::revision_pages(state.engine.review(), id, from).await?)
-}
-
-/// A revision's exact text, for the source view and the editor.
-#[tauri::command]
-pub async fn revision_source(state: State<'_, AppState>, id: i64) -> Result<RevisionSource> {
-    Ok(view::revision_source(state.engine.review(), id).await?)
-}
-
-/// Every revision of the plan `id` belongs to, oldest first.
-#[tauri::command]
-pub async fn plan_thread(state: State<'_, AppState>, id: i64) -> Result<Vec<RevisionSummary>> {
-    Ok(view::plan_thread(state.engine.review(), id).await?)
-}
-
-#[tauri::command]
-pub async fn compare(state: State<'_, AppState>, left: i64, right: i64) -> Result<ComparisonView> {
-    Ok(view::compare(state.engine.review(), left, right).await?)
-}
-
-/// A page of the history: at most `limit` revisions (100 if not given) older than `before`
-/// (from the newest if not given), newest first.
-#[tauri::command]
-pub async fn history(
-    state: State<'_, AppState>,
-    filter: Option<HistoryFilter>,
-    before: Option<i64>,
-    limit: Option<usize>,
-) -> Result<HistoryPage> {
-    let filter = filter.unwrap_or_default().try_into()?;
-    let limit = limit.unwrap_or(100);
-    Ok(view::history(state.engine.review(), &filter, before, limit).await?)
-}
-
-#[tauri::command]
-pub async fn save_settings<R: Runtime>(
-    app: AppHandle<R>,
-    state: State<'_, AppState>,
-    settings: Settings,
-) -> Result<Settings> {
-    let engine = &state.engine;
-    // The team store first: a URL that cannot be used leaves everything as it was.
-    let team = settings.team_store.trim();
-    let saved = plandesk::config::saved_team_store(&state.data_dir).unwrap_or_default();
-    let switching = team != saved;
-    if switching {
-        check_team_store(&state, team).await?;
-    }
-    settings.save_preferences(engine).await?;
-    if let Some(entry) = &state.autostart {
-        let written = if settings.start_at_login {
-            entry.write()
-        } else {
-            entry.remove()
-        };
-        written.map_err(|e| IpcError::new("autostart", e.to_string()))?;
-    }
-    Settings::save_start_at_login(engine, settings.start_at_login).await?;
-    state.keep_in_tray.store(
-        settings.start_at_login,
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    if switching {
-        plandesk::config::save_team_store(&state.data_dir, (!team.is_empty()).then_some(team))
-            .map_err(|e| IpcError::new("team-store", e.to_string()))?;
-        // The app opens its store once: it starts again on the new one (after this answer
-        // reaches the window, which says so).
-        tauri::async_runtime::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(800)).await;
-            app.restart();
-        });
-    }
-    Ok(Settings {
-        team_store: team.to_owned(),
-        ..Settings::load(engine).await?
-    })
-}
-
-/// Refuses a team store that cannot be used: chosen at launch already, not a PostgreSQL URL
-/// without a password, or not reachable now.
-async fn check_team_store(state: &AppState, url: &str) -> Result<()> {
-    let refused = |message: String| IpcError::new("team-store", message);
-    if state.store_given {
-        return Err(refused(
-            "This window was started on a store named with --store or PLANDESK_STORE, which wins \
-             over Settings; start it without them to choose here."
-                .into(),
-        ));
-    }
-    if url.is_empty() {
-        return Ok(());
-    }
-    plandesk::config::reach_team_store(url)
-        .await
-        .map_err(|e| refused(e.to_string()))
 }
 
 /// Which run the person is looking at: no notification is shown for its plans while the
@@ -368,6 +228,7 @@ pub async fn open_link<R: Runtime>(app: AppHandle<R>, url: String) -> Result<()>
         .map_err(|e| IpcError::new("open-link", format!("Could not open {url}: {e}")))
 }
 
+/// Asks the person for a workspace folder; `None` if they cancelled.
 #[tauri::command]
 pub async fn pick_workspace<R: Runtime>(app: AppHandle<R>) -> Result<Option<String>> {
     Ok(app

@@ -9,6 +9,8 @@ pub mod instance;
 pub mod ipc;
 pub mod rendering;
 pub mod reviewing;
+pub mod revisions;
+pub mod settings;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -221,7 +223,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
     builder
         .manage(state)
         .invoke_handler(tauri::generate_handler![
-            commands::app_info,
+            settings::app_info,
             commands::default_model,
             commands::start_run,
             commands::decide,
@@ -232,13 +234,13 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             commands::runs,
             commands::run_detail,
             commands::tool_call,
-            commands::revision,
-            commands::revision_source,
-            commands::revision_pages,
-            commands::plan_thread,
-            commands::compare,
-            commands::history,
-            commands::save_settings,
+            revisions::revision,
+            revisions::revision_source,
+            revisions::revision_pages,
+            revisions::plan_thread,
+            revisions::compare,
+            revisions::history,
+            settings::save_settings,
             commands::set_viewing,
             commands::open_link,
             commands::pick_workspace,

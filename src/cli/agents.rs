@@ -23,26 +23,21 @@ use super::runs::ALREADY_DECIDED;
 /// Where the deadline can also come from, for hooks installed without one.
 pub const DEADLINE_ENV: &str = "PLANDESK_HOOK_DEADLINE";
 
-/// `30s`, `10m`, `2h` or plain seconds.
+/// A duration as people write it: `30s`, `10m`, `2h`, `1h 30m` (humantime's forms), or a bare
+/// number of seconds (how the README first documented deadlines). Never 0: a deadline of
+/// nothing would deny every plan before anyone saw it.
 pub fn parse_duration(text: &str) -> Result<Duration> {
     let text = text.trim();
-    let (number, unit) = match text.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => (&text[..i], c),
-        _ => (text, 's'),
+    let duration = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        text.parse().map(Duration::from_secs).ok()
+    } else {
+        humantime::parse_duration(text).ok()
     };
-    let number: u64 = number
-        .parse()
-        .map_err(|_| anyhow!("`{text}` is not a duration such as 30s, 10m or 2h"))?;
-    let seconds = match unit {
-        's' => number,
-        'm' => number.saturating_mul(60),
-        'h' => number.saturating_mul(3600),
-        _ => bail!("`{text}` is not a duration such as 30s, 10m or 2h"),
-    };
-    if seconds == 0 {
-        bail!("a deadline must be longer than 0 s");
+    match duration {
+        None => bail!("`{text}` is not a duration such as 30s, 10m, 2h or 1h 30m"),
+        Some(d) if d.is_zero() => bail!("a deadline must be longer than 0 s"),
+        Some(d) => Ok(d),
     }
-    Ok(Duration::from_secs(seconds))
 }
 
 /// The deadline given on the command line, else in [`DEADLINE_ENV`].
@@ -474,6 +469,54 @@ pub fn install(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_read_as_people_write_them() {
+        for (text, secs) in [
+            ("30s", 30),
+            ("10m", 600),
+            ("2h", 7200),
+            ("1h 30m", 5400),
+            ("1h30m", 5400),
+            ("90", 90),
+            (" 45 ", 45),
+            ("1.5h", 5400),
+            ("1day", 86_400),
+        ] {
+            assert_eq!(
+                parse_duration(text).unwrap(),
+                Duration::from_secs(secs),
+                "{text:?}"
+            );
+        }
+        assert_eq!(
+            parse_duration("1500ms").unwrap(),
+            Duration::from_millis(1500)
+        );
+    }
+
+    #[test]
+    fn a_duration_that_is_not_one_or_is_nothing_is_refused() {
+        for text in [
+            "",
+            "soon",
+            "10x",
+            "-5s",
+            "2h soon",
+            "s",
+            "99999999999999999999",
+        ] {
+            let err = parse_duration(text).unwrap_err().to_string();
+            assert!(
+                err.contains("is not a duration such as 30s, 10m, 2h or 1h 30m"),
+                "{text:?}: {err}"
+            );
+        }
+        for text in ["0", "0s", "0h 0m"] {
+            let err = parse_duration(text).unwrap_err().to_string();
+            assert_eq!(err, "a deadline must be longer than 0 s", "{text:?}");
+        }
+    }
 
     #[test]
     fn a_hook_answers_before_its_agent_stops_waiting() {

@@ -188,7 +188,8 @@ enum Command {
     Hook {
         #[arg(value_enum)]
         agent: agents::Agent,
-        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h)
+        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h,
+        /// 1h 30m; a bare number is seconds)
         /// [default: $PLANDESK_HOOK_DEADLINE, else no deadline]
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
@@ -201,7 +202,8 @@ enum Command {
         /// Plans folder, relative to the workspace [default: .plandesk/plans]
         #[arg(long, value_name = "DIR")]
         plans_dir: Option<String>,
-        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h)
+        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h,
+        /// 1h 30m; a bare number is seconds)
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
     },
@@ -212,7 +214,8 @@ enum Command {
         /// The address to listen on
         #[arg(long, value_name = "ADDR", default_value = plandesk::source::serve::DEFAULT_LISTEN)]
         listen: String,
-        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h)
+        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h,
+        /// 1h 30m; a bare number is seconds)
         /// [default: $PLANDESK_HOOK_DEADLINE, else no deadline for MCP calls]
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,

@@ -417,6 +417,36 @@ fn past_its_deadline_a_plan_is_denied_and_recorded_as_expired() {
     assert_eq!(history[0]["status"], "expired");
 }
 
+/// A deadline that is not one (or is nothing) is a mistake in the agent's settings: the hook
+/// still answers its agent, "not approved", and never becomes clap's non-zero exit.
+#[test]
+fn a_hook_given_no_usable_deadline_denies_and_says_why() {
+    let fx = Fixture::new(json!([]));
+    for (deadline, env, why) in [
+        (Some("soon"), None, "is not a duration such as 30s"),
+        (Some("0s"), None, "longer than 0 s"),
+        (None, Some("10 parsecs"), "is not a duration such as 30s"),
+    ] {
+        let mut args = vec!["hook", "claude-code"];
+        args.extend(deadline.map(|d| ["--deadline", d]).into_iter().flatten());
+        let mut cmd = fx.command(&args);
+        if let Some(env) = env {
+            cmd.env("PLANDESK_HOOK_DEADLINE", env);
+        }
+        let child = spawn_with_input(cmd, claude_payload("# P").to_string().as_bytes());
+        let decision = answer(child)["hookSpecificOutput"]["decision"].clone();
+        assert_eq!(
+            decision["behavior"], "deny",
+            "{deadline:?} {env:?}: {decision}"
+        );
+        assert!(
+            decision["message"].as_str().unwrap().contains(why),
+            "{deadline:?} {env:?}: {decision}"
+        );
+    }
+    assert_eq!(fx.listing(&["pending"]), json!([]), "nothing was submitted");
+}
+
 #[test]
 fn a_hook_that_cannot_reach_the_store_denies() {
     if sqlite_only("a_hook_that_cannot_reach_the_store_denies") {

@@ -1,5 +1,5 @@
-//! Output for people: plans printed in full, listings as aligned tables, and each time the
-//! command that comes next (a run's chunks as a transcript: `stream`). Everything a model, a plan or an
+//! Output for people: plans printed in full, listings as aligned tables (`table`), and each
+//! time the command that comes next (a run's chunks as a transcript: `stream`). Everything a model, a plan or an
 //! outside agent wrote is untrusted: it passes through `safe` (control characters, escape
 //! sequences and invisible characters shown as visible escapes) before it reaches the terminal,
 //! and ids pasted into suggested commands are shell-quoted.
@@ -15,6 +15,7 @@ macro_rules! say {
 
 // After `say!`, which it uses.
 mod stream;
+mod table;
 
 use std::borrow::Cow;
 
@@ -28,6 +29,7 @@ use plandesk::text::{self, shell_quote, terminal_safe};
 
 use stream::args_summary;
 pub use stream::StreamPrinter;
+use table::Table;
 
 /// A listing: one JSON document for scripts, else `human`'s table for people.
 pub fn listing<T: serde::Serialize>(
@@ -41,6 +43,13 @@ pub fn listing<T: serde::Serialize>(
         human(items);
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// A table, each line after `indent`.
+fn print_table(table: &Table, indent: &str) {
+    for line in table.lines(indent) {
+        say!("{line}");
+    }
 }
 
 /// Untrusted text, made safe for a terminal.
@@ -73,24 +82,15 @@ pub fn pending(items: &[ReviewItem]) {
         say!("Nothing is waiting for you.");
         return;
     }
-    say!(
-        "{:<10} {:<18} {:<12} {:<9} {:<5} {}",
-        "AGE",
-        "RUN",
-        "FROM",
-        "KIND",
-        "REV",
-        "WHAT"
-    );
+    let mut table = Table::new(&["AGE", "RUN", "FROM", "KIND", "REV", "WHAT"]);
     for item in items {
-        let kind = item.kind.as_str();
         let from = match item.source.kind {
             SourceKind::Engine => "plandesk",
             other => other.as_str(),
         };
         let (rev, what) = match &item.revision {
             Some(r) => (
-                format!("{}", r.revision_no),
+                r.revision_no.to_string(),
                 if r.title.is_empty() {
                     r.path.clone()
                 } else {
@@ -102,16 +102,16 @@ pub fn pending(items: &[ReviewItem]) {
                 format!("{} {}", item.tool_name, args_summary(&item.args)),
             ),
         };
-        say!(
-            "{:<10} {:<18} {:<12} {:<9} {:<5} {}",
+        table.row([
             age(item.since),
-            safe(&item.run_id),
-            from,
-            kind,
+            safe(&item.run_id).into_owned(),
+            from.to_owned(),
+            item.kind.as_str().to_owned(),
             rev,
-            short(&what, 60)
-        );
+            short(&what, 60),
+        ]);
     }
+    print_table(&table, "");
     say!("\nApprove with `plandesk approve RUN`, reject with `plandesk reject RUN --feedback \"…\"`.");
 }
 
@@ -120,27 +120,19 @@ pub fn runs(items: &[RunView]) {
         say!("No runs yet. Start one with: plandesk run \"what the agent should do\"");
         return;
     }
-    say!(
-        "{:<18} {:<10} {:<6} {:<10} {:<12} {}",
-        "RUN",
-        "STATUS",
-        "MODE",
-        "MODEL",
-        "UPDATED",
-        "PROMPT"
-    );
+    let mut table = Table::new(&["RUN", "STATUS", "MODE", "MODEL", "UPDATED", "PROMPT"]);
     for run in items {
         let model = run.model.split('/').next_back().unwrap_or(&run.model);
-        say!(
-            "{:<18} {:<10} {:<6} {:<10} {:<12} {}",
-            safe(&run.id),
-            run.status,
-            safe(&run.mode),
+        table.row([
+            safe(&run.id).into_owned(),
+            run.status.to_string(),
+            safe(&run.mode).into_owned(),
             short(model, 10),
             age(run.updated_at),
-            short(&run.prompt, 50)
-        );
+            short(&run.prompt, 50),
+        ]);
     }
+    print_table(&table, "");
 }
 
 pub fn history(revisions: &[Revision]) {
@@ -148,35 +140,33 @@ pub fn history(revisions: &[Revision]) {
         say!("No plans have been submitted yet.");
         return;
     }
-    let mut last_run = "";
-    for rev in revisions {
-        if rev.run_id != last_run {
-            say!("run {}", safe(&rev.run_id));
-            last_run = &rev.run_id;
-        }
-        let decision = match &rev.decision {
-            Some(d) => match d.feedback.as_deref() {
-                Some(f) if !f.is_empty() => format!("{}: \"{}\"", d.action, short(f, 60)),
-                _ => d.action.to_string(),
-            },
-            None => rev.status.as_str().into(),
-        };
-        say!(
-            "  #{:<4} rev {:<3} {}  {}  {}  — {}",
-            rev.id,
-            rev.revision_no,
-            &rev.sha256[..12],
-            safe(&rev.path),
-            short(
-                if rev.title.is_empty() {
-                    "(untitled)"
-                } else {
-                    &rev.title
+    // A table per run, under its id.
+    for run in revisions.chunk_by(|a, b| a.run_id == b.run_id) {
+        say!("run {}", safe(&run[0].run_id));
+        let mut table = Table::new(&[]);
+        for rev in run {
+            let decision = match &rev.decision {
+                Some(d) => match d.feedback.as_deref() {
+                    Some(f) if !f.is_empty() => format!("{}: \"{}\"", d.action, short(f, 60)),
+                    _ => d.action.to_string(),
                 },
-                50
-            ),
-            decision
-        );
+                None => rev.status.as_str().into(),
+            };
+            let title = if rev.title.is_empty() {
+                "(untitled)"
+            } else {
+                &rev.title
+            };
+            table.row([
+                format!("#{}", rev.id),
+                format!("rev {}", rev.revision_no),
+                rev.sha256[..12].to_owned(),
+                safe(&rev.path).into_owned(),
+                short(title, 50),
+                format!("— {decision}"),
+            ]);
+        }
+        print_table(&table, "  ");
     }
     say!("\nShow one with `plandesk show ID`; compare two with `plandesk diff ID ID`.");
 }
@@ -308,6 +298,7 @@ pub fn audit(entries: &[AuditRow], json: bool) {
         say!("The audit trail is empty.");
         return;
     }
+    let mut table = Table::new(&[]);
     for e in entries {
         let sha = e
             .revision_sha
@@ -330,17 +321,17 @@ pub fn audit(entries: &[AuditRow], json: bool) {
             ),
             _ => short(&e.data.to_string(), 60),
         };
-        say!(
-            "#{:<5} {:<8} {:<16} {:<18} {:<15} {:<12} {}",
-            e.id,
+        table.row([
+            format!("#{}", e.id),
             age(e.at),
             short(&e.actor, 16),
-            safe(&e.process),
-            safe(&e.kind),
-            sha,
-            what
-        );
+            safe(&e.process).into_owned(),
+            safe(&e.kind).into_owned(),
+            sha.to_owned(),
+            what,
+        ]);
     }
+    print_table(&table, "");
 }
 
 /// The result of `audit --verify` (of the store, or of an export): what was checked and found,
@@ -415,18 +406,18 @@ pub fn tokens(tokens: &[plandesk::token::TokenRow]) {
         say!("No tokens yet. Create one with: plandesk token create NAME");
         return;
     }
-    say!("{:<24} {:<16} {:<12} {}", "NAME", "STATUS", "CREATED", "BY");
+    let mut table = Table::new(&["NAME", "STATUS", "CREATED", "BY"]);
     for token in tokens {
         let status = match token.revoked_at {
             Some(at) => format!("revoked {}", age(at)),
             None => "active".to_owned(),
         };
-        say!(
-            "{:<24} {:<16} {:<12} {}",
-            safe(&token.name),
+        table.row([
+            safe(&token.name).into_owned(),
             status,
             age(token.created_at),
-            short(&token.created_by, 30)
-        );
+            short(&token.created_by, 30),
+        ]);
     }
+    print_table(&table, "");
 }

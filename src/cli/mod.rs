@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use plandesk::config::{default_data_dir, StoreLocation};
 use plandesk::engine::DEFAULT_MAX_STEPS;
 use plandesk::secret::KeyProvider;
@@ -258,6 +258,12 @@ enum Command {
         #[command(subcommand)]
         action: KeyAction,
     },
+    /// Print the completion script for a shell, e.g. `plandesk completions bash >
+    /// ~/.local/share/bash-completion/completions/plandesk`
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -394,6 +400,17 @@ fn fail(err: &anyhow::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// `plandesk completions SHELL`: generated from the clap definitions above, so it always knows
+/// every command, flag and choice.
+fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+    // Into memory first: the generator panics on a write error (`… | head`), this does not.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "plandesk", &mut script);
+    let mut stdout = std::io::stdout();
+    let _ = stdout.write_all(&script).and_then(|()| stdout.flush());
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let json = cli.json;
@@ -502,6 +519,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Open { key } => open::open(&engine().await?, &data_dir, &key, json).await,
         Command::Token { action } => tokens::token(&engine().await?, action, json).await,
         Command::Key { action } => keys::key(action, json),
+        Command::Completions { shell } => completions(shell),
         Command::Store { action } => storage::store(&data_dir, given_store, action, json).await,
         Command::Hook { agent, deadline } => {
             Ok(agents::hook(agent, &data_dir, given_store, deadline).await)
@@ -527,7 +545,6 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use clap::error::ErrorKind;
-    use clap::CommandFactory;
 
     use super::*;
 

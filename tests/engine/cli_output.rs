@@ -124,3 +124,45 @@ fn list_and_read_results_are_what_the_model_sees() {
         "the model sees the whole listing"
     );
 }
+
+/// `plandesk completions SHELL` prints a script generated from the command line's definitions:
+/// it names the commands, and bash accepts its syntax.
+#[test]
+fn completions_name_the_commands_and_bash_reads_them() {
+    let fx = Fixture::new(json!([]));
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = stdout(&fx, &["completions", shell]);
+        for command in ["approve", "pending", "history", "install", "completions"] {
+            assert!(script.contains(command), "{shell} completes `{command}`");
+        }
+        assert!(
+            script.contains("build"),
+            "{shell} completes --mode's choices"
+        );
+        // Only bash's and zsh's generators complete the choices of positional arguments.
+        if matches!(shell, "bash" | "zsh") {
+            for choice in ["claude-code", "anthropic"] {
+                assert!(script.contains(choice), "{shell} completes {choice}");
+            }
+        }
+    }
+    let bash = fx.root.join("plandesk.bash");
+    std::fs::write(&bash, stdout(&fx, &["completions", "bash"])).unwrap();
+    let checked = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&bash)
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "bash -n refuses the script: {}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let refused = fx.command(&["completions", "tcsh"]).output().unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("[possible values: bash, "),
+        "clap's own error: {err}"
+    );
+}

@@ -1,6 +1,7 @@
 //! Plandesk's engine: the agent loop that suspends on `submit_plan`, persists, and resumes; its
 //! models, tools, modes and store; and plan rendering and comparison. No GUI code lives here.
 
+pub mod actor;
 pub mod chunk;
 pub mod clock;
 pub mod config;

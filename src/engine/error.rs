@@ -54,7 +54,7 @@ impl EngineError {
     /// A stable code for hosts (CLI exit paths, IPC) to branch on.
     pub fn code(&self) -> &'static str {
         match self {
-            EngineError::Store(e) => store_code(e),
+            EngineError::Store(e) => e.code(),
             EngineError::Review(e) => e.code(),
             EngineError::Run(e) => match e {
                 RunError::NotSuspended { .. } | RunError::NothingToContinue { .. } => {
@@ -76,23 +76,5 @@ impl EngineError {
             EngineError::NotAnEngineRun { .. } => "not-an-engine-run",
             EngineError::Task { .. } => "internal",
         }
-    }
-}
-
-/// The code of a store error, shared by every layer that passes one on.
-pub fn store_code(err: &StoreError) -> &'static str {
-    match err {
-        StoreError::StaleRevision { .. } => "stale-revision",
-        StoreError::AlreadyDecided { .. } => "already-decided",
-        StoreError::NotPending { .. } => "not-pending",
-        StoreError::UnknownRun(_) | StoreError::AmbiguousRun { .. } => "unknown-run",
-        StoreError::UnknownRevision(_) => "unknown-revision",
-        StoreError::UnknownComment(_) => "unknown-comment",
-        StoreError::Conflict { .. } => "busy",
-        StoreError::Newer { .. } => "store-newer",
-        StoreError::Damaged { .. } | StoreError::ReadOnly { .. } => "store-file",
-        StoreError::TokenExists(_) => "token-exists",
-        StoreError::UnknownToken(_) => "unknown-token",
-        _ => "store",
     }
 }

@@ -30,7 +30,7 @@ use crate::run::{Phase, RunState, RunStatus, Stored, SCHEMA_VERSION};
 use crate::store::{Actor, NewRun, Source, SqliteStore, Store, StoreLocation};
 use crate::workspace::Workspace;
 
-pub use error::{store_code, EngineError};
+pub use error::EngineError;
 pub use runs::{RunDetail, RunView};
 
 pub const AGENT_ID: &str = "plandesk";

@@ -66,7 +66,7 @@ pub enum ReviewError {
 impl ReviewError {
     pub fn code(&self) -> &'static str {
         match self {
-            ReviewError::Store(e) => crate::engine::store_code(e),
+            ReviewError::Store(e) => e.code(),
             ReviewError::BadRevisionKey { .. }
             | ReviewError::DifferentPlans { .. }
             | ReviewError::BadLines { .. }

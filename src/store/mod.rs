@@ -5,6 +5,7 @@
 //! it and handed in with each commit.
 
 mod anchor;
+mod chain;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
@@ -19,6 +20,7 @@ use futures::stream::BoxStream;
 use crate::clock::Millis;
 
 pub use anchor::{Advance, AnchorError, AuditAnchor, AuditHead};
+pub use chain::*;
 pub use postgres::PostgresStore;
 pub use rows::*;
 pub use sqlite::SqliteStore;
@@ -224,6 +226,25 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A stable code for hosts to branch on (IPC, the CLI), shared by every layer that passes a
+    /// store error on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::StaleRevision { .. } => "stale-revision",
+            StoreError::AlreadyDecided { .. } => "already-decided",
+            StoreError::NotPending { .. } => "not-pending",
+            StoreError::UnknownRun(_) | StoreError::AmbiguousRun { .. } => "unknown-run",
+            StoreError::UnknownRevision(_) => "unknown-revision",
+            StoreError::UnknownComment(_) => "unknown-comment",
+            StoreError::Conflict { .. } => "busy",
+            StoreError::Newer { .. } => "store-newer",
+            StoreError::Damaged { .. } | StoreError::ReadOnly { .. } => "store-file",
+            StoreError::TokenExists(_) => "token-exists",
+            StoreError::UnknownToken(_) => "unknown-token",
+            _ => "store",
+        }
+    }
+
     /// The refusal of a second decision: what the first one was, who made it and when.
     pub fn already_decided(run_id: &str, tool_call_id: &str, first: &DecisionRow) -> Self {
         Self::AlreadyDecided {

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::StoreError;
+use super::{StoreError, ANSWER_PLAN_IS_REVISION};
+pub use crate::actor::{os_account, Actor};
 use crate::clock::Millis;
 
 /// Declares a string-backed enum: `as_str` for the database, `parse` for reading it back, and
@@ -134,179 +135,6 @@ vocabulary! {
         /// A bearer token was revoked: requests carrying it are refused from then on.
         TokenRevoked = "token-revoked",
     }
-}
-
-/// Who did something, and from which process (`app`, `cli`, `hook:claude-code`, `mcp`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Actor {
-    pub name: String,
-    pub process: String,
-}
-
-impl Actor {
-    /// The person at this computer ($PLANDESK_REVIEWER, else the OS user), in `process`.
-    pub fn local(process: &str) -> Self {
-        let name = std::env::var("PLANDESK_REVIEWER")
-            .ok()
-            .filter(|n| !n.trim().is_empty())
-            .unwrap_or_else(os_account);
-        Self {
-            name,
-            process: process.to_owned(),
-        }
-    }
-}
-
-/// The OS account this process runs as: `$USER` (or its kin), else from `/etc/passwd`.
-pub fn os_account() -> String {
-    ["USER", "USERNAME", "LOGNAME"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|n| !n.trim().is_empty()))
-        .or_else(os_user)
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// The name of the OS account this process runs as, from `/etc/passwd` (services and desktop
-/// launchers often start processes without `$USER`).
-fn os_user() -> Option<String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // The owner of this process's /proc entry is its real user; no libc call needed.
-        let uid = std::fs::metadata("/proc/self").ok()?.uid();
-        let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-        passwd.lines().find_map(|line| {
-            let mut fields = line.split(':');
-            let name = fields.next()?;
-            let id: u32 = fields.nth(1)?.parse().ok()?;
-            (id == uid && !name.is_empty()).then(|| name.to_owned())
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        None
-    }
-}
-
-/// One entry of the audit trail (read back from an export too: the same fields).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditRow {
-    pub id: i64,
-    pub at: Millis,
-    pub actor: String,
-    pub process: String,
-    pub run_id: String,
-    pub kind: String,
-    pub revision_sha: Option<String>,
-    pub data: Value,
-    pub prev_hash: String,
-    pub hash: String,
-}
-
-impl AuditRow {
-    /// The hash this entry must carry: SHA-256 over the previous entry's hash and this entry's
-    /// fields, each length-prefixed (so no two different entries hash alike).
-    pub fn expected_hash(&self) -> String {
-        audit_hash(
-            &self.prev_hash,
-            self.id,
-            self.at,
-            &self.actor,
-            &self.process,
-            &self.run_id,
-            &self.kind,
-            self.revision_sha.as_deref(),
-            &self.data,
-        )
-    }
-}
-
-/// What an audit entry says, before a store numbers it and chains it to the one before. Both
-/// stores append these (each in its own dialect); the hash is made here, once.
-#[derive(Debug)]
-pub(crate) struct AuditEntry<'a> {
-    pub at: Millis,
-    pub actor: &'a str,
-    pub process: &'a str,
-    pub run_id: &'a str,
-    pub kind: AuditKind,
-    pub revision_sha: Option<&'a str>,
-    pub data: Value,
-}
-
-impl<'a> AuditEntry<'a> {
-    /// The entry of a run's switch from mode `before` to `to` by `by`; `None` when it is none
-    /// (the same mode, or a run's first, which is set rather than switched).
-    pub(crate) fn mode_switch(
-        run_id: &'a str,
-        before: &str,
-        to: &str,
-        at: Millis,
-        by: &'a Actor,
-    ) -> Option<Self> {
-        (!before.is_empty() && before != to).then(|| AuditEntry {
-            at,
-            actor: &by.name,
-            process: &by.process,
-            run_id,
-            kind: AuditKind::ModeSwitched,
-            revision_sha: None,
-            data: serde_json::json!({"from": before, "to": to}),
-        })
-    }
-
-    /// The hash this entry carries as entry `id`, after the entry whose hash is `prev`.
-    pub(crate) fn hash(&self, prev: &str, id: i64) -> String {
-        audit_hash(
-            prev,
-            id,
-            self.at,
-            self.actor,
-            self.process,
-            self.run_id,
-            self.kind.as_str(),
-            self.revision_sha,
-            &self.data,
-        )
-    }
-}
-
-/// The hash of an audit entry (see [`AuditRow::expected_hash`]); the first entry's `prev` is
-/// the empty string.
-#[allow(clippy::too_many_arguments)]
-pub fn audit_hash(
-    prev: &str,
-    id: i64,
-    at: Millis,
-    actor: &str,
-    process: &str,
-    run_id: &str,
-    kind: &str,
-    revision_sha: Option<&str>,
-    data: &Value,
-) -> String {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    let data = data.to_string();
-    let id = id.to_string();
-    let at = at.to_string();
-    let fields = [
-        prev,
-        id.as_str(),
-        at.as_str(),
-        actor,
-        process,
-        run_id,
-        kind,
-        revision_sha.unwrap_or("-"),
-        data.as_str(),
-    ];
-    for field in fields {
-        hasher.update((field.len() as u64).to_le_bytes());
-        hasher.update(field.as_bytes());
-    }
-    hex::encode(hasher.finalize())
 }
 
 /// A plan's source: an engine run, or an outside agent's session.
@@ -480,22 +308,6 @@ pub struct NewDecision<'a> {
     pub mode_after: Option<&'a str>,
 }
 
-/// What an audit entry's data says the agent was answered, word for word: its `answer`, with
-/// the body of the revision it names put back as the `submittedPlan.plan` when it says
-/// `"answerPlan": "revision"` (see [`NewDecision::answer_without_plan`]). `None` if the entry
-/// records no answer, or names a plan without being given one. The caller gives the body of the
-/// revision whose hash is the entry's `revision_sha` (`Review::verify_audit` checks that each
-/// such revision still hashes to it).
-pub fn answer_with_plan(data: &Value, revision_body: Option<&str>) -> Option<String> {
-    let answer = data.get("answer")?.as_str()?;
-    if data.get("answerPlan").and_then(Value::as_str) != Some(ANSWER_PLAN_IS_REVISION) {
-        return Some(answer.to_owned());
-    }
-    let mut answer: Value = serde_json::from_str(answer).ok()?;
-    *answer.get_mut("submittedPlan")?.get_mut("plan")? = Value::from(revision_body?);
-    Some(answer.to_string())
-}
-
 /// A decision's resume data as read back: its stored text, parsed (a row altered into invalid
 /// JSON is kept as its text), with `plan` put back when the decision was stored without it
 /// ([`NewDecision::stored_resume_data`]): the decided revision's body, read with it.
@@ -506,9 +318,6 @@ pub(crate) fn resume_data_as_read(stored: String, plan: Option<String>) -> Value
     }
     data
 }
-
-/// The value of an audit entry's `answerPlan` when its answer's plan is its revision's body.
-pub const ANSWER_PLAN_IS_REVISION: &str = "revision";
 
 impl NewDecision<'_> {
     /// The resume data's `plan`, if it has one: stored once, with the decided revision, when it
@@ -708,32 +517,6 @@ pub struct WaitedItem {
     pub run_id: String,
     pub tool_call_id: String,
     pub waiter: Option<(String, Millis)>,
-}
-
-/// An audit entry to append.
-#[derive(Debug, Clone)]
-pub struct NewAudit<'a> {
-    pub run_id: &'a str,
-    pub kind: AuditKind,
-    pub revision_sha: Option<&'a str>,
-    pub data: Value,
-    pub by: &'a Actor,
-    pub at: Millis,
-}
-
-impl NewAudit<'_> {
-    /// The entry it appends: `by` is the actor and the process.
-    pub(crate) fn entry(&self) -> AuditEntry<'_> {
-        AuditEntry {
-            at: self.at,
-            actor: &self.by.name,
-            process: &self.by.process,
-            run_id: self.run_id,
-            kind: self.kind,
-            revision_sha: self.revision_sha,
-            data: self.data.clone(),
-        }
-    }
 }
 
 /// A reviewer's comment on lines of one revision.

@@ -20,6 +20,12 @@ pub const MAX_NAME: usize = 64;
 /// The longest `Authorization` value looked at; anything longer is not one of ours.
 const MAX_HEADER: usize = 256;
 
+/// Who a request to `plandesk serve` was let in as: the name of the token it carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+}
+
 /// A token's secret. `Debug` prints `[redacted]`; `expose` is for printing it once.
 pub struct TokenSecret(String);
 

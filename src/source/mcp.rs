@@ -27,11 +27,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::watch;
 
-use super::serve::Caller;
 use super::{review_plan, stop_requested, Answer, SourceError, WaitSettings, EXPIRED_TEXT};
 use crate::engine::Engine;
 use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Actor, Source, SourceKind};
+use crate::token::Caller;
 use crate::tool::submit_plan::{result_for, split_plan, SubmitPlan, TOOL_ID};
 use crate::tool::{schema, Tool as _, ToolContext, ToolOutcome};
 use crate::workspace::{Workspace, MAX_FILE_BYTES};

@@ -10,9 +10,10 @@ use hyper::body::Incoming;
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::{json_response, Body, Caller, State};
+use super::{json_response, Body, State};
 use crate::source::{claude, review_plan, SourceError, MAX_HOOK_INPUT};
 use crate::store::Actor;
+use crate::token::Caller;
 
 pub(super) async fn claude(
     state: &State,

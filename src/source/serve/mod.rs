@@ -32,7 +32,7 @@ use self::calls::{CallKey, Calls, Message};
 use super::mcp::PlanServer;
 use super::{WaitSettings, MAX_HOOK_INPUT};
 use crate::engine::Engine;
-use crate::token::Tokens;
+use crate::token::{Caller, Tokens};
 
 /// Where `plandesk serve` listens unless told otherwise: this machine only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
@@ -45,12 +45,6 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 const SSE_KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// How long in-flight requests get to answer once the server is told to stop.
 const DRAIN: Duration = Duration::from_secs(10);
-
-/// Who a request was let in as: the name of the token it carried.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    pub name: String,
-}
 
 /// How `plandesk serve` waits for decisions.
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 
 mod agents;
 mod audit;
+mod choices;
 mod history;
 mod keys;
 mod model;
@@ -19,12 +20,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand};
 use plandesk::config::{default_data_dir, StoreLocation};
 use plandesk::engine::DEFAULT_MAX_STEPS;
-use plandesk::secret::KeyProvider;
-use plandesk::source::install::Target;
 use plandesk::{Engine, Verdict};
+
+use choices::{InstallTarget, Mode, Provider};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -309,67 +310,6 @@ enum KeyAction {
     List,
 }
 
-/// The mode a run starts in (`plandesk::mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Mode {
-    /// Read the workspace and write a plan; no other file is written
-    Plan,
-    /// Carry the plan out: file writes are allowed (each approved unless --auto-approve)
-    Build,
-}
-
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Plan => plandesk::mode::PLAN,
-            Mode::Build => plandesk::mode::BUILD,
-        }
-    }
-}
-
-/// What `plandesk install` sets up: an agent's hook, or the MCP server entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum InstallTarget {
-    /// Claude Code's PermissionRequest hook on ExitPlanMode
-    #[value(alias = "claude")]
-    ClaudeCode,
-    /// Codex's Stop hook
-    Codex,
-    /// Gemini CLI's BeforeTool hook on exit_plan_mode
-    #[value(alias = "gemini-cli")]
-    Gemini,
-    /// An MCP server entry in the project's .mcp.json
-    Mcp,
-}
-
-impl From<InstallTarget> for Target {
-    fn from(target: InstallTarget) -> Self {
-        match target {
-            InstallTarget::ClaudeCode => Target::ClaudeCode,
-            InstallTarget::Codex => Target::Codex,
-            InstallTarget::Gemini => Target::Gemini,
-            InstallTarget::Mcp => Target::Mcp,
-        }
-    }
-}
-
-/// A provider whose API key the OS keyring may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Provider {
-    #[value(name = "openai")]
-    OpenAi,
-    Anthropic,
-}
-
-impl From<Provider> for KeyProvider {
-    fn from(provider: Provider) -> Self {
-        match provider {
-            Provider::OpenAi => KeyProvider::OpenAi,
-            Provider::Anthropic => KeyProvider::Anthropic,
-        }
-    }
-}
-
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -545,6 +485,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use clap::error::ErrorKind;
+    use plandesk::secret::KeyProvider;
+    use plandesk::source::install::Target;
 
     use super::*;
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
+use plandesk::review::SourceKind;
 use plandesk::run::RunError;
 use plandesk::{Engine, EngineError, Report, RunStatus, StartOptions, Verdict};
 
@@ -69,7 +70,16 @@ pub async fn decide(
     let run_id = engine.resolve_run(run_id).await?;
     let mut printer = print::StreamPrinter::new(json);
     let report = engine.decide(&run_id, &verdict, &mut printer.sink()).await;
-    finish(&printer, report, Some(&run_id))
+    // `plandesk resume` carries on only Plandesk's own runs: an outside agent's plan that was
+    // decided, abandoned or expired has nothing here to resume.
+    let own_run = match &report {
+        Err(_) => engine
+            .run(&run_id)
+            .await
+            .map_or(true, |run| run.source.kind == SourceKind::Engine),
+        Ok(_) => true,
+    };
+    finish(&printer, report, own_run.then_some(run_id.as_str()))
 }
 
 /// `plandesk resume RUN [--data JSON]`: raw resume data, or the continuation of an interrupted
@@ -131,7 +141,7 @@ fn finish(
 }
 
 /// Adds the command that helps, where an engine error has one; `run_id` is the run the command
-/// named, if it named one.
+/// named, if it named one that `plandesk resume` could carry on.
 fn explain(err: EngineError, run_id: Option<&str>) -> anyhow::Error {
     let hint = match (&err, run_id) {
         (err, Some(run_id)) if err.code() == ALREADY_DECIDED => {

@@ -352,6 +352,10 @@ pub fn assert_undecidable(fx: &Fixture, run: &str, title: &str) {
             "`plandesk {}` on {title} says it was abandoned: {refusal}",
             decide[0]
         );
+        assert!(
+            !refusal.contains("plandesk resume"),
+            "an outside agent's plan has nothing to resume: {refusal}"
+        );
     }
     assert_eq!(
         status_of(fx, title),

@@ -97,23 +97,35 @@ pub async fn hook(
     deadline: Option<String>,
 ) -> ExitCode {
     let started = Instant::now();
-    let answer = match hook_limit(agent, deadline) {
-        Err(err) => agent.failure(&err),
-        Ok(limit) => {
-            Watchdog::arm(agent, started, limit);
-            // The review itself ends a little before the watchdog would, so that an undecided
-            // plan is closed as expired (and the agent told so) rather than left to its lease.
-            let answer_by = started + limit;
-            match run_hook(agent, data_dir, store, answer_by).await {
-                Ok(answer) => answer,
-                Err(err) => {
-                    eprintln!(
-                        "plandesk hook: {}",
-                        plandesk::text::terminal_safe(&err.to_string())
-                    );
-                    agent.failure(&err)
-                }
-            }
+    let timeout = agent_timeout(agent);
+    // A deadline that cannot be read is refused, but only after the payload is read (an agent
+    // writing it to a hook that is already gone could fail in its own way), and within the
+    // agent's own timeout all the same.
+    let (limit, unusable) = match configured_deadline(deadline) {
+        Ok(configured) => (hook_deadline(configured, timeout), None),
+        Err(err) => (hook_deadline(None, timeout), Some(err)),
+    };
+    Watchdog::arm(agent, started, limit);
+    let answered = match unusable {
+        Some(err) => {
+            let _ = source::read_stdin(source::MAX_HOOK_INPUT);
+            Err(SourceError::Input {
+                agent: "the agent",
+                message: err.to_string(),
+            })
+        }
+        // The review itself ends a little before the watchdog would, so that an undecided
+        // plan is closed as expired (and the agent told so) rather than left to its lease.
+        None => run_hook(agent, data_dir, store, started + limit).await,
+    };
+    let answer = match answered {
+        Ok(answer) => answer,
+        Err(err) => {
+            eprintln!(
+                "plandesk hook: {}",
+                plandesk::text::terminal_safe(&err.to_string())
+            );
+            agent.failure(&err)
         }
     };
     answer_once(answer.as_deref());
@@ -159,21 +171,14 @@ impl Watchdog {
     }
 }
 
-/// How long the hook may take, from its start to its answer: the configured deadline, but never
-/// past the moment its agent stops waiting (see [`hook_deadline`]).
-fn hook_limit(agent: Agent, deadline: Option<String>) -> Result<Duration, SourceError> {
-    let configured = configured_deadline(deadline).map_err(|e| SourceError::Input {
-        agent: "the agent",
-        message: e.to_string(),
-    })?;
-    // How long the agent waits for this hook: Gemini CLI's from its settings, else the timeout
-    // `plandesk install` configures.
-    let agent_timeout = match agent {
+/// How long the agent waits for this hook: Gemini CLI's from its settings, else the timeout
+/// `plandesk install` configures.
+fn agent_timeout(agent: Agent) -> Duration {
+    match agent {
         Agent::Gemini => gemini::hook_timeout(|name| std::env::var_os(name)),
         _ => None,
     }
-    .unwrap_or(Duration::from_secs(install::HOOK_TIMEOUT_SECS));
-    Ok(hook_deadline(configured, agent_timeout))
+    .unwrap_or(Duration::from_secs(install::HOOK_TIMEOUT_SECS))
 }
 
 /// How long before the hook's own deadline its review gives up waiting for a person.

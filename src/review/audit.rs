@@ -83,6 +83,11 @@ impl Review {
     /// removing any entry seen here is found from then on.
     pub async fn checked_audit(&self) -> Result<(Vec<AuditRow>, AuditCheck), ReviewError> {
         let anchor = self.store.audit_anchor();
+        // What this process appended is recorded on the anchor's own thread: waited for, so
+        // that the check reads the record this process left.
+        if let Some(anchor) = anchor {
+            anchor.settle();
+        }
         // The record is read before the trail: it only moves forward, and only once entries
         // are committed, so it cannot name an entry newer than the trail read after it.
         let recorded = anchor.map(AuditAnchor::read);

@@ -18,7 +18,7 @@
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -57,9 +57,9 @@ pub enum Advance {
     Disagrees,
 }
 
-/// Where a store's audit head is recorded outside it.
+/// The file a store's audit head is recorded in, and how it is read and moved forward.
 #[derive(Debug)]
-pub struct AuditAnchor {
+struct Record {
     path: PathBuf,
     lock: PathBuf,
     /// A team store: other machines append too.
@@ -68,7 +68,7 @@ pub struct AuditAnchor {
     warned: AtomicBool,
 }
 
-impl AuditAnchor {
+impl Record {
     /// The record of the SQLite store in `data_dir`.
     pub fn local(data_dir: &Path) -> Self {
         Self::at(data_dir, LOCAL_FILE.to_owned(), false)
@@ -219,6 +219,151 @@ impl AuditAnchor {
         AnchorError::Io {
             path: path.to_owned(),
             message: err.to_string(),
+        }
+    }
+}
+
+/// Where a store's audit head is recorded outside it. A store moves it forward after each
+/// commit that appended ([`AuditAnchor::advance_later`]) on a thread of its own, off the path
+/// of the decision that appended (the file's lock, read, write and rename cost ~0.3 ms a
+/// commit here); what is queued is written before the store closes, and a check waits for it
+/// ([`AuditAnchor::settle`]).
+#[derive(Debug)]
+pub struct AuditAnchor {
+    record: Arc<Record>,
+    /// Started with the first commit that appends.
+    writer: Mutex<Option<Writer>>,
+}
+
+/// The thread that moves the record forward, and how to reach it.
+#[derive(Debug)]
+struct Writer {
+    jobs: mpsc::Sender<Job>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+#[derive(Debug)]
+enum Job {
+    /// Entries read under the store's write lock, to move the record to.
+    Advance(Vec<(i64, String)>),
+    /// Answered once every job before it is done.
+    Settle(mpsc::Sender<()>),
+}
+
+impl AuditAnchor {
+    /// The record of the SQLite store in `data_dir`.
+    pub fn local(data_dir: &Path) -> Self {
+        Self::of(Record::local(data_dir))
+    }
+
+    /// This data folder's record of the team store at `location` (its URL without password):
+    /// one file per store, so a folder that changes stores keeps each one's apart.
+    pub fn team(data_dir: &Path, location: &str) -> Self {
+        Self::of(Record::team(data_dir, location))
+    }
+
+    fn of(record: Record) -> Self {
+        Self {
+            record: Arc::new(record),
+            writer: Mutex::new(None),
+        }
+    }
+
+    /// The file that holds the record.
+    pub fn path(&self) -> &Path {
+        self.record.path()
+    }
+
+    /// Whether other machines append to the store too, so that the record vouches only for
+    /// what this one wrote or checked.
+    pub fn is_team(&self) -> bool {
+        self.record.is_team()
+    }
+
+    /// The recorded head; `None` if none was recorded yet.
+    pub fn read(&self) -> Result<Option<AuditHead>, AnchorError> {
+        self.record.read()
+    }
+
+    /// The first entry an appender reads back for [`AuditAnchor::advance`] (see there).
+    pub fn first_needed(&self) -> i64 {
+        self.record.first_needed()
+    }
+
+    /// Moves the record forward to the newest of `entries` (ids and hashes, in order, read as
+    /// one trail: from the recorded entry, or the first, to the newest), if it is newer than
+    /// the recorded head and `entries` still hold the recorded entry.
+    pub fn advance(&self, entries: &[(i64, String)]) -> Result<Advance, AnchorError> {
+        self.record.advance(entries)
+    }
+
+    /// [`AuditAnchor::advance`], a failure or a disagreement said on stderr (once per store).
+    pub fn advance_or_warn(&self, entries: &[(i64, String)]) {
+        self.record.advance_or_warn(entries)
+    }
+
+    /// [`AuditAnchor::advance_or_warn`] on the record's own thread: what a store calls once a
+    /// commit that appended is durable. In order: a later call never overtakes an earlier one.
+    pub fn advance_later(&self, entries: Vec<(i64, String)>) {
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if writer.is_none() {
+            *writer = self.start();
+        }
+        let job = Job::Advance(entries);
+        let unsent = match writer.as_ref() {
+            Some(w) => w.jobs.send(job).err().map(|unsent| unsent.0),
+            None => Some(job),
+        };
+        if let Some(Job::Advance(entries)) = unsent {
+            // No thread to be had: the record is moved here, as it was before.
+            self.record.advance_or_warn(&entries);
+        }
+    }
+
+    /// Waits until every [`AuditAnchor::advance_later`] made so far has been written: a check of
+    /// the trail reads the record after this.
+    pub fn settle(&self) {
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(writer) = writer.as_ref() else {
+            return;
+        };
+        let (done, settled) = mpsc::channel();
+        if writer.jobs.send(Job::Settle(done)).is_ok() {
+            let _ = settled.recv();
+        }
+    }
+
+    fn start(&self) -> Option<Writer> {
+        let (jobs, queue) = mpsc::channel();
+        let record = self.record.clone();
+        let thread = std::thread::Builder::new()
+            .name("plandesk-audit-head".into())
+            .spawn(move || {
+                for job in queue {
+                    match job {
+                        Job::Advance(entries) => record.advance_or_warn(&entries),
+                        Job::Settle(done) => {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            })
+            .ok()?;
+        Some(Writer { jobs, thread })
+    }
+}
+
+impl Drop for AuditAnchor {
+    /// What is queued is written before the store is gone.
+    fn drop(&mut self) {
+        let writer = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(Writer { jobs, thread }) = writer {
+            drop(jobs);
+            let _ = thread.join();
         }
     }
 }

@@ -399,7 +399,7 @@ impl PostgresStore {
         };
         tx.commit().await.map_err(query(context))?;
         match (&self.anchor, head) {
-            (Some(anchor), Some(Ok(entries))) => anchor.advance_or_warn(&entries),
+            (Some(anchor), Some(Ok(entries))) => anchor.advance_later(entries),
             (_, Some(Err(err))) => {
                 eprintln!("plandesk: cannot record the audit trail's end: {err}")
             }

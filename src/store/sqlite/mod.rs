@@ -133,7 +133,7 @@ impl SqliteStore {
         let head = appended.then(|| audit::since(&tx, self.anchor.first_needed()));
         tx.commit().map_err(|e| self.classify(context, e))?;
         match head {
-            Some(Ok(entries)) => self.anchor.advance_or_warn(&entries),
+            Some(Ok(entries)) => self.anchor.advance_later(entries),
             Some(Err(err)) => {
                 eprintln!("plandesk: cannot record the audit trail's end: {err}")
             }

@@ -4,14 +4,13 @@
 //! there, so every failure of ours is answered 200 with a deny (fail closed).
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::{json_response, Body, State};
-use crate::source::{claude, review_plan, SourceError, MAX_HOOK_INPUT};
+use super::{read_body, Body, State};
+use crate::source::{claude, review_plan, SourceError};
 use crate::store::Actor;
 use crate::token::Caller;
 
@@ -20,26 +19,10 @@ pub(super) async fn claude(
     caller: Caller,
     request: Request<Incoming>,
 ) -> Response<Body> {
-    let declared = request
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_HOOK_INPUT as u64) {
-        return too_large();
-    }
-    let body = match Limited::new(request.into_body(), MAX_HOOK_INPUT)
-        .collect()
-        .await
-    {
-        Ok(body) => body.to_bytes(),
-        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
-        Err(err) => {
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": "body", "message": format!("cannot read the request body: {err}")}),
-            )
-        }
+    let (parts, body) = request.into_parts();
+    let body = match read_body(&parts.headers, body, "a hook payload").await {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
     let Ok(text) = std::str::from_utf8(&body) else {
         return answer(Some(claude::failure(&SourceError::Input {
@@ -90,11 +73,4 @@ fn answer(output: Option<String>) -> Response<Body> {
         http::HeaderValue::from_static("application/json"),
     );
     response
-}
-
-fn too_large() -> Response<Body> {
-    json_response(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        &json!({"error": "too-large", "message": format!("a hook payload may be at most {MAX_HOOK_INPUT} bytes")}),
-    )
 }

@@ -216,23 +216,9 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
         }
     }
     let (mut parts, body) = request.into_parts();
-    let declared = parts
-        .headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_HOOK_INPUT as u64) {
-        return too_large();
-    }
-    let body = match Limited::new(body, MAX_HOOK_INPUT).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
-        Err(err) => {
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": "body", "message": format!("cannot read the request body: {err}")}),
-            )
-        }
+    let body = match read_body(&parts.headers, body, "an MCP message").await {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
     let message = Message::of(&body);
     let token = caller.name.clone();
@@ -265,11 +251,34 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
     }
 }
 
-fn too_large() -> Response<Body> {
-    json_response(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        &json!({"error": "too-large", "message": format!("an MCP message may be at most {MAX_HOOK_INPUT} bytes")}),
-    )
+/// A request's whole body, at most [`MAX_HOOK_INPUT`] bytes (`what` it is, for the refusal):
+/// one that says or turns out to be larger is refused with 413 before more of it is read.
+pub(super) async fn read_body(
+    headers: &HeaderMap,
+    body: Incoming,
+    what: &str,
+) -> Result<Bytes, Response<Body>> {
+    let too_large = || {
+        json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &json!({"error": "too-large", "message": format!("{what} may be at most {MAX_HOOK_INPUT} bytes")}),
+        )
+    };
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_HOOK_INPUT as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(body, MAX_HOOK_INPUT).collect().await {
+        Ok(body) => Ok(body.to_bytes()),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(err) => Err(json_response(
+            StatusCode::BAD_REQUEST,
+            &json!({"error": "body", "message": format!("cannot read the request body: {err}")}),
+        )),
+    }
 }
 
 fn empty(status: StatusCode, content_type: Option<&'static str>) -> Response<Body> {

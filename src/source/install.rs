@@ -11,11 +11,11 @@
 //! the file as it was.
 
 use std::fs::{File, Metadata, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::OFlags;
 use serde_json::{json, Map, Value};
 
 use crate::store::SourceKind;

@@ -293,8 +293,8 @@ pub(crate) fn open_untrusted(path: &std::path::Path) -> std::io::Result<(std::fs
 }
 
 /// [`open_untrusted`], with `extra` open flags (`NOFOLLOW`, or none for a person's own settings
-/// file, which dotfile managers make a link).
-fn open_regular(
+/// file, which dotfile managers make a link). A missing file is `NotFound`.
+pub(crate) fn open_regular(
     path: &std::path::Path,
     extra: rustix::fs::OFlags,
 ) -> std::io::Result<(std::fs::File, u64)> {
@@ -335,22 +335,27 @@ fn read_bounded(mut file: std::fs::File, offset: u64, max: u64) -> std::io::Resu
     Ok(bytes)
 }
 
-/// Reads a plan file an agent names: a regular file only (a FIFO, a device or a symbolic link
-/// is refused without blocking), UTF-8, at most [`MAX_FILE_BYTES`] even if it grows while it
-/// is read.
-pub(crate) fn read_plan_file(path: &std::path::Path) -> Result<String, SourceError> {
-    let failed = |message: String| {
-        SourceError::NoPlan(format!(
-            "{}: {message}",
-            crate::text::short(&path.display().to_string(), 300)
-        ))
-    };
-    let (file, _) = open_untrusted(path).map_err(|e| failed(e.to_string()))?;
-    let bytes = read_bounded(file, 0, MAX_FILE_BYTES + 1).map_err(|e| failed(e.to_string()))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(failed(format!("larger than {MAX_FILE_BYTES} bytes")));
+/// The whole text of a file opened by [`open_regular`], at most `max` bytes even if it grows
+/// while it is read: larger than that, or not UTF-8, is an error saying so.
+pub(crate) fn read_text(file: std::fs::File, max: u64) -> std::io::Result<String> {
+    let bytes = read_bounded(file, 0, max + 1)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::other(format!("larger than {max} bytes")));
     }
-    String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".into()))
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("not UTF-8 text"))
+}
+
+/// Reads a plan file an agent names: a regular file only (a FIFO, a device or a symbolic link
+/// is refused without blocking), UTF-8, at most [`MAX_FILE_BYTES`].
+pub(crate) fn read_plan_file(path: &std::path::Path) -> Result<String, SourceError> {
+    open_untrusted(path)
+        .and_then(|(file, _)| read_text(file, MAX_FILE_BYTES))
+        .map_err(|e| {
+            SourceError::NoPlan(format!(
+                "{}: {e}",
+                crate::text::short(&path.display().to_string(), 300)
+            ))
+        })
 }
 
 /// The last `max` bytes of a file an agent names (its transcript: the tail holds the current
@@ -365,11 +370,7 @@ pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<Str
 /// not a regular file (a link to one is followed), not UTF-8 or larger than `max` bytes.
 pub(crate) fn read_settings_file(path: &std::path::Path, max: u64) -> Option<String> {
     let (file, _) = open_regular(path, rustix::fs::OFlags::empty()).ok()?;
-    let bytes = read_bounded(file, 0, max + 1).ok()?;
-    if bytes.len() as u64 > max {
-        return None;
-    }
-    String::from_utf8(bytes).ok()
+    read_text(file, max).ok()
 }
 
 #[cfg(test)]

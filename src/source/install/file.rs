@@ -75,32 +75,17 @@ pub(super) struct Existing {
 
 /// Reads `file`, `None` if there is none. Opened without blocking (a FIFO would wait for a
 /// writer) and checked before reading: only a regular UTF-8 file of at most
-/// [`MAX_SETTINGS_BYTES`], even one that grows while it is read.
+/// [`MAX_SETTINGS_BYTES`], even one that grows while it is read (`flags`: `NOFOLLOW` for a
+/// backup, which is ours and never a link).
 pub(super) fn read(file: &Path, flags: OFlags) -> Result<Option<Existing>, InstallError> {
-    let flags = flags | OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = match rustix::fs::open(file, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
+    let handle = match crate::source::open_regular(file, flags) {
+        Ok((handle, _)) => handle,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(file_error(file, e)),
     };
-    let handle = File::from(fd);
     let meta = handle.metadata().map_err(|e| file_error(file, e))?;
-    if !meta.is_file() {
-        return Err(file_error(file, "not a regular file"));
-    }
-    let too_large = || file_error(file, format!("larger than {MAX_SETTINGS_BYTES} bytes"));
-    if meta.len() > MAX_SETTINGS_BYTES {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::new();
-    handle
-        .take(MAX_SETTINGS_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| file_error(file, e))?;
-    if bytes.len() as u64 > MAX_SETTINGS_BYTES {
-        return Err(too_large());
-    }
-    let text = String::from_utf8(bytes).map_err(|_| file_error(file, "not UTF-8 text"))?;
+    let text =
+        crate::source::read_text(handle, MAX_SETTINGS_BYTES).map_err(|e| file_error(file, e))?;
     Ok(Some(Existing { text, meta }))
 }
 

@@ -312,7 +312,11 @@ enum KeyAction {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // More than one worker: a store call that waits (SQLite's lock, the disk) hands the
+    // others on, so `serve` keeps answering meanwhile.
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
         .enable_all()
         .build()
     {

@@ -368,33 +368,6 @@ impl Drop for AuditAnchor {
     }
 }
 
-tokio::task_local! {
-    /// Set when the transaction running in this scope appends to the audit trail: its store
-    /// then moves the record forward once the transaction is committed. (The stores' append
-    /// is deep in each write's work; this spares every write a query to find out.)
-    static APPENDED: Arc<AtomicBool>;
-}
-
-/// Notes that the transaction in progress appended an entry (see [`appending`]).
-pub(crate) fn appended() {
-    // Outside a tracked transaction there is nothing to note it for.
-    let _ = APPENDED.try_with(|flag| flag.store(true, Ordering::Relaxed));
-}
-
-/// Runs a transaction's `work`, returning whether it appended to the audit trail.
-pub(crate) fn appending<T>(work: impl FnOnce() -> T) -> (T, bool) {
-    let flag = Arc::new(AtomicBool::new(false));
-    let value = APPENDED.sync_scope(flag.clone(), work);
-    (value, flag.load(Ordering::Relaxed))
-}
-
-/// [`appending`] for a transaction that awaits.
-pub(crate) async fn appending_async<T>(work: impl std::future::Future<Output = T>) -> (T, bool) {
-    let flag = Arc::new(AtomicBool::new(false));
-    let value = APPENDED.scope(flag.clone(), work).await;
-    (value, flag.load(Ordering::Relaxed))
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

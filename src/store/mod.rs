@@ -6,8 +6,14 @@
 
 mod anchor;
 mod chain;
+mod db;
+mod items;
+mod log;
 pub mod postgres;
+mod revisions;
 mod rows;
+mod runs;
+mod sql;
 pub mod sqlite;
 pub mod words;
 
@@ -21,6 +27,7 @@ use crate::clock::Millis;
 
 pub use anchor::{Advance, AnchorError, AuditAnchor, AuditHead};
 pub use chain::*;
+pub use db::SqlStore;
 pub use postgres::PostgresStore;
 pub use rows::*;
 pub use sqlite::SqliteStore;

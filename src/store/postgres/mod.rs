@@ -1,29 +1,27 @@
 //! The team store: one PostgreSQL database shared by every reviewer's app, every CLI and every
-//! hook, on any machine. The same tables and the same behaviour as the SQLite store: each write
-//! is one transaction that takes the store's write lock first (writes are serialised, as in
-//! SQLite, so a decision's check and its record can never interleave with another's), and
-//! announces itself with `NOTIFY` on commit, which every process's [`Store::changes`] hears.
+//! hook, on any machine. The same tables and the same behaviours as the SQLite store (written
+//! once, `store::db`); this is how they reach the server: a pool of connections, each write one
+//! transaction that takes the store's write lock first (writes are serialised, as in SQLite, so
+//! a decision's check and its record can never interleave with another's) and announces itself
+//! with `NOTIFY` on commit, which every process's [`Store::changes`] hears.
 
-mod items;
-mod log;
-mod revisions;
-mod runs;
 mod schema;
-mod tokens;
 
+use std::future::Future;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use bytes::BytesMut;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use tokio::sync::broadcast;
-use tokio_postgres::types::{FromSql, ToSql};
-use tokio_postgres::Row;
+use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::db::{Backend, SqlStore, Write};
+use super::sql::{Arg, Args, Cell, Conn, Dialect, Row};
 use super::*;
 
 /// The advisory lock every write transaction holds: one writer at a time, as in SQLite.
@@ -175,88 +173,31 @@ pub(super) fn describe(err: &tokio_postgres::Error) -> String {
 }
 
 /// Maps a failed query to a store error that says which query failed.
-pub(super) fn query(context: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
+fn query(context: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
     move |err| StoreError::Query {
         context,
         message: describe(&err),
     }
 }
 
-/// Column `i` of a row.
-pub(super) fn col<'a, T: FromSql<'a>>(r: &'a Row, i: usize) -> Result<T, StoreError> {
-    r.try_get(i).map_err(query("read a row"))
-}
+/// The store on a PostgreSQL database.
+pub type PostgresStore = SqlStore<Postgres>;
 
-/// Column `i`, a stored vocabulary word, refused if this build does not know it.
-pub(super) fn word<T>(parse: fn(&str) -> Option<T>, r: &Row, i: usize) -> Result<T, StoreError> {
-    let text: String = col(r, i)?;
-    parse(&text).ok_or_else(|| StoreError::Query {
-        context: "read a row",
-        message: format!("unknown value `{text}` in column {i}"),
-    })
-}
-
-/// Column `i`, JSON kept as text (a value altered into invalid JSON reads as its text).
-pub(super) fn json(r: &Row, i: usize) -> Result<serde_json::Value, StoreError> {
-    let text: String = col(r, i)?;
-    Ok(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
-}
-
-pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
-
-/// Runs a query through the connection's statement cache.
-pub(super) async fn rows(
-    c: &impl GenericClient,
-    context: &'static str,
-    sql: &str,
-    params: Params<'_>,
-) -> Result<Vec<Row>, StoreError> {
-    let statement = c.prepare_cached(sql).await.map_err(query(context))?;
-    c.query(&statement, params).await.map_err(query(context))
-}
-
-/// A query's one row, if any.
-pub(super) async fn row(
-    c: &impl GenericClient,
-    context: &'static str,
-    sql: &str,
-    params: Params<'_>,
-) -> Result<Option<Row>, StoreError> {
-    Ok(rows(c, context, sql, params).await?.into_iter().next())
-}
-
-/// Runs a statement; the number of rows it changed.
-pub(super) async fn execute(
-    c: &impl GenericClient,
-    context: &'static str,
-    sql: &str,
-    params: Params<'_>,
-) -> Result<u64, StoreError> {
-    let statement = c.prepare_cached(sql).await.map_err(query(context))?;
-    c.execute(&statement, params).await.map_err(query(context))
-}
-
-pub(super) type Tx<'a> = deadpool_postgres::Transaction<'a>;
-
-pub struct PostgresStore {
+pub struct Postgres {
     pool: Pool,
     config: tokio_postgres::Config,
     /// The TLS set-up the pool's connections use; the change listener's use it too.
     tls: MakeRustlsConnect,
     /// The URL without its password, for messages.
     location: String,
-    /// Prefixes this person's settings (see `StoreLocation::Postgres`).
-    personal: String,
     /// Commits announced by the server, to every [`Store::changes`] stream of this store.
     changed: Arc<broadcast::Sender<()>>,
     listening: OnceLock<()>,
-    /// This machine's record of the audit trail's head, if it keeps one.
-    anchor: Option<AuditAnchor>,
 }
 
-impl std::fmt::Debug for PostgresStore {
+impl std::fmt::Debug for Postgres {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresStore")
+        f.debug_struct("Postgres")
             .field("location", &self.location)
             .finish_non_exhaustive()
     }
@@ -265,6 +206,7 @@ impl std::fmt::Debug for PostgresStore {
 impl PostgresStore {
     /// Connects to the database `url` names, creating or upgrading its tables; refuses a
     /// database written by a newer Plandesk, and says plainly when it cannot be reached.
+    /// `personal` names whose settings this store reads and writes.
     pub async fn open(url: &str, personal: &str) -> Result<Self, StoreError> {
         let mut config = tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Open {
             // The URL may hold a password: never repeat it.
@@ -315,97 +257,41 @@ impl PostgresStore {
         schema::migrate(&mut client, &location).await?;
         let (changed, _) = broadcast::channel(16);
         Ok(Self {
-            pool,
-            config,
-            tls,
-            location,
-            personal: personal.to_owned(),
-            changed: Arc::new(changed),
-            listening: OnceLock::new(),
+            backend: Postgres {
+                pool,
+                config,
+                tls,
+                location,
+                changed: Arc::new(changed),
+                listening: OnceLock::new(),
+            },
             anchor: None,
+            personal: Some(personal.to_owned()),
         })
     }
 
     /// The same store, recording the audit trail's head in `data_dir` (see [`AuditAnchor`]):
     /// what this machine appends, and what it checks, moves that record forward.
     pub fn with_audit_anchor(self, data_dir: &std::path::Path) -> Self {
-        let anchor = AuditAnchor::team(data_dir, &self.location);
+        let anchor = AuditAnchor::team(data_dir, &self.backend.location);
         Self {
             anchor: Some(anchor),
             ..self
         }
     }
+}
 
-    /// A setting's key in the shared table: this person's own.
-    fn personal_key(&self, key: &str) -> String {
-        format!("{}/{key}", self.personal)
-    }
-
+impl Postgres {
     /// A connection from the pool.
-    async fn client(&self, context: &'static str) -> Result<deadpool_postgres::Client, StoreError> {
-        self.pool.get().await.map_err(|e| StoreError::Query {
+    async fn client(&self, context: &'static str) -> Result<PgConn, StoreError> {
+        let client = self.pool.get().await.map_err(|e| StoreError::Query {
             context,
             message: format!("cannot reach {}: {}", self.location, pool_error(&e)),
+        })?;
+        Ok(PgConn {
+            client: Some(client),
+            in_write: false,
         })
-    }
-
-    /// Runs `work` in one transaction holding the write lock, announcing the change on commit.
-    async fn write<T>(
-        &self,
-        context: &'static str,
-        work: impl AsyncFnOnce(&Tx<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        self.transact(context, "", work).await
-    }
-
-    /// As [`Self::write`], for a run's release and a commit derived from durable decisions
-    /// ([`Commit::derived`]): committed without waiting for the server's disk
-    /// (`synchronous_commit` off for this transaction alone). Lost in a crash of the server, a
-    /// release leaves a lease that expires, and a derived commit is made again when the run,
-    /// interrupted after its decisions, is continued. Claims, take-overs and renewals stay
-    /// durable here: unlike the embedded store's, a holder outlives a crash of its server, and
-    /// a claim or renewal lost there would let a second process drive the run beside it.
-    async fn write_relaxed<T>(
-        &self,
-        context: &'static str,
-        work: impl AsyncFnOnce(&Tx<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        self.transact(context, "SET LOCAL synchronous_commit TO OFF;", work)
-            .await
-    }
-
-    /// `work` in one transaction holding the write lock, after `settings` (statements that
-    /// set this transaction up), announcing the change on commit.
-    async fn transact<T>(
-        &self,
-        context: &'static str,
-        settings: &str,
-        work: impl AsyncFnOnce(&Tx<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut client = self.client(context).await?;
-        let tx = client.transaction().await.map_err(query(context))?;
-        tx.batch_execute(&format!(
-            "{settings} SELECT pg_advisory_xact_lock({WRITE_LOCK}); NOTIFY {CHANNEL}"
-        ))
-        .await
-        .map_err(query(context))?;
-        let (value, appended) = super::anchor::appending_async(work(&tx)).await;
-        let value = value?;
-        // What the record of the trail's head moves to is read under the write lock, so that
-        // no other appender comes between; it is written once the entries are committed.
-        let head = match &self.anchor {
-            Some(anchor) if appended => Some(log::since(&tx, anchor.first_needed()).await),
-            _ => None,
-        };
-        tx.commit().await.map_err(query(context))?;
-        match (&self.anchor, head) {
-            (Some(anchor), Some(Ok(entries))) => anchor.advance_later(entries),
-            (_, Some(Err(err))) => {
-                eprintln!("plandesk: cannot record the audit trail's end: {err}")
-            }
-            _ => {}
-        }
-        Ok(value)
     }
 
     /// Starts (once) the thread that listens for commits and tells this store's streams.
@@ -432,6 +318,230 @@ impl PostgresStore {
                 eprintln!("plandesk: cannot watch the store for changes: {err}");
             }
         });
+    }
+}
+
+/// A pooled connection. One dropped in the middle of a write (its call cancelled, its commit
+/// failed) is closed, not given back, and the server rolls its transaction back.
+pub struct PgConn {
+    client: Option<deadpool_postgres::Client>,
+    in_write: bool,
+}
+
+impl PgConn {
+    /// The connection (there until dropped).
+    fn client(&self, context: &'static str) -> Result<&deadpool_postgres::Client, StoreError> {
+        self.client.as_ref().ok_or(StoreError::Query {
+            context,
+            message: "the connection is closed".into(),
+        })
+    }
+
+    async fn batch(&mut self, context: &'static str, sql: &str) -> Result<(), StoreError> {
+        self.client(context)?
+            .batch_execute(sql)
+            .await
+            .map_err(query(context))
+    }
+
+    /// Runs a statement through the connection's statement cache.
+    async fn rows(
+        &self,
+        context: &'static str,
+        sql: &str,
+        args: Args<'_>,
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let client = self.client(context)?;
+        let statement = client.prepare_cached(sql).await.map_err(query(context))?;
+        let binds: Vec<Bind<'_>> = args.iter().map(|a| Bind(a.arg())).collect();
+        let params: Vec<&(dyn ToSql + Sync)> =
+            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        client
+            .query(&statement, &params)
+            .await
+            .map_err(query(context))
+    }
+}
+
+impl std::fmt::Debug for PgConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConn")
+            .field("in_write", &self.in_write)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PgConn {
+    fn drop(&mut self) {
+        if self.in_write {
+            if let Some(client) = self.client.take() {
+                drop(deadpool_postgres::Object::take(client));
+            }
+        }
+    }
+}
+
+/// A value bound to a placeholder, as the server's type for it takes it (a value of another
+/// kind is refused, never reinterpreted).
+#[derive(Debug)]
+struct Bind<'a>(Arg<'a>);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match (self.0, ty) {
+            (Arg::Null, _) => Ok(IsNull::Yes),
+            (Arg::Int(n), &Type::INT8) => n.to_sql(ty, out),
+            (Arg::Int(n), &Type::INT4) => i32::try_from(n)?.to_sql(ty, out),
+            (Arg::Bool(b), &Type::BOOL) => b.to_sql(ty, out),
+            (Arg::Text(text), &Type::TEXT | &Type::VARCHAR | &Type::JSON) => text.to_sql(ty, out),
+            (arg, ty) => Err(format!("{arg:?} cannot be bound as {ty}").into()),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// A row's cells, by each column's type.
+fn cells(r: &tokio_postgres::Row) -> Result<Row, StoreError> {
+    let read = query("read a row");
+    let cell = |i: usize, ty: &Type| -> Result<Cell, tokio_postgres::Error> {
+        Ok(match *ty {
+            Type::INT8 => r
+                .try_get::<_, Option<i64>>(i)?
+                .map_or(Cell::Null, Cell::Int),
+            Type::INT4 => r
+                .try_get::<_, Option<i32>>(i)?
+                .map_or(Cell::Null, |n| Cell::Int(n.into())),
+            Type::BOOL => r
+                .try_get::<_, Option<bool>>(i)?
+                .map_or(Cell::Null, Cell::Bool),
+            _ => r
+                .try_get::<_, Option<String>>(i)?
+                .map_or(Cell::Null, Cell::Text),
+        })
+    };
+    r.columns()
+        .iter()
+        .enumerate()
+        .map(|(i, column)| cell(i, column.type_()).map_err(&read))
+        .collect::<Result<_, _>>()
+        .map(Row)
+}
+
+impl Conn for PgConn {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn query(
+        &mut self,
+        context: &'static str,
+        sql: &str,
+        args: Args<'_>,
+    ) -> Result<Vec<Row>, StoreError> {
+        self.rows(context, sql, args)
+            .await?
+            .iter()
+            .map(cells)
+            .collect()
+    }
+
+    async fn execute(
+        &mut self,
+        context: &'static str,
+        sql: &str,
+        args: Args<'_>,
+    ) -> Result<u64, StoreError> {
+        let client = self.client(context)?;
+        let statement = client.prepare_cached(sql).await.map_err(query(context))?;
+        let binds: Vec<Bind<'_>> = args.iter().map(|a| Bind(a.arg())).collect();
+        let params: Vec<&(dyn ToSql + Sync)> =
+            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        client
+            .execute(&statement, &params)
+            .await
+            .map_err(query(context))
+    }
+}
+
+impl Backend for Postgres {
+    type Conn = PgConn;
+
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    /// Every call awaits the server: nothing blocks.
+    fn run<T: Send>(&self, work: impl Future<Output = T> + Send) -> impl Future<Output = T> + Send {
+        work
+    }
+
+    async fn read(&self, context: &'static str) -> Result<PgConn, StoreError> {
+        self.client(context).await
+    }
+
+    /// One round trip: the transaction, the write lock and the announcement of the change
+    /// (sent on commit). A release and a derived commit are committed without waiting for the
+    /// server's disk (`synchronous_commit` off for that transaction alone): lost in a crash of
+    /// the server, a release leaves a lease that expires, and a derived commit is made again
+    /// when the run, interrupted after its decisions, is continued. Claims, take-overs and
+    /// renewals stay durable here: unlike the embedded store's, a holder outlives a crash of
+    /// its server, and a claim or renewal lost there would let a second process drive the run
+    /// beside it.
+    async fn begin(&self, context: &'static str, write: Write) -> Result<PgConn, StoreError> {
+        let mut conn = self.client(context).await?;
+        let relaxed = match write {
+            Write::Release | Write::Derived => "SET LOCAL synchronous_commit TO OFF;",
+            Write::Durable | Write::Lease => "",
+        };
+        conn.in_write = true;
+        conn.batch(
+            context,
+            &format!(
+                "BEGIN; {relaxed} SELECT pg_advisory_xact_lock({WRITE_LOCK}); NOTIFY {CHANNEL}"
+            ),
+        )
+        .await?;
+        Ok(conn)
+    }
+
+    async fn commit(
+        &self,
+        mut conn: PgConn,
+        context: &'static str,
+        _write: Write,
+    ) -> Result<(), StoreError> {
+        conn.batch(context, "COMMIT").await?;
+        conn.in_write = false;
+        Ok(())
+    }
+
+    async fn rollback(&self, mut conn: PgConn) {
+        if conn.batch("roll back", "ROLLBACK").await.is_ok() {
+            conn.in_write = false;
+        }
+    }
+
+    fn changes(&self) -> BoxStream<'static, ()> {
+        self.listen();
+        let receiver = self.changed.subscribe();
+        // First: whatever is there now; then each commit anyone makes (a stream that fell
+        // behind hears one change for all it missed).
+        let commits = futures::stream::unfold(receiver, |mut receiver| async move {
+            match receiver.recv().await {
+                Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => Some(((), receiver)),
+                Err(broadcast::error::RecvError::Closed) => None,
+            }
+        });
+        Box::pin(futures::stream::once(async {}).chain(commits))
     }
 }
 
@@ -537,271 +647,6 @@ fn announce(changed: &Weak<broadcast::Sender<()>>) -> bool {
     }
 }
 
-#[async_trait]
-impl Store for PostgresStore {
-    fn location(&self) -> String {
-        self.location.clone()
-    }
-
-    async fn create_run(&self, run: &NewRun<'_>, first: &Commit<'_>) -> Result<(), StoreError> {
-        self.write("create run", async |tx| {
-            runs::insert(tx, run, first.at).await?;
-            runs::commit(tx, first).await
-        })
-        .await
-    }
-
-    async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
-        let work = async |tx: &Tx<'_>| runs::commit(tx, commit).await;
-        if commit.derived {
-            self.write_relaxed("commit snapshot", work).await
-        } else {
-            self.write("commit snapshot", work).await
-        }
-    }
-
-    async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError> {
-        runs::load(&self.client("load snapshot").await?, run_id).await
-    }
-
-    async fn snapshot_version(&self, run_id: &str) -> Result<i64, StoreError> {
-        runs::snapshot_version(&self.client("snapshot version").await?, run_id).await
-    }
-
-    async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
-        self.write("claim run", async |tx| runs::claim(tx, run_id, lease).await)
-            .await
-    }
-
-    async fn take_over(
-        &self,
-        run_id: &str,
-        holder: &str,
-        lease: &Lease<'_>,
-    ) -> Result<bool, StoreError> {
-        self.write("take over run", async |tx| {
-            runs::take_over(tx, run_id, holder, lease).await
-        })
-        .await
-    }
-
-    async fn renew(&self, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
-        self.write("renew lease", async |tx| {
-            runs::renew(tx, run_id, lease).await
-        })
-        .await
-    }
-
-    async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError> {
-        self.write_relaxed("release run", async |tx| {
-            runs::release(tx, run_id, holder).await
-        })
-        .await
-    }
-
-    async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
-        runs::one(&self.client("load run").await?, run_id).await
-    }
-
-    async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        runs::all(&self.client("list runs").await?).await
-    }
-
-    async fn latest_run(&self) -> Result<Option<RunRow>, StoreError> {
-        runs::latest(&self.client("load the latest run").await?).await
-    }
-
-    async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError> {
-        runs::resolve(&self.client("resolve run").await?, prefix).await
-    }
-
-    async fn session_run(&self, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError> {
-        self.write("find or create session", async |tx| {
-            runs::session(tx, run, at).await
-        })
-        .await
-    }
-
-    async fn open_item(
-        &self,
-        run_id: &str,
-        item: &OpenItem,
-        waiter: &Lease<'_>,
-        by: &Actor,
-    ) -> Result<ItemRow, StoreError> {
-        self.write("open item", async |tx| {
-            items::open_one(tx, run_id, item, waiter, by).await
-        })
-        .await
-    }
-
-    async fn append_audit(&self, entry: &NewAudit<'_>) -> Result<(), StoreError> {
-        self.write("append to the audit trail", async |tx| {
-            log::append(tx, entry.entry()).await
-        })
-        .await
-    }
-
-    async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, StoreError> {
-        log::audit(&self.client("read the audit trail").await?, run_id).await
-    }
-
-    fn audit_anchor(&self) -> Option<&AuditAnchor> {
-        self.anchor.as_ref()
-    }
-
-    async fn renew_waiter(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        waiter: &Lease<'_>,
-    ) -> Result<bool, StoreError> {
-        self.write("renew waiter", async |tx| {
-            items::renew_waiter(tx, run_id, tool_call_id, waiter).await
-        })
-        .await
-    }
-
-    async fn waited_items(&self) -> Result<Vec<WaitedItem>, StoreError> {
-        items::waited(&self.client("list waited items").await?).await
-    }
-
-    async fn record_decision(&self, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
-        self.write("record decision", async |tx| items::decide(tx, d).await)
-            .await
-    }
-
-    async fn decision(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-    ) -> Result<Option<DecisionRow>, StoreError> {
-        items::decision(&self.client("find decision").await?, run_id, tool_call_id).await
-    }
-
-    async fn open_items(&self, run_id: Option<&str>) -> Result<Vec<ItemRow>, StoreError> {
-        items::open(&self.client("list open items").await?, run_id).await
-    }
-
-    async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::of_run(&self.client("list revisions").await?, run_id).await
-    }
-
-    async fn revision_list(&self, listing: &Listing<'_>) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::list(&self.client("list revisions").await?, listing).await
-    }
-
-    async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError> {
-        revisions::one(&self.client("load revision").await?, id).await
-    }
-
-    async fn search_revisions(
-        &self,
-        run_id: Option<&str>,
-        words: &[String],
-    ) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::search(&self.client("search revisions").await?, run_id, words).await
-    }
-
-    async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::by_sha(&self.client("find revisions by hash").await?, prefix).await
-    }
-
-    async fn add_comment(&self, comment: &NewComment<'_>) -> Result<CommentRow, StoreError> {
-        self.write("add comment", async |tx| {
-            revisions::add_comment(tx, comment).await
-        })
-        .await
-    }
-
-    async fn comments(&self, run_id: &str) -> Result<Vec<CommentRow>, StoreError> {
-        revisions::comments(&self.client("list comments").await?, run_id).await
-    }
-
-    async fn set_comment_resolved(
-        &self,
-        id: i64,
-        resolved: bool,
-        by: &Actor,
-        at: Millis,
-    ) -> Result<CommentRow, StoreError> {
-        self.write("resolve comment", async |tx| {
-            revisions::set_resolved(tx, id, resolved, by, at).await
-        })
-        .await
-    }
-
-    async fn edit_plan(&self, edit: &NewEdit<'_>) -> Result<RevisionRow, StoreError> {
-        self.write("edit plan", async |tx| revisions::edit(tx, edit).await)
-            .await
-    }
-
-    async fn events(&self, run_id: &str) -> Result<Vec<EventRow>, StoreError> {
-        log::events(&self.client("list events").await?, run_id).await
-    }
-
-    async fn snapshot_count(&self, run_id: &str) -> Result<i64, StoreError> {
-        runs::snapshot_count(&self.client("count snapshots").await?, run_id).await
-    }
-
-    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let key = self.personal_key(key);
-        log::setting(&self.client("read a setting").await?, &key).await
-    }
-
-    async fn set_setting(
-        &self,
-        key: &str,
-        value: Option<&str>,
-        at: Millis,
-    ) -> Result<(), StoreError> {
-        let key = self.personal_key(key);
-        self.write("save a setting", async |tx| {
-            log::set_setting(tx, &key, value, at).await
-        })
-        .await
-    }
-
-    async fn create_token(&self, token: &NewToken<'_>) -> Result<TokenRow, StoreError> {
-        self.write("create a token", async |tx| tokens::create(tx, token).await)
-            .await
-    }
-
-    async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
-        tokens::all(&self.client("list tokens").await?).await
-    }
-
-    async fn revoke_token(
-        &self,
-        name: &str,
-        by: &Actor,
-        at: Millis,
-    ) -> Result<TokenRow, StoreError> {
-        self.write("revoke a token", async |tx| {
-            tokens::revoke(tx, name, by, at).await
-        })
-        .await
-    }
-
-    async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError> {
-        tokens::active(&self.client("look up a token").await?, sha256).await
-    }
-
-    fn changes(&self) -> BoxStream<'static, ()> {
-        self.listen();
-        let receiver = self.changed.subscribe();
-        // First: whatever is there now; then each commit anyone makes (a stream that fell
-        // behind hears one change for all it missed).
-        let commits = futures::stream::unfold(receiver, |mut receiver| async move {
-            match receiver.recv().await {
-                Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => Some(((), receiver)),
-                Err(broadcast::error::RecvError::Closed) => None,
-            }
-        });
-        Box::pin(futures::stream::once(async {}).chain(commits))
-    }
-}
-
 /// The engine suite's PostgreSQL server, for this module's tests.
 #[cfg(test)]
 #[path = "../../../tests/engine/pg.rs"]
@@ -812,23 +657,27 @@ mod test_pg;
 mod tests {
     use super::*;
 
-    /// A release is committed without waiting for the server's disk, in its transaction alone;
-    /// every other write, before and after it, waits.
+    /// A release and a derived commit are committed without waiting for the server's disk, in
+    /// their transaction alone; every other write, before and after, waits.
     #[tokio::test]
-    async fn only_a_release_skips_the_disk_wait() {
+    async fn only_a_release_and_a_derived_commit_skip_the_disk_wait() {
         let store = PostgresStore::open(&test_pg::database(), "test")
             .await
             .unwrap();
-        let mode = async |tx: &Tx<'_>| {
-            let row = tx
-                .query_one("SHOW synchronous_commit", &[])
+        let mode = async |write: Write| {
+            let mut conn = store.backend.begin("test", write).await.unwrap();
+            let mut rows = conn
+                .query("show", "SHOW synchronous_commit", &[])
                 .await
-                .map_err(query("show"))?;
-            col::<String>(&row, 0)
+                .unwrap();
+            store.backend.commit(conn, "test", write).await.unwrap();
+            rows.remove(0).get::<String>(0).unwrap()
         };
-        assert_eq!(store.write("write", mode).await.unwrap(), "on");
-        assert_eq!(store.write_relaxed("release", mode).await.unwrap(), "off");
-        assert_eq!(store.write("write", mode).await.unwrap(), "on");
+        assert_eq!(mode(Write::Durable).await, "on");
+        assert_eq!(mode(Write::Lease).await, "on");
+        assert_eq!(mode(Write::Release).await, "off");
+        assert_eq!(mode(Write::Derived).await, "off");
+        assert_eq!(mode(Write::Durable).await, "on");
     }
 
     #[test]

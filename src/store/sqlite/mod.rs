@@ -1,71 +1,32 @@
-//! The embedded store: one SQLite file (WAL, synchronous=FULL, but for a lease or a
-//! derived commit: see `write_lease`) shared by every process using the same data
-//! directory. A table per file; migrations in their own module. What every store must do is
-//! tested on this one and on PostgreSQL alike: tests/engine/conformance.rs.
+//! The embedded store: one SQLite file (WAL, synchronous=FULL, but for a lease or a derived
+//! commit: see [`Write`]) shared by every process using the same data directory. Its behaviours
+//! are the store's own (`store::db`); this is how they reach the file: a few connections, each
+//! store call run off the async workers, one IMMEDIATE transaction per write. What every store
+//! must do is tested on this one and on PostgreSQL alike: tests/engine/conformance.rs.
 
-mod audit;
 mod checkpoint;
-mod comments;
-mod decisions;
-mod events;
-mod items;
 mod migrations;
-mod revisions;
-mod runs;
-mod settings;
-mod snapshots;
-mod tokens;
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::stream::BoxStream;
-use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::{Connection, ErrorCode};
 
+use super::db::{Backend, SqlStore, Write};
+use super::sql::{Arg, Args, Cell, Conn, Dialect, Row};
 use super::*;
 
 /// How often `changes` asks SQLite whether another connection committed (one cheap PRAGMA).
 const CHANGE_POLL: Duration = Duration::from_millis(250);
+/// Connections kept open for the next call (more are opened while calls overlap).
+const IDLE: usize = 4;
 
-/// Maps a failed query to a store error that says which query failed.
-pub(super) fn query(context: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
-    move |err| StoreError::Query {
-        context,
-        message: err.to_string(),
-    }
-}
-
-/// Reads a stored vocabulary word back, refusing one this build does not know.
-pub(super) fn word<T>(
-    parse: fn(&str) -> Option<T>,
-    text: String,
-    column: usize,
-) -> rusqlite::Result<T> {
-    parse(&text).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            column,
-            rusqlite::types::Type::Text,
-            format!("unknown value `{text}`").into(),
-        )
-    })
-}
-
-#[derive(Debug)]
-pub struct SqliteStore {
-    /// First, so that it stops before the store's connection closes (the last connection to
-    /// close checkpoints what is left).
-    checkpointer: checkpoint::Checkpointer,
-    conn: Mutex<Connection>,
-    path: PathBuf,
-    /// The record of the audit trail's head, beside the database.
-    anchor: AuditAnchor,
-    /// The connection may not wait for the disk (a lease write set it so and has not been
-    /// seen to set it back): a durable write sets it back first.
-    relaxed: AtomicBool,
-}
+/// The store on one SQLite file.
+pub type SqliteStore = SqlStore<Sqlite>;
 
 impl SqliteStore {
     /// Opens (creating if needed) the store in `dir`, upgrading its schema; refuses a store
@@ -79,121 +40,321 @@ impl SqliteStore {
         let mut conn = connect(&path)?;
         migrations::migrate(&mut conn, &path)?;
         Ok(Self {
-            checkpointer: checkpoint::Checkpointer::start(&path),
-            conn: Mutex::new(conn),
-            path,
-            anchor: AuditAnchor::local(dir),
-            relaxed: AtomicBool::new(false),
+            backend: Sqlite {
+                checkpointer: checkpoint::Checkpointer::start(&path),
+                shared: Arc::new(Shared {
+                    idle: Mutex::new(vec![Pooled {
+                        conn,
+                        relaxed: false,
+                    }]),
+                    path,
+                }),
+            },
+            anchor: Some(AuditAnchor::local(dir)),
+            personal: None,
         })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.backend.shared.path
     }
+}
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves SQLite consistent (transactions roll back).
-        self.conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
+#[derive(Debug)]
+pub struct Sqlite {
+    /// First, so that it stops before the store's connections close (the last connection to
+    /// close checkpoints what is left).
+    checkpointer: checkpoint::Checkpointer,
+    shared: Arc<Shared>,
+}
 
-    /// Runs `work` in one IMMEDIATE transaction (the write lock is taken at once, so two
-    /// processes never interleave a read and a write), committing if it succeeds.
-    fn write<T>(
-        &self,
-        context: &'static str,
-        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.conn();
-        if self.relaxed.load(Ordering::SeqCst) {
-            // A lease write panicked, or could not set it back: this write waits for the disk.
-            self.synchronous(&conn, "FULL", context)?;
-            self.relaxed.store(false, Ordering::SeqCst);
+#[derive(Debug)]
+struct Shared {
+    path: PathBuf,
+    idle: Mutex<Vec<Pooled>>,
+}
+
+#[derive(Debug)]
+struct Pooled {
+    conn: Connection,
+    /// Its commits do not wait for the disk (`synchronous = NORMAL`, set by a lease write): a
+    /// durable write sets it back first.
+    relaxed: bool,
+}
+
+impl Shared {
+    /// An idle connection, else a new one.
+    fn take(&self) -> Result<Pooled, StoreError> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match idle {
+            Some(pooled) => Ok(pooled),
+            None => Ok(Pooled {
+                conn: connect(&self.path)?,
+                relaxed: false,
+            }),
         }
-        let value = self.commit(&mut conn, context, work)?;
-        self.checkpointer.written();
-        Ok(value)
     }
 
-    /// `work` in one IMMEDIATE transaction on `conn`, committed if it succeeds.
-    fn commit<T>(
-        &self,
-        conn: &mut Connection,
-        context: &'static str,
-        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.classify(context, e))?;
-        let (value, appended) = super::anchor::appending(|| work(&tx));
-        let value = value?;
-        // What the record of the trail's head moves to is read under the write lock, so that
-        // no other appender comes between; it is written once the entries are committed.
-        let head = appended.then(|| audit::since(&tx, self.anchor.first_needed()));
-        tx.commit().map_err(|e| self.classify(context, e))?;
-        match head {
-            Some(Ok(entries)) => self.anchor.advance_later(entries),
-            Some(Err(err)) => {
-                eprintln!("plandesk: cannot record the audit trail's end: {err}")
-            }
-            None => {}
+    /// A failure caused by the file itself names the file.
+    fn classify(&self, context: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
+        move |err| {
+            file_error(&self.path, err).unwrap_or_else(|err| StoreError::Query {
+                context,
+                message: err.to_string(),
+            })
         }
-        Ok(value)
     }
+}
 
-    /// As [`Self::write`], for a commit derived from durable decisions ([`Commit::derived`]:
-    /// the run applies them again): committed without waiting for the disk, as
-    /// [`Self::write_lease`].
-    fn write_relaxed<T>(
-        &self,
-        context: &'static str,
-        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let value = self.write_lease(context, work)?;
-        self.checkpointer.written();
-        Ok(value)
-    }
+/// One of the store's connections, given back when dropped (rolled back first if a write
+/// was left unfinished, as when its call was cancelled).
+#[derive(Debug)]
+pub struct SqliteConn {
+    pooled: Option<Pooled>,
+    shared: Arc<Shared>,
+    in_write: bool,
+}
 
-    /// As [`Self::write`], for what need not outlast a crash of the machine: a run's lease or
-    /// an item's waiter (the process holding it is gone with the machine, and what it leaves
-    /// behind expires or is taken over at once: a lease works without the disk). Such a write
-    /// is committed without waiting for the disk (`synchronous = NORMAL`, in WAL mode still
-    /// atomic, and on the disk in order with the next durable commit), which takes an fsync
-    /// off the way between a click and the run going on, and between a suspension and its
-    /// end. A process killed, not the machine, loses nothing either way. Nor does it call for
-    /// a checkpoint (which would wait for the disk, every 10 s while a hook waits).
-    fn write_lease<T>(
-        &self,
-        context: &'static str,
-        work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.conn();
-        // Marked first: whatever becomes of this write (an error, a panic in `work`), no
-        // durable write commits before the connection waits for the disk again.
-        self.relaxed.store(true, Ordering::SeqCst);
-        self.synchronous(&conn, "NORMAL", context)?;
-        let written = self.commit(&mut conn, context, work);
-        if self.synchronous(&conn, "FULL", context).is_ok() {
-            self.relaxed.store(false, Ordering::SeqCst);
+impl SqliteConn {
+    /// The connection (there until dropped).
+    fn conn(&self, context: &'static str) -> Result<&Connection, StoreError> {
+        match &self.pooled {
+            Some(pooled) => Ok(&pooled.conn),
+            None => Err(StoreError::Query {
+                context,
+                message: "the connection is closed".into(),
+            }),
         }
-        written
     }
 
-    /// Sets whether `conn`'s commits wait for the disk (`FULL`) or not (`NORMAL`).
-    fn synchronous(
-        &self,
-        conn: &Connection,
-        level: &str,
+    fn batch(&mut self, context: &'static str, sql: &str) -> Result<(), StoreError> {
+        self.conn(context)?
+            .execute_batch(sql)
+            .map_err(self.shared.classify(context))
+    }
+
+    /// Sets whether the connection's commits wait for the disk. Marked first: whatever becomes
+    /// of a lease write (an error, a panic), no durable write commits before the connection
+    /// waits for the disk again.
+    fn wait_for_disk(&mut self, wait: bool, context: &'static str) -> Result<(), StoreError> {
+        let Some(pooled) = self.pooled.as_mut() else {
+            return Ok(());
+        };
+        if pooled.relaxed != wait {
+            return Ok(());
+        }
+        pooled.relaxed = true;
+        let level = if wait { "FULL" } else { "NORMAL" };
+        pooled
+            .conn
+            .pragma_update(None, "synchronous", level)
+            .map_err(self.shared.classify(context))?;
+        pooled.relaxed = !wait;
+        Ok(())
+    }
+}
+
+impl Drop for SqliteConn {
+    fn drop(&mut self) {
+        let Some(pooled) = self.pooled.take() else {
+            return;
+        };
+        if self.in_write && pooled.conn.execute_batch("ROLLBACK").is_err() {
+            return; // closed, not reused
+        }
+        let mut idle = self.shared.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < IDLE {
+            idle.push(pooled);
+        }
+    }
+}
+
+/// A value bound to a placeholder, as SQLite takes it.
+struct Bind<'a>(Arg<'a>);
+
+impl rusqlite::ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Arg::Null => ToSqlOutput::Owned(Value::Null),
+            Arg::Int(n) => ToSqlOutput::Owned(Value::Integer(n)),
+            Arg::Bool(b) => ToSqlOutput::Owned(Value::Integer(i64::from(b))),
+            Arg::Text(text) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+        })
+    }
+}
+
+/// Runs a statement through the connection's cache (the SQL's `$n` read as SQLite's `?n`),
+/// reading each row it returns into `rows`; how many rows it changed.
+fn run_statement(
+    conn: &Connection,
+    sql: &str,
+    args: Args<'_>,
+    rows: Option<&mut Vec<Row>>,
+) -> rusqlite::Result<u64> {
+    let mut stmt = conn.prepare_cached(&sql.replace('$', "?"))?;
+    let binds = args.iter().map(|a| Bind(a.arg()));
+    let Some(rows) = rows else {
+        return stmt
+            .execute(rusqlite::params_from_iter(binds))
+            .map(|n| n as u64);
+    };
+    let columns = stmt.column_count();
+    let mut found = stmt.query(rusqlite::params_from_iter(binds))?;
+    while let Some(r) = found.next()? {
+        let cells = (0..columns)
+            .map(|i| {
+                Ok(match r.get_ref(i)? {
+                    ValueRef::Null => Cell::Null,
+                    ValueRef::Integer(n) => Cell::Int(n),
+                    ValueRef::Real(x) => Cell::Text(x.to_string()),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Cell::Text(String::from_utf8_lossy(t).into_owned())
+                    }
+                })
+            })
+            .collect::<rusqlite::Result<_>>()?;
+        rows.push(Row(cells));
+    }
+    Ok(0)
+}
+
+impl Conn for SqliteConn {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    async fn query(
+        &mut self,
         context: &'static str,
+        sql: &str,
+        args: Args<'_>,
+    ) -> Result<Vec<Row>, StoreError> {
+        let mut rows = Vec::new();
+        run_statement(self.conn(context)?, sql, args, Some(&mut rows))
+            .map_err(self.shared.classify(context))?;
+        Ok(rows)
+    }
+
+    async fn execute(
+        &mut self,
+        context: &'static str,
+        sql: &str,
+        args: Args<'_>,
+    ) -> Result<u64, StoreError> {
+        run_statement(self.conn(context)?, sql, args, None).map_err(self.shared.classify(context))
+    }
+}
+
+/// Runs `work` where it blocks no async worker: on a multi-threaded runtime the worker hands
+/// its other tasks on first (a single-threaded one has no other thread to give them to).
+fn off_worker<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+impl Sqlite {
+    fn conn(&self) -> Result<SqliteConn, StoreError> {
+        Ok(SqliteConn {
+            pooled: Some(self.shared.take()?),
+            shared: self.shared.clone(),
+            in_write: false,
+        })
+    }
+}
+
+impl Backend for Sqlite {
+    type Conn = SqliteConn;
+
+    fn location(&self) -> String {
+        self.shared.path.display().to_string()
+    }
+
+    /// A store call's statements never wait on anything but SQLite, so the whole call runs
+    /// at once, in one go off the async workers.
+    async fn run<T: Send>(&self, work: impl Future<Output = T> + Send) -> T {
+        off_worker(|| futures::executor::block_on(work))
+    }
+
+    async fn read(&self, _context: &'static str) -> Result<SqliteConn, StoreError> {
+        self.conn()
+    }
+
+    /// An IMMEDIATE transaction: the write lock is taken at once, so two processes never
+    /// interleave a read and a write. A lease (a claim, a take-over, a renewal, a release, a
+    /// waiter's renewal) or a derived commit is committed without waiting for the disk
+    /// (`synchronous = NORMAL`: in WAL mode still atomic, and on the disk in order with the
+    /// next durable commit), which takes an fsync off the way between a click and the run
+    /// going on, and between a suspension and its end. A process killed, not the machine,
+    /// loses nothing either way.
+    async fn begin(&self, context: &'static str, write: Write) -> Result<SqliteConn, StoreError> {
+        let mut conn = self.conn()?;
+        conn.wait_for_disk(write == Write::Durable, context)?;
+        conn.batch(context, "BEGIN IMMEDIATE")?;
+        conn.in_write = true;
+        Ok(conn)
+    }
+
+    async fn commit(
+        &self,
+        mut conn: SqliteConn,
+        context: &'static str,
+        write: Write,
     ) -> Result<(), StoreError> {
-        conn.pragma_update(None, "synchronous", level)
-            .map_err(|e| self.classify(context, e))
+        conn.batch(context, "COMMIT")?;
+        conn.in_write = false;
+        // A lease calls for no checkpoint (which would wait for the disk, every 10 s while a
+        // hook waits).
+        if matches!(write, Write::Durable | Write::Derived) {
+            self.checkpointer.written();
+        }
+        Ok(())
     }
 
-    /// A write that failed because of the file itself names the file.
-    fn classify(&self, context: &'static str, err: rusqlite::Error) -> StoreError {
-        file_error(&self.path, err).unwrap_or_else(|err| query(context)(err))
+    async fn rollback(&self, conn: SqliteConn) {
+        drop(conn); // rolls back
+    }
+
+    fn changes(&self) -> BoxStream<'static, ()> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let path = self.shared.path.clone();
+        let spawned = std::thread::Builder::new()
+            .name("store-changes".into())
+            .spawn(move || {
+                // Its own connection: SQLite's data_version moves on every commit made by any
+                // other connection, this process's included.
+                let conn = match connect(&path) {
+                    Ok(conn) => conn,
+                    Err(err) => {
+                        eprintln!("plandesk: cannot watch the store for changes: {err}");
+                        return;
+                    }
+                };
+                let mut seen: Option<i64> = None;
+                loop {
+                    let version = conn
+                        .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+                        .ok();
+                    if version.is_some() && version != seen {
+                        seen = version;
+                        if tx.unbounded_send(()).is_err() {
+                            return;
+                        }
+                    }
+                    if tx.is_closed() {
+                        return;
+                    }
+                    std::thread::sleep(CHANGE_POLL);
+                }
+            });
+        if let Err(err) = spawned {
+            eprintln!("plandesk: cannot watch the store for changes: {err}");
+        }
+        Box::pin(rx)
     }
 }
 
@@ -261,291 +422,39 @@ fn file_error(path: &Path, err: rusqlite::Error) -> Result<StoreError, rusqlite:
     }
 }
 
-#[async_trait]
-impl Store for SqliteStore {
-    fn location(&self) -> String {
-        self.path.display().to_string()
-    }
-
-    async fn create_run(&self, run: &NewRun<'_>, first: &Commit<'_>) -> Result<(), StoreError> {
-        self.write("create run", |tx| {
-            runs::insert(tx, run, first.at)?;
-            snapshots::commit(tx, first)
-        })
-    }
-
-    async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
-        let work = |tx: &rusqlite::Transaction<'_>| snapshots::commit(tx, commit);
-        if commit.derived {
-            self.write_relaxed("commit snapshot", work)
-        } else {
-            self.write("commit snapshot", work)
-        }
-    }
-
-    async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError> {
-        snapshots::load(&self.conn(), run_id)
-    }
-
-    async fn snapshot_version(&self, run_id: &str) -> Result<i64, StoreError> {
-        snapshots::version(&self.conn(), run_id)
-    }
-
-    async fn claim(&self, run_id: &str, lease: &Lease<'_>) -> Result<ClaimOutcome, StoreError> {
-        self.write_lease("claim run", |tx| runs::claim(tx, run_id, lease))
-    }
-
-    async fn take_over(
-        &self,
-        run_id: &str,
-        holder: &str,
-        lease: &Lease<'_>,
-    ) -> Result<bool, StoreError> {
-        self.write_lease("take over run", |tx| {
-            runs::take_over(tx, run_id, holder, lease)
-        })
-    }
-
-    async fn renew(&self, run_id: &str, lease: &Lease<'_>) -> Result<bool, StoreError> {
-        self.write_lease("renew lease", |tx| runs::renew(tx, run_id, lease))
-    }
-
-    async fn release(&self, run_id: &str, holder: &str) -> Result<(), StoreError> {
-        self.write_lease("release run", |tx| runs::release(tx, run_id, holder))
-    }
-
-    async fn run(&self, run_id: &str) -> Result<RunRow, StoreError> {
-        runs::one(&self.conn(), run_id)
-    }
-
-    async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        runs::all(&self.conn())
-    }
-
-    async fn latest_run(&self) -> Result<Option<RunRow>, StoreError> {
-        runs::latest(&self.conn())
-    }
-
-    async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError> {
-        runs::resolve(&self.conn(), prefix)
-    }
-
-    async fn session_run(&self, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError> {
-        self.write("find or create session", |tx| runs::session(tx, run, at))
-    }
-
-    async fn open_item(
-        &self,
-        run_id: &str,
-        item: &OpenItem,
-        waiter: &Lease<'_>,
-        by: &Actor,
-    ) -> Result<ItemRow, StoreError> {
-        self.write("open item", |tx| {
-            items::open_one(tx, run_id, item, waiter, by)
-        })
-    }
-
-    async fn append_audit(&self, entry: &NewAudit<'_>) -> Result<(), StoreError> {
-        self.write("append to the audit trail", |tx| {
-            audit::append(tx, entry.entry())
-        })
-    }
-
-    async fn audit(&self, run_id: Option<&str>) -> Result<Vec<AuditRow>, StoreError> {
-        audit::list(&self.conn(), run_id)
-    }
-
-    fn audit_anchor(&self) -> Option<&AuditAnchor> {
-        Some(&self.anchor)
-    }
-
-    async fn renew_waiter(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        waiter: &Lease<'_>,
-    ) -> Result<bool, StoreError> {
-        self.write_lease("renew waiter", |tx| {
-            items::renew_waiter(tx, run_id, tool_call_id, waiter)
-        })
-    }
-
-    async fn waited_items(&self) -> Result<Vec<WaitedItem>, StoreError> {
-        items::waited(&self.conn())
-    }
-
-    async fn record_decision(&self, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
-        self.write("record decision", |tx| decisions::record(tx, d))
-    }
-
-    async fn decision(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-    ) -> Result<Option<DecisionRow>, StoreError> {
-        decisions::find(&self.conn(), run_id, tool_call_id)
-    }
-
-    async fn open_items(&self, run_id: Option<&str>) -> Result<Vec<ItemRow>, StoreError> {
-        items::open(&self.conn(), run_id)
-    }
-
-    async fn revisions(&self, run_id: Option<&str>) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::of_run(&self.conn(), run_id)
-    }
-
-    async fn revision_list(&self, listing: &Listing<'_>) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::list(&self.conn(), listing)
-    }
-
-    async fn revision(&self, id: i64) -> Result<RevisionRow, StoreError> {
-        revisions::one(&self.conn(), id)
-    }
-
-    async fn search_revisions(
-        &self,
-        run_id: Option<&str>,
-        words: &[String],
-    ) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::search(&self.conn(), run_id, words)
-    }
-
-    async fn revisions_by_sha(&self, prefix: &str) -> Result<Vec<RevisionRow>, StoreError> {
-        revisions::by_sha(&self.conn(), prefix)
-    }
-
-    async fn add_comment(&self, comment: &NewComment<'_>) -> Result<CommentRow, StoreError> {
-        self.write("add comment", |tx| comments::insert(tx, comment))
-    }
-
-    async fn comments(&self, run_id: &str) -> Result<Vec<CommentRow>, StoreError> {
-        comments::of_run(&self.conn(), run_id)
-    }
-
-    async fn set_comment_resolved(
-        &self,
-        id: i64,
-        resolved: bool,
-        by: &Actor,
-        at: Millis,
-    ) -> Result<CommentRow, StoreError> {
-        self.write("resolve comment", |tx| {
-            comments::set_resolved(tx, id, resolved, by, at)
-        })
-    }
-
-    async fn edit_plan(&self, edit: &NewEdit<'_>) -> Result<RevisionRow, StoreError> {
-        self.write("edit plan", |tx| revisions::edit(tx, edit))
-    }
-
-    async fn events(&self, run_id: &str) -> Result<Vec<EventRow>, StoreError> {
-        events::of_run(&self.conn(), run_id)
-    }
-
-    async fn snapshot_count(&self, run_id: &str) -> Result<i64, StoreError> {
-        snapshots::count(&self.conn(), run_id)
-    }
-
-    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
-        settings::get(&self.conn(), key)
-    }
-
-    async fn set_setting(
-        &self,
-        key: &str,
-        value: Option<&str>,
-        at: Millis,
-    ) -> Result<(), StoreError> {
-        self.write("save a setting", |tx| settings::set(tx, key, value, at))
-    }
-
-    fn changes(&self) -> BoxStream<'static, ()> {
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        let path = self.path.clone();
-        let spawned = std::thread::Builder::new()
-            .name("store-changes".into())
-            .spawn(move || {
-                // Its own connection: SQLite's data_version moves on every commit made by any
-                // other connection, this process's included.
-                let conn = match connect(&path) {
-                    Ok(conn) => conn,
-                    Err(err) => {
-                        eprintln!("plandesk: cannot watch the store for changes: {err}");
-                        return;
-                    }
-                };
-                let mut seen: Option<i64> = None;
-                loop {
-                    let version = conn
-                        .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
-                        .ok();
-                    if version.is_some() && version != seen {
-                        seen = version;
-                        if tx.unbounded_send(()).is_err() {
-                            return;
-                        }
-                    }
-                    if tx.is_closed() {
-                        return;
-                    }
-                    std::thread::sleep(CHANGE_POLL);
-                }
-            });
-        if let Err(err) = spawned {
-            eprintln!("plandesk: cannot watch the store for changes: {err}");
-        }
-        Box::pin(rx)
-    }
-
-    async fn create_token(&self, token: &NewToken<'_>) -> Result<TokenRow, StoreError> {
-        self.write("create a token", |tx| tokens::create(tx, token))
-    }
-
-    async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
-        tokens::all(&self.conn())
-    }
-
-    async fn revoke_token(
-        &self,
-        name: &str,
-        by: &Actor,
-        at: Millis,
-    ) -> Result<TokenRow, StoreError> {
-        self.write("revoke a token", |tx| tokens::revoke(tx, name, by, at))
-    }
-
-    async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError> {
-        tokens::active(&self.conn(), sha256)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+    use futures::executor::block_on;
+
     use super::*;
 
-    /// `PRAGMA synchronous` as the store's connection has it (1 NORMAL, 2 FULL).
-    fn synchronous(conn: &Connection) -> i64 {
-        conn.query_row("PRAGMA synchronous", [], |r| r.get(0))
-            .unwrap()
+    /// Runs `sql` in one write of the kind `write`, returning its first row's first column.
+    fn write(store: &SqliteStore, write: Write, sql: &str) -> Option<i64> {
+        let backend = &store.backend;
+        block_on(async {
+            let mut conn = backend.begin("test", write).await.unwrap();
+            let mut rows = conn.query("test", sql, &[]).await.unwrap();
+            backend.commit(conn, "test", write).await.unwrap();
+            rows.first_mut().map(|r| r.get(0).unwrap())
+        })
     }
 
-    /// ~500 KB written by `write` (or `write_lease`, when `lease`).
+    /// `PRAGMA synchronous` in a write of the kind `kind` (1 NORMAL, 2 FULL).
+    fn synchronous(store: &SqliteStore, kind: Write) -> i64 {
+        write(store, kind, "PRAGMA synchronous").unwrap()
+    }
+
+    /// ~500 KB written by a durable write (or a lease, when `lease`).
     fn blob(store: &SqliteStore, lease: bool) {
-        let work = |tx: &rusqlite::Transaction<'_>| {
-            tx.execute_batch(
-                "CREATE TABLE IF NOT EXISTS scratch(x);
-                 INSERT INTO scratch VALUES (randomblob(500000));",
-            )
-            .map_err(query("test"))
-        };
-        if lease {
-            store.write_lease("test", work).unwrap();
-        } else {
-            store.write("test", work).unwrap();
-        }
+        let kind = if lease { Write::Lease } else { Write::Durable };
+        write(store, kind, "CREATE TABLE IF NOT EXISTS scratch(x)");
+        write(
+            store,
+            kind,
+            "INSERT INTO scratch VALUES (randomblob(500000))",
+        );
     }
 
     /// Waits up to 10 s for the store's checkpoints to settle with `whole` of them done (none
@@ -553,7 +462,7 @@ mod tests {
     fn checkpoints_settle(store: &SqliteStore, whole: u64) -> u64 {
         let until = std::time::Instant::now() + Duration::from_secs(10);
         loop {
-            let (done, due) = store.checkpointer.settled();
+            let (done, due) = store.backend.checkpointer.settled();
             if (done >= whole && !due) || std::time::Instant::now() >= until {
                 return done;
             }
@@ -590,7 +499,7 @@ mod tests {
         }
         std::thread::sleep(checkpoint::QUIET * 4);
         assert_eq!(
-            store.checkpointer.settled(),
+            store.backend.checkpointer.settled(),
             (done, false),
             "leases were checkpointed"
         );
@@ -652,8 +561,24 @@ mod tests {
                 ..Listing::default()
             },
         ];
+        let conn = store.backend.conn().unwrap();
         for listing in &pages {
-            let plan = revisions::listing_plan(&store.conn(), listing).unwrap();
+            let limit = listing.limit.map(|l| l as i64);
+            let (sql, args) =
+                super::super::revisions::listing_sql(Dialect::Sqlite, listing, &limit);
+            let mut steps = Vec::new();
+            run_statement(
+                conn.conn("test").unwrap(),
+                &format!("EXPLAIN QUERY PLAN {sql}"),
+                &args,
+                Some(&mut steps),
+            )
+            .unwrap();
+            let plan = steps
+                .into_iter()
+                .map(|mut step| step.get::<String>(3).unwrap())
+                .collect::<Vec<_>>()
+                .join("\n");
             assert!(
                 plan.contains("USING COVERING INDEX revisions_listing"),
                 "{listing:?}: {plan}"
@@ -666,45 +591,76 @@ mod tests {
         }
     }
 
-    /// A lease is written without waiting for the disk; every other write, before and after
-    /// it, waits (FULL), also after a lease write that failed.
+    /// A lease and a derived commit are written without waiting for the disk; every other
+    /// write, before and after them, waits (FULL), also after a lease write that failed or
+    /// panicked midway.
     #[test]
     fn only_a_lease_is_written_without_waiting_for_the_disk() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
-        let during = |store: &SqliteStore| store.write("a durable write", |tx| Ok(synchronous(tx)));
-        assert_eq!(during(&store).unwrap(), 2);
-        let lease = store
-            .write_lease("a lease", |tx| Ok(synchronous(tx)))
-            .unwrap();
-        assert_eq!(lease, 1, "a lease: NORMAL");
-        assert_eq!(during(&store).unwrap(), 2, "after a lease: FULL again");
-        let failed = store.write_lease("a lease that fails", |_| -> Result<(), _> {
-            Err(StoreError::Query {
-                context: "a lease that fails",
-                message: "refused".into(),
-            })
+        assert_eq!(synchronous(&store, Write::Durable), 2);
+        assert_eq!(synchronous(&store, Write::Lease), 1, "a lease: NORMAL");
+        assert_eq!(synchronous(&store, Write::Release), 1, "a release: NORMAL");
+        assert_eq!(synchronous(&store, Write::Derived), 1, "derived: NORMAL");
+        assert_eq!(
+            synchronous(&store, Write::Durable),
+            2,
+            "after a lease: FULL again"
+        );
+        let backend = &store.backend;
+        let failed = block_on(async {
+            let mut conn = backend.begin("test", Write::Lease).await.unwrap();
+            conn.execute("test", "INSERT INTO nowhere VALUES (1)", &[])
+                .await
         });
         assert!(failed.is_err());
         assert_eq!(
-            during(&store).unwrap(),
+            synchronous(&store, Write::Durable),
             2,
-            "after a failed lease: FULL again"
+            "after a failed lease"
         );
-        assert_eq!(synchronous(&store.conn()), 2);
-        // A lease write that panics midway leaves the connection NORMAL: the next durable
-        // write waits for the disk all the same.
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            store.write_lease("a lease that panics", |_| -> Result<(), StoreError> {
+            block_on(async {
+                let _conn = backend.begin("test", Write::Lease).await.unwrap();
                 panic!("midway")
             })
         }));
         assert!(panicked.is_err());
-        assert_eq!(synchronous(&store.conn()), 1, "left as the panic left it");
         assert_eq!(
-            during(&store).unwrap(),
+            synchronous(&store, Write::Durable),
             2,
-            "after a panicked lease: FULL again"
+            "after a panicked lease"
         );
+    }
+
+    /// A write that waits for SQLite's lock (another process holds it) keeps no async worker
+    /// waiting with it: on a runtime of one worker, another task still runs meanwhile, and the
+    /// write goes through once the lock is given back.
+    #[test]
+    fn a_write_waiting_for_the_lock_blocks_no_async_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(dir.path()).unwrap());
+        let other = Connection::open(store.path()).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let waiting = store.clone();
+        let write = runtime.spawn(async move { waiting.set_setting("k", Some("v"), 1).await });
+        std::thread::sleep(Duration::from_millis(300));
+        let (ran, told) = std::sync::mpsc::channel();
+        runtime.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            ran.send(()).unwrap();
+        });
+        let meanwhile = told.recv_timeout(Duration::from_secs(5));
+        assert!(!write.is_finished(), "the write did not wait for the lock");
+        other.execute_batch("COMMIT").unwrap();
+        assert!(meanwhile.is_ok(), "the one worker waited with the write");
+        runtime.block_on(write).unwrap().unwrap();
+        let saved = runtime.block_on(store.setting("k")).unwrap();
+        assert_eq!(saved.as_deref(), Some("v"));
     }
 }

@@ -2,16 +2,15 @@
 //! run's set, a decision closes one) and `decisions` (at most one per item, bound to the plan
 //! revision it was made on).
 
-use deadpool_postgres::GenericClient;
 use serde_json::json;
-use tokio_postgres::Row;
 
-use super::{col, execute, json, log, revisions, row, rows, runs, word, Tx};
+use super::sql::{Conn, Dialect, Row, Tx};
+use super::*;
 use crate::clock::Millis;
-use crate::store::*;
 
 /// A decision's columns, `d` joined with its revision `v`: the last one is the plan its resume
-/// data leaves out (migration 2: the revision's body, when that is the plan).
+/// data leaves out (the revision's body, when that is the plan: SQLite's migration 11,
+/// PostgreSQL's 2).
 pub(super) const DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, d.revision_id, \
      d.action, d.feedback, d.resume_data, d.decided_at, d.decided_by, \
      CASE WHEN d.plan_from_revision THEN v.body END";
@@ -19,45 +18,42 @@ pub(super) const DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, d.rev
 /// [`DECISION_COLUMNS`] with null in place of the resume data, for listings (an engine run's
 /// decides a plan, and a listing shows none), and so no plan to put back in it.
 pub(super) const LISTED_DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, \
-     d.revision_id, d.action, d.feedback, 'null'::text, d.decided_at, d.decided_by, NULL::text";
+     d.revision_id, d.action, d.feedback, 'null', d.decided_at, d.decided_by, CAST(NULL AS TEXT)";
 
 /// A decision from the row's columns `at..at + 10`, or `None` when they are NULL (an outer
 /// join).
-pub(super) fn decision_at(r: &Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
-    let Some(id) = col::<Option<i64>>(r, at)? else {
+pub(super) fn decision_at(r: &mut Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
+    let Some(id) = r.get::<Option<i64>>(at)? else {
         return Ok(None);
     };
     Ok(Some(DecisionRow {
         id,
-        run_id: col(r, at + 1)?,
-        tool_call_id: col(r, at + 2)?,
-        revision_id: col(r, at + 3)?,
-        action: word(Action::parse, r, at + 4)?,
-        feedback: col(r, at + 5)?,
-        resume_data: resume_data_as_read(col(r, at + 6)?, col(r, at + 9)?),
-        decided_at: col(r, at + 7)?,
-        decided_by: col(r, at + 8)?,
+        run_id: r.get(at + 1)?,
+        tool_call_id: r.get(at + 2)?,
+        revision_id: r.get(at + 3)?,
+        action: r.word(Action::parse, at + 4)?,
+        feedback: r.get(at + 5)?,
+        resume_data: resume_data_as_read(r.get(at + 6)?, r.get(at + 9)?),
+        decided_at: r.get(at + 7)?,
+        decided_by: r.get(at + 8)?,
     }))
 }
 
 pub(super) async fn decision(
-    c: &impl GenericClient,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     tool_call_id: &str,
 ) -> Result<Option<DecisionRow>, StoreError> {
-    let found = row(
-        c,
-        "find decision",
-        &format!(
-            "SELECT {DECISION_COLUMNS} FROM decisions d
-             LEFT JOIN plan_revisions v ON v.id = d.revision_id
-             WHERE d.run_id = $1 AND d.tool_call_id = $2"
-        ),
-        &[&run_id, &tool_call_id],
-    )
-    .await?;
-    match found {
-        Some(r) => decision_at(&r, 0),
+    let sql = format!(
+        "SELECT {DECISION_COLUMNS} FROM decisions d
+         LEFT JOIN plan_revisions v ON v.id = d.revision_id
+         WHERE d.run_id = $1 AND d.tool_call_id = $2"
+    );
+    match tx
+        .row("find decision", &sql, &[&run_id, &tool_call_id])
+        .await?
+    {
+        Some(mut r) => decision_at(&mut r, 0),
         None => Ok(None),
     }
 }
@@ -65,7 +61,7 @@ pub(super) async fn decision(
 /// Makes the run's open items exactly `open` (less those already decided), recording each
 /// plan's revision the first time its item opens.
 pub(super) async fn sync(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     open: &[OpenItem],
     at: Millis,
@@ -78,6 +74,7 @@ pub(super) async fn sync(
             continue;
         }
         let revision_id = match &item.plan {
+            // An engine run's plan is its model's.
             Some(plan) => {
                 Some(revisions::insert_once(tx, run_id, id, plan, at, "agent", by).await?)
             }
@@ -86,49 +83,48 @@ pub(super) async fn sync(
         insert(tx, run_id, item, revision_id, at, None).await?;
         keep.push(id);
     }
-    execute(
-        tx,
-        "close items",
-        "DELETE FROM pending WHERE run_id = $1 AND NOT (tool_call_id = ANY($2::text[]))",
-        &[&run_id, &keep],
-    )
-    .await?;
+    let keep = serde_json::Value::from(keep).to_string();
+    let sql = format!(
+        "DELETE FROM pending WHERE run_id = $1 AND tool_call_id NOT IN ({})",
+        tx.dialect().text_list(2)
+    );
+    tx.execute("close items", &sql, &[&run_id, &keep]).await?;
     Ok(())
 }
 
 /// Adds an open item (with its waiter, for an outside session's); `false` if it was open already.
 async fn insert(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     item: &OpenItem,
     revision_id: Option<i64>,
     since: Millis,
     waiter: Option<&Lease<'_>>,
 ) -> Result<bool, StoreError> {
-    let inserted = execute(
-        tx,
-        "open item",
-        "INSERT INTO pending (run_id, tool_call_id, kind, tool_name, args, revision_id, since, waiter, waiter_until)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
-        &[
-            &run_id,
-            &item.tool_call_id,
-            &item.kind.as_str(),
-            &item.tool_name,
-            &item.args.to_string(),
-            &revision_id,
-            &since,
-            &waiter.map(|w| w.holder),
-            &waiter.map(|w| w.until),
-        ],
-    )
-    .await?;
+    let inserted = tx
+        .execute(
+            "open item",
+            "INSERT INTO pending (run_id, tool_call_id, kind, tool_name, args, revision_id, since, waiter, waiter_until)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+            &[
+                &run_id,
+                &item.tool_call_id,
+                &item.kind.as_str(),
+                &item.tool_name,
+                &item.args.to_string(),
+                &revision_id,
+                &since,
+                &waiter.map(|w| w.holder),
+                &waiter.map(|w| w.until),
+            ],
+        )
+        .await?;
     Ok(inserted == 1)
 }
 
 /// Opens one item of a session's run, leaving its other items alone.
 pub(super) async fn open_one(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     item: &OpenItem,
     waiter: &Lease<'_>,
@@ -150,8 +146,7 @@ pub(super) async fn open_one(
             message: format!("item {id} is open already"),
         });
     }
-    execute(
-        tx,
+    tx.execute(
         "open item",
         "UPDATE runs SET status = 'suspended', updated_at = $2 WHERE id = $1",
         &[&run_id, &waiter.now],
@@ -168,121 +163,119 @@ pub(super) async fn open_one(
 }
 
 pub(super) async fn renew_waiter(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     tool_call_id: &str,
     waiter: &Lease<'_>,
 ) -> Result<bool, StoreError> {
-    let changed = execute(
-        tx,
-        "renew waiter",
-        "UPDATE pending SET waiter_until = $4 WHERE run_id = $1 AND tool_call_id = $2 AND waiter = $3",
-        &[&run_id, &tool_call_id, &waiter.holder, &waiter.until],
-    )
-    .await?;
+    let changed = tx
+        .execute(
+            "renew waiter",
+            "UPDATE pending SET waiter_until = $4 WHERE run_id = $1 AND tool_call_id = $2 AND waiter = $3",
+            &[&run_id, &tool_call_id, &waiter.holder, &waiter.until],
+        )
+        .await?;
     Ok(changed == 1)
 }
 
-pub(super) async fn waited(c: &impl GenericClient) -> Result<Vec<WaitedItem>, StoreError> {
-    rows(
-        c,
+pub(super) async fn waited(tx: &mut Tx<impl Conn>) -> Result<Vec<WaitedItem>, StoreError> {
+    tx.all(
         "list waited items",
         "SELECT p.run_id, p.tool_call_id, p.waiter, p.waiter_until
          FROM pending p JOIN runs r ON r.id = p.run_id WHERE r.source != 'engine'",
         &[],
+        |mut r| {
+            let waiter: Option<String> = r.get(2)?;
+            let until: Option<Millis> = r.get(3)?;
+            Ok(WaitedItem {
+                run_id: r.get(0)?,
+                tool_call_id: r.get(1)?,
+                waiter: waiter.zip(until),
+            })
+        },
     )
-    .await?
-    .iter()
-    .map(|r| {
-        let waiter: Option<String> = col(r, 2)?;
-        let until: Option<Millis> = col(r, 3)?;
-        Ok(WaitedItem {
-            run_id: col(r, 0)?,
-            tool_call_id: col(r, 1)?,
-            waiter: waiter.zip(until),
-        })
-    })
-    .collect()
+    .await
 }
 
-/// Open items with their run's context and plan revision: one query.
+/// Open items with their run's context and plan revision: one query. A run's items are in the
+/// order they were opened (SQLite's rowid, PostgreSQL's `seq`).
 pub(super) async fn open(
-    c: &impl GenericClient,
+    tx: &mut Tx<impl Conn>,
     run_id: Option<&str>,
 ) -> Result<Vec<ItemRow>, StoreError> {
-    rows(
-        c,
-        "list open items",
+    let seq = match tx.dialect() {
+        Dialect::Sqlite => "p.rowid",
+        Dialect::Postgres => "p.seq",
+    };
+    let sql = format!(
         "SELECT p.run_id, p.tool_call_id, p.kind, p.tool_name, p.args, p.since,
                 r.prompt, r.workspace, r.source, r.session,
                 v.id, v.tool_call_id, v.path, v.title, v.body, v.sha256, v.revision_no,
                 v.submitted_at, v.author
          FROM pending p JOIN runs r ON r.id = p.run_id
          LEFT JOIN plan_revisions v ON v.id = p.revision_id
-         WHERE $1::text IS NULL OR p.run_id = $1
-         ORDER BY CASE WHEN $1::text IS NULL THEN -p.since ELSE p.seq END, p.seq DESC",
-        &[&run_id],
-    )
-    .await?
-    .iter()
-    .map(|r| {
-        let run_id: String = col(r, 0)?;
-        let revision = match col::<Option<i64>>(r, 10)? {
+         WHERE CAST($1 AS TEXT) IS NULL OR p.run_id = $1
+         ORDER BY CASE WHEN CAST($1 AS TEXT) IS NULL THEN -p.since ELSE {seq} END, {seq} DESC"
+    );
+    tx.all("list open items", &sql, &[&run_id], |mut r| {
+        let run_id: String = r.get(0)?;
+        let prompt: String = r.get(6)?;
+        let revision = match r.get::<Option<i64>>(10)? {
             Some(id) => Some(RevisionRow {
                 id,
                 run_id: run_id.clone(),
-                tool_call_id: col(r, 11)?,
-                path: col(r, 12)?,
-                title: col(r, 13)?,
-                body: col(r, 14)?,
-                sha256: col(r, 15)?,
-                revision_no: col(r, 16)?,
-                submitted_at: col(r, 17)?,
-                prompt: col(r, 6)?,
+                tool_call_id: r.get(11)?,
+                path: r.get(12)?,
+                title: r.get(13)?,
+                body: r.get(14)?,
+                sha256: r.get(15)?,
+                revision_no: r.get(16)?,
+                submitted_at: r.get(17)?,
+                prompt: prompt.clone(),
                 open: true,
                 decision: None,
-                author: col(r, 18)?,
+                author: r.get(18)?,
             }),
             None => None,
         };
         Ok(ItemRow {
             run_id,
-            tool_call_id: col(r, 1)?,
-            kind: word(ItemKind::parse, r, 2)?,
-            tool_name: col(r, 3)?,
-            args: json(r, 4)?,
-            since: col(r, 5)?,
-            prompt: col(r, 6)?,
-            workspace: col(r, 7)?,
+            tool_call_id: r.get(1)?,
+            kind: r.word(ItemKind::parse, 2)?,
+            tool_name: r.get(3)?,
+            args: r.json(4)?,
+            since: r.get(5)?,
+            prompt,
+            workspace: r.get(7)?,
             source: Source {
-                kind: word(SourceKind::parse, r, 8)?,
-                session: col(r, 9)?,
+                kind: r.word(SourceKind::parse, 8)?,
+                session: r.get(9)?,
             },
             revision,
         })
     })
-    .collect()
+    .await
 }
 
 /// The plan revision an open item waits on (`None` for an item without a plan), after checking
 /// that the item is open and, with `expect_sha`, that its plan is the one the person saw. Its
 /// text is not read: a decision only needs to know which revision it is.
 pub(super) async fn open_revision(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     tool_call_id: &str,
     expect_sha: Option<&str>,
 ) -> Result<Option<WaitingPlan>, StoreError> {
-    let open = row(
-        tx,
-        "find open item",
-        "SELECT p.revision_id, v.sha256, v.revision_no, v.path
-         FROM pending p LEFT JOIN plan_revisions v ON v.id = p.revision_id
-         WHERE p.run_id = $1 AND p.tool_call_id = $2",
-        &[&run_id, &tool_call_id],
-    )
-    .await?;
-    let Some(open) = open else {
+    let open = tx
+        .row(
+            "find open item",
+            "SELECT p.revision_id, v.sha256, v.revision_no, v.path
+             FROM pending p LEFT JOIN plan_revisions v ON v.id = p.revision_id
+             WHERE p.run_id = $1 AND p.tool_call_id = $2",
+            &[&run_id, &tool_call_id],
+        )
+        .await?;
+    let Some(mut open) = open else {
         if let Some(existing) = decision(tx, run_id, tool_call_id).await? {
             return Err(StoreError::already_decided(run_id, tool_call_id, &existing));
         }
@@ -291,12 +284,12 @@ pub(super) async fn open_revision(
             tool_call_id: tool_call_id.to_owned(),
         });
     };
-    let waiting = match col::<Option<i64>>(&open, 0)? {
+    let waiting = match open.get::<Option<i64>>(0)? {
         Some(id) => Some(WaitingPlan {
             id,
-            sha256: col(&open, 1)?,
-            revision_no: col(&open, 2)?,
-            path: col(&open, 3)?,
+            sha256: open.get(1)?,
+            revision_no: open.get(2)?,
+            path: open.get(3)?,
         }),
         None => None,
     };
@@ -308,55 +301,51 @@ pub(super) async fn open_revision(
 
 /// Checks the item is open (and, with `expect_sha`, that its plan is the one the person saw),
 /// records the decision, closes the item and logs it: all or nothing.
-pub(super) async fn decide(tx: &Tx<'_>, d: &NewDecision<'_>) -> Result<DecisionRow, StoreError> {
+pub(super) async fn decide(
+    tx: &mut Tx<impl Conn>,
+    d: &NewDecision<'_>,
+) -> Result<DecisionRow, StoreError> {
     let plan = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha).await?;
     let revision_id = plan.as_ref().map(|p| p.id);
     let plan_from_revision = match (revision_id, d.plan()) {
-        (Some(id), Some(text)) => {
-            let same = row(
-                tx,
+        (Some(id), Some(text)) => match tx
+            .row(
                 "compare the plan with its revision",
                 "SELECT body = $2 FROM plan_revisions WHERE id = $1",
                 &[&id, &text],
             )
-            .await?;
-            match same {
-                Some(same) => col(&same, 0)?,
-                None => false,
-            }
-        }
+            .await?
+        {
+            Some(mut same) => same.get(0)?,
+            None => false,
+        },
         _ => false,
     };
-    let inserted = row(
-        tx,
-        "insert decision",
-        "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data,
-                                decided_at, decided_by, plan_from_revision)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-        &[
-            &d.run_id,
-            &d.tool_call_id,
-            &revision_id,
-            &d.action.as_str(),
-            &d.feedback,
-            &d.stored_resume_data(plan_from_revision),
-            &d.at,
-            &d.by.name,
-            &plan_from_revision,
-        ],
-    )
-    .await?;
-    let id: i64 = match inserted {
-        Some(inserted) => col(&inserted, 0)?,
-        None => {
-            return Err(StoreError::Invalid {
+    let id: i64 = tx
+        .one(
+            "insert decision",
+            "INSERT INTO decisions (run_id, tool_call_id, revision_id, action, feedback, resume_data,
+                                    decided_at, decided_by, plan_from_revision)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+            &[
+                &d.run_id,
+                &d.tool_call_id,
+                &revision_id,
+                &d.action.as_str(),
+                &d.feedback,
+                &d.stored_resume_data(plan_from_revision),
+                &d.at,
+                &d.by.name,
+                &plan_from_revision,
+            ],
+            || StoreError::Invalid {
                 run_id: d.run_id.to_owned(),
                 message: "inserting the decision returned no row".into(),
-            })
-        }
-    };
-    execute(
-        tx,
+            },
+        )
+        .await?
+        .get(0)?;
+    tx.execute(
         "close item",
         "DELETE FROM pending WHERE run_id = $1 AND tool_call_id = $2",
         &[&d.run_id, &d.tool_call_id],

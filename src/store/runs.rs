@@ -2,39 +2,44 @@
 //! `run_snapshots` (versioned, never overwritten) and `messages` (append-only): a commit writes
 //! them with the run's open items and an event, in one transaction.
 
-use deadpool_postgres::GenericClient;
-use tokio_postgres::Row;
-
-use super::{col, execute, items, log, row, rows, word, Tx};
+use super::sql::{Conn, Row, Tx};
+use super::{items, log, ClaimOutcome, Commit, Lease, NewRun, RunRow, RunStatus, Source};
+use super::{Actor, SourceKind, StoreError, StoredRun};
 use crate::clock::Millis;
-use crate::store::*;
 
 const COLUMNS: &str = "SELECT id, prompt, model, mode, status, workspace, source, session, \
                        holder, lease_until, created_at, updated_at FROM runs";
 
-fn run(r: &Row) -> Result<RunRow, StoreError> {
-    let holder: Option<String> = col(r, 8)?;
-    let until: Option<Millis> = col(r, 9)?;
+fn run(mut r: Row) -> Result<RunRow, StoreError> {
+    let holder: Option<String> = r.get(8)?;
+    let until: Option<Millis> = r.get(9)?;
     Ok(RunRow {
-        id: col(r, 0)?,
-        prompt: col(r, 1)?,
-        model: col(r, 2)?,
-        mode: col(r, 3)?,
-        status: word(RunStatus::parse, r, 4)?,
-        workspace: col(r, 5)?,
+        id: r.get(0)?,
+        prompt: r.get(1)?,
+        model: r.get(2)?,
+        mode: r.get(3)?,
+        status: r.word(RunStatus::parse, 4)?,
+        workspace: r.get(5)?,
         source: Source {
-            kind: word(SourceKind::parse, r, 6)?,
-            session: col(r, 7)?,
+            kind: r.word(SourceKind::parse, 6)?,
+            session: r.get(7)?,
         },
         holder: holder.zip(until),
-        created_at: col(r, 10)?,
-        updated_at: col(r, 11)?,
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
     })
 }
 
-pub(super) async fn insert(tx: &Tx<'_>, new: &NewRun<'_>, at: Millis) -> Result<(), StoreError> {
-    execute(
-        tx,
+fn unknown(run_id: &str) -> impl FnOnce() -> StoreError + '_ {
+    move || StoreError::UnknownRun(run_id.to_owned())
+}
+
+pub(super) async fn insert(
+    tx: &mut Tx<impl Conn>,
+    new: &NewRun<'_>,
+    at: Millis,
+) -> Result<(), StoreError> {
+    tx.execute(
         "insert run",
         "INSERT INTO runs (id, prompt, model, mode, status, workspace, source, session, created_at, updated_at)
          VALUES ($1, $2, $3, '', $4, $5, $6, $7, $8, $8)",
@@ -55,19 +60,19 @@ pub(super) async fn insert(tx: &Tx<'_>, new: &NewRun<'_>, at: Millis) -> Result<
 
 /// The run of an outside session, created (suspended, waiting on its first plan) if new.
 pub(super) async fn session(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     new: &NewRun<'_>,
     at: Millis,
 ) -> Result<String, StoreError> {
-    let existing = row(
-        tx,
-        "find session",
-        "SELECT id FROM runs WHERE source = $1 AND session = $2",
-        &[&new.source.kind.as_str(), &new.source.session],
-    )
-    .await?;
-    if let Some(existing) = existing {
-        return col(&existing, 0);
+    let existing = tx
+        .row(
+            "find session",
+            "SELECT id FROM runs WHERE source = $1 AND session = $2",
+            &[&new.source.kind.as_str(), &new.source.session],
+        )
+        .await?;
+    if let Some(mut existing) = existing {
+        return existing.get(0);
     }
     insert(tx, new, at).await?;
     Ok(new.id.to_owned())
@@ -75,12 +80,11 @@ pub(super) async fn session(
 
 /// An outside session's run is suspended while an item is open, else running (its agent works).
 pub(super) async fn settle_session(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     at: Millis,
 ) -> Result<(), StoreError> {
-    execute(
-        tx,
+    tx.execute(
         "settle session",
         "UPDATE runs SET updated_at = $2, status = CASE WHEN EXISTS
              (SELECT 1 FROM pending WHERE run_id = $1) THEN 'suspended' ELSE 'running' END
@@ -91,56 +95,40 @@ pub(super) async fn settle_session(
     Ok(())
 }
 
-pub(super) async fn one(c: &impl GenericClient, run_id: &str) -> Result<RunRow, StoreError> {
-    match row(
-        c,
-        "load run",
-        &format!("{COLUMNS} WHERE id = $1"),
-        &[&run_id],
-    )
-    .await?
-    {
-        Some(r) => run(&r),
-        None => Err(StoreError::UnknownRun(run_id.to_owned())),
-    }
+pub(super) async fn one(tx: &mut Tx<impl Conn>, run_id: &str) -> Result<RunRow, StoreError> {
+    let sql = format!("{COLUMNS} WHERE id = $1");
+    run(tx
+        .one("load run", &sql, &[&run_id], unknown(run_id))
+        .await?)
 }
 
 /// The order runs are listed in: most recently active first.
 const LATEST_FIRST: &str = "ORDER BY updated_at DESC, id";
 
-pub(super) async fn latest(c: &impl GenericClient) -> Result<Option<RunRow>, StoreError> {
-    row(
-        c,
-        "load the latest run",
-        &format!("{COLUMNS} {LATEST_FIRST} LIMIT 1"),
-        &[],
-    )
-    .await?
-    .as_ref()
-    .map(run)
-    .transpose()
-}
-
-pub(super) async fn all(c: &impl GenericClient) -> Result<Vec<RunRow>, StoreError> {
-    rows(c, "list runs", &format!("{COLUMNS} {LATEST_FIRST}"), &[])
+pub(super) async fn latest(tx: &mut Tx<impl Conn>) -> Result<Option<RunRow>, StoreError> {
+    let sql = format!("{COLUMNS} {LATEST_FIRST} LIMIT 1");
+    tx.row("load the latest run", &sql, &[])
         .await?
-        .iter()
         .map(run)
-        .collect()
+        .transpose()
 }
 
-pub(super) async fn resolve(c: &impl GenericClient, prefix: &str) -> Result<String, StoreError> {
-    let ids: Vec<String> = rows(
-        c,
-        "resolve run",
-        "SELECT id FROM runs WHERE id = $1::text OR (length($1::text) >= 4 AND starts_with(id, $1::text))
-         ORDER BY id = $1::text DESC, id LIMIT 6",
-        &[&prefix],
-    )
-    .await?
-    .iter()
-    .map(|r| col(r, 0))
-    .collect::<Result<_, _>>()?;
+pub(super) async fn all(tx: &mut Tx<impl Conn>) -> Result<Vec<RunRow>, StoreError> {
+    let sql = format!("{COLUMNS} {LATEST_FIRST}");
+    tx.all("list runs", &sql, &[], run).await
+}
+
+pub(super) async fn resolve(tx: &mut Tx<impl Conn>, prefix: &str) -> Result<String, StoreError> {
+    let ids: Vec<String> = tx
+        .all(
+            "resolve run",
+            "SELECT id FROM runs WHERE id = CAST($1 AS TEXT)
+                OR (length(CAST($1 AS TEXT)) >= 4 AND substr(id, 1, length(CAST($1 AS TEXT))) = $1)
+             ORDER BY id = $1 DESC, id LIMIT 6",
+            &[&prefix],
+            |mut r| r.get(0),
+        )
+        .await?;
     match ids.as_slice() {
         [] => Err(StoreError::UnknownRun(prefix.to_owned())),
         [first, ..] if first == prefix => Ok(first.clone()),
@@ -155,18 +143,18 @@ pub(super) async fn resolve(c: &impl GenericClient, prefix: &str) -> Result<Stri
 /// One statement decides the claim: it succeeds only where nobody holds the run or the
 /// holder's lease has run out.
 pub(super) async fn claim(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     lease: &Lease<'_>,
 ) -> Result<ClaimOutcome, StoreError> {
-    let claimed = execute(
-        tx,
-        "claim run",
-        "UPDATE runs SET holder = $2, lease_until = $3
-         WHERE id = $1 AND (holder IS NULL OR lease_until IS NULL OR lease_until < $4)",
-        &[&run_id, &lease.holder, &lease.until, &lease.now],
-    )
-    .await?;
+    let claimed = tx
+        .execute(
+            "claim run",
+            "UPDATE runs SET holder = $2, lease_until = $3
+             WHERE id = $1 AND (holder IS NULL OR lease_until IS NULL OR lease_until < $4)",
+            &[&run_id, &lease.holder, &lease.until, &lease.now],
+        )
+        .await?;
     if claimed == 1 {
         return Ok(ClaimOutcome::Claimed);
     }
@@ -181,39 +169,42 @@ pub(super) async fn claim(
 }
 
 pub(super) async fn take_over(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     holder: &str,
     lease: &Lease<'_>,
 ) -> Result<bool, StoreError> {
-    let changed = execute(
-        tx,
-        "take over run",
-        "UPDATE runs SET holder = $3, lease_until = $4 WHERE id = $1 AND holder = $2",
-        &[&run_id, &holder, &lease.holder, &lease.until],
-    )
-    .await?;
+    let changed = tx
+        .execute(
+            "take over run",
+            "UPDATE runs SET holder = $3, lease_until = $4 WHERE id = $1 AND holder = $2",
+            &[&run_id, &holder, &lease.holder, &lease.until],
+        )
+        .await?;
     Ok(changed == 1)
 }
 
 pub(super) async fn renew(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     lease: &Lease<'_>,
 ) -> Result<bool, StoreError> {
-    let changed = execute(
-        tx,
-        "renew lease",
-        "UPDATE runs SET lease_until = $3 WHERE id = $1 AND holder = $2",
-        &[&run_id, &lease.holder, &lease.until],
-    )
-    .await?;
+    let changed = tx
+        .execute(
+            "renew lease",
+            "UPDATE runs SET lease_until = $3 WHERE id = $1 AND holder = $2",
+            &[&run_id, &lease.holder, &lease.until],
+        )
+        .await?;
     Ok(changed == 1)
 }
 
-pub(super) async fn release(tx: &Tx<'_>, run_id: &str, holder: &str) -> Result<(), StoreError> {
-    execute(
-        tx,
+pub(super) async fn release(
+    tx: &mut Tx<impl Conn>,
+    run_id: &str,
+    holder: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
         "release run",
         "UPDATE runs SET holder = NULL, lease_until = NULL WHERE id = $1 AND holder = $2",
         &[&run_id, &holder],
@@ -225,7 +216,7 @@ pub(super) async fn release(tx: &Tx<'_>, run_id: &str, holder: &str) -> Result<(
 /// Logs a switch of the run's mode from `before` to `to` in the audit trail, if it is one (a
 /// run's first mode is set, not switched).
 async fn log_mode_switch(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     before: &str,
     to: &str,
@@ -240,23 +231,23 @@ async fn log_mode_switch(
 
 /// Switches the run's mode to `to` with the decision that switches it, and logs it.
 pub(super) async fn switch_mode(
-    tx: &Tx<'_>,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
     to: &str,
     at: Millis,
     by: &Actor,
 ) -> Result<(), StoreError> {
-    let before = row(
-        tx,
-        "read run mode",
-        "SELECT mode FROM runs WHERE id = $1",
-        &[&run_id],
-    )
-    .await?
-    .ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))?;
-    log_mode_switch(tx, run_id, &col::<String>(&before, 0)?, to, at, by).await?;
-    execute(
-        tx,
+    let before: String = tx
+        .one(
+            "read run mode",
+            "SELECT mode FROM runs WHERE id = $1",
+            &[&run_id],
+            unknown(run_id),
+        )
+        .await?
+        .get(0)?;
+    log_mode_switch(tx, run_id, &before, to, at, by).await?;
+    tx.execute(
         "switch run mode",
         "UPDATE runs SET mode = $2 WHERE id = $1",
         &[&run_id, &to],
@@ -266,18 +257,18 @@ pub(super) async fn switch_mode(
 }
 
 /// Writes one move of a run; refused if another writer committed since `expect_version`.
-pub(super) async fn commit(tx: &Tx<'_>, c: &Commit<'_>) -> Result<(), StoreError> {
-    let counts = row(
-        tx,
-        "find newest snapshot",
-        "SELECT (SELECT COALESCE(MAX(version), 0) FROM run_snapshots WHERE run_id = $1),
-                (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run_id = $1),
-                (SELECT mode FROM runs WHERE id = $1)",
-        &[&c.run_id],
-    )
-    .await?
-    .ok_or_else(|| StoreError::UnknownRun(c.run_id.to_owned()))?;
-    let newest: i64 = col(&counts, 0)?;
+pub(super) async fn commit(tx: &mut Tx<impl Conn>, c: &Commit<'_>) -> Result<(), StoreError> {
+    let mut counts = tx
+        .one(
+            "find newest snapshot",
+            "SELECT (SELECT COALESCE(MAX(version), 0) FROM run_snapshots WHERE run_id = $1),
+                    (SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run_id = $1),
+                    (SELECT mode FROM runs WHERE id = $1)",
+            &[&c.run_id],
+            unknown(c.run_id),
+        )
+        .await?;
+    let newest: i64 = counts.get(0)?;
     if newest != c.expect_version {
         return Err(StoreError::Conflict {
             run_id: c.run_id.to_owned(),
@@ -285,9 +276,9 @@ pub(super) async fn commit(tx: &Tx<'_>, c: &Commit<'_>) -> Result<(), StoreError
             found: newest,
         });
     }
-    let stored: i64 = col(&counts, 1)?;
-    let before: Option<String> = col(&counts, 2)?;
-    let before = before.ok_or_else(|| StoreError::UnknownRun(c.run_id.to_owned()))?;
+    let stored: i64 = counts.get(1)?;
+    let before: Option<String> = counts.get(2)?;
+    let before = before.ok_or_else(unknown(c.run_id))?;
     let first = c.message_count - c.new_messages.len() as i64;
     if first != stored {
         return Err(StoreError::Invalid {
@@ -295,18 +286,15 @@ pub(super) async fn commit(tx: &Tx<'_>, c: &Commit<'_>) -> Result<(), StoreError
             message: format!("{stored} messages are stored but the commit appends from {first}"),
         });
     }
-    if !c.new_messages.is_empty() {
-        execute(
-            tx,
+    for (offset, message) in c.new_messages.iter().enumerate() {
+        tx.execute(
             "append message",
-            "INSERT INTO messages (run_id, seq, message)
-             SELECT $1, $2 + n - 1, m FROM unnest($3::text[]) WITH ORDINALITY AS t(m, n)",
-            &[&c.run_id, &first, &c.new_messages],
+            "INSERT INTO messages (run_id, seq, message) VALUES ($1, $2, $3)",
+            &[&c.run_id, &(first + offset as i64), message],
         )
         .await?;
     }
-    execute(
-        tx,
+    tx.execute(
         "insert snapshot",
         "INSERT INTO run_snapshots (run_id, version, schema_version, message_count, state, saved_at)
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -321,8 +309,7 @@ pub(super) async fn commit(tx: &Tx<'_>, c: &Commit<'_>) -> Result<(), StoreError
     )
     .await?;
     log_mode_switch(tx, c.run_id, &before, c.mode, c.at, c.by).await?;
-    execute(
-        tx,
+    tx.execute(
         "update run",
         "UPDATE runs SET status = $2, mode = $3, updated_at = $4 WHERE id = $1",
         &[&c.run_id, &c.status.as_str(), &c.mode, &c.at],
@@ -336,45 +323,43 @@ pub(super) async fn commit(tx: &Tx<'_>, c: &Commit<'_>) -> Result<(), StoreError
 }
 
 pub(super) async fn snapshot_version(
-    c: &impl GenericClient,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
 ) -> Result<i64, StoreError> {
-    let newest: Option<i64> = match row(
-        c,
-        "snapshot version",
-        "SELECT MAX(version) FROM run_snapshots WHERE run_id = $1",
-        &[&run_id],
-    )
-    .await?
+    let newest: Option<i64> = match tx
+        .row(
+            "snapshot version",
+            "SELECT MAX(version) FROM run_snapshots WHERE run_id = $1",
+            &[&run_id],
+        )
+        .await?
     {
-        Some(r) => col(&r, 0)?,
+        Some(mut r) => r.get(0)?,
         None => None,
     };
-    newest.ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))
+    newest.ok_or_else(unknown(run_id))
 }
 
-pub(super) async fn load(c: &impl GenericClient, run_id: &str) -> Result<StoredRun, StoreError> {
-    let snapshot = row(
-        c,
-        "load snapshot",
-        "SELECT version, state, message_count, schema_version FROM run_snapshots
-         WHERE run_id = $1 ORDER BY version DESC LIMIT 1",
-        &[&run_id],
-    )
-    .await?
-    .ok_or_else(|| StoreError::UnknownRun(run_id.to_owned()))?;
-    let count: i64 = col(&snapshot, 2)?;
-    let schema_version: i64 = col(&snapshot, 3)?;
-    let messages: Vec<String> = rows(
-        c,
-        "load messages",
-        "SELECT message FROM messages WHERE run_id = $1 AND seq < $2 ORDER BY seq",
-        &[&run_id, &count],
-    )
-    .await?
-    .iter()
-    .map(|r| col(r, 0))
-    .collect::<Result<_, _>>()?;
+pub(super) async fn load(tx: &mut Tx<impl Conn>, run_id: &str) -> Result<StoredRun, StoreError> {
+    let mut snapshot = tx
+        .one(
+            "load snapshot",
+            "SELECT version, state, message_count, schema_version FROM run_snapshots
+             WHERE run_id = $1 ORDER BY version DESC LIMIT 1",
+            &[&run_id],
+            unknown(run_id),
+        )
+        .await?;
+    let count: i64 = snapshot.get(2)?;
+    let schema_version: i64 = snapshot.get(3)?;
+    let messages: Vec<String> = tx
+        .all(
+            "load messages",
+            "SELECT message FROM messages WHERE run_id = $1 AND seq < $2 ORDER BY seq",
+            &[&run_id, &count],
+            |mut r| r.get(0),
+        )
+        .await?;
     if messages.len() as i64 != count {
         return Err(StoreError::Corrupt {
             run_id: run_id.to_owned(),
@@ -382,26 +367,29 @@ pub(super) async fn load(c: &impl GenericClient, run_id: &str) -> Result<StoredR
         });
     }
     Ok(StoredRun {
-        version: col(&snapshot, 0)?,
+        version: snapshot.get(0)?,
         schema_version: u32::try_from(schema_version).map_err(|_| StoreError::Corrupt {
             run_id: run_id.to_owned(),
             message: format!("snapshot schema version {schema_version} is out of range"),
         })?,
-        state: col(&snapshot, 1)?,
+        state: snapshot.get(1)?,
         messages,
     })
 }
 
 pub(super) async fn snapshot_count(
-    c: &impl GenericClient,
+    tx: &mut Tx<impl Conn>,
     run_id: &str,
 ) -> Result<i64, StoreError> {
-    let r = row(
-        c,
-        "count snapshots",
-        "SELECT COUNT(*) FROM run_snapshots WHERE run_id = $1",
-        &[&run_id],
-    )
-    .await?;
-    r.map_or(Ok(0), |r| col(&r, 0))
+    match tx
+        .row(
+            "count snapshots",
+            "SELECT COUNT(*) FROM run_snapshots WHERE run_id = $1",
+            &[&run_id],
+        )
+        .await?
+    {
+        Some(mut r) => r.get(0),
+        None => Ok(0),
+    }
 }

@@ -190,14 +190,14 @@ fn wait(mut child: Child) {
 /// itself), the approvals recorded and the runs finished, read through the store as every
 /// process reads it (`PLANDESK_STORE` puts the whole torture on PostgreSQL).
 fn check_store(data: &Path) -> (String, i64, i64) {
-    let location = plandesk::store::StoreLocation::choose(None, data).unwrap();
+    let location = plandesk::config::StoreLocation::choose(None, data).unwrap();
     let integrity = match &location {
-        plandesk::store::StoreLocation::Sqlite(dir) => {
+        plandesk::config::StoreLocation::Sqlite(dir) => {
             let conn = rusqlite::Connection::open(dir.join("plandesk.db")).unwrap();
             conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
                 .unwrap()
         }
-        plandesk::store::StoreLocation::Postgres { .. } => "ok (PostgreSQL)".to_owned(),
+        plandesk::config::StoreLocation::Postgres { .. } => "ok (PostgreSQL)".to_owned(),
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {

@@ -576,7 +576,7 @@ fn settings_round_trip_and_app_info() {
         let message = refused["message"].as_str().unwrap();
         assert!(message.contains(says), "{url}: {message}");
         assert!(!message.contains("hunter2"), "{message}");
-        assert!(!fx.data.join(plandesk::store::STORE_FILE).exists());
+        assert!(!fx.data.join(plandesk::config::STORE_FILE).exists());
     }
     let saved = fx.ok(
         "save_settings",

@@ -22,12 +22,13 @@ use serde::Serialize;
 
 use crate::chunk::{Chunk, ChunkError, Usage};
 use crate::clock::{Clock, IdSource, RandomIds, SystemClock};
+use crate::config::StoreLocation;
 use crate::message::Message;
 use crate::mode::{self, AgentController};
 use crate::model;
 use crate::review::{Review, ReviewItem};
 use crate::run::{Phase, RunState, RunStatus, Stored, SCHEMA_VERSION};
-use crate::store::{Actor, NewRun, Source, SqliteStore, Store, StoreLocation};
+use crate::store::{Actor, NewRun, Source, SqliteStore, Store};
 use crate::workspace::Workspace;
 
 pub use error::EngineError;

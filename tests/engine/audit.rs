@@ -185,7 +185,7 @@ fn tampering_with_one_entry_is_found_and_named() {
 /// Runs `sql` on the fixture's store past Plandesk, as someone with write access to the
 /// database (and none to the data folder) would.
 fn raw_sql(fx: &Fixture, sql: &str) {
-    use plandesk::store::StoreLocation;
+    use plandesk::config::StoreLocation;
     match &fx.store {
         StoreLocation::Sqlite(dir) => rusqlite::Connection::open(dir.join("plandesk.db"))
             .unwrap()
@@ -384,7 +384,8 @@ fn an_export_carries_the_head_and_a_cut_export_is_found() {
 /// newest entry, whatever order they recorded theirs in (it only moves forward).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appenders_racing_leave_the_record_at_the_newest_entry() {
-    use plandesk::store::{Actor, AuditHead, AuditKind, NewAudit, StoreLocation};
+    use plandesk::config::StoreLocation;
+    use plandesk::store::{Actor, AuditHead, AuditKind, NewAudit};
     let dir = tempfile::tempdir().unwrap();
     let location = if on_postgres() {
         StoreLocation::choose(Some(&crate::pg::database()), dir.path()).unwrap()

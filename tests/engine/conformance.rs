@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use plandesk::config::StoreLocation;
 use plandesk::store::*;
 use serde_json::{json, Value};
 
@@ -22,7 +23,7 @@ macro_rules! on_both_stores {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let dir = tempfile::tempdir().unwrap();
-                    let location = plandesk::store::StoreLocation::Sqlite(dir.path().to_owned());
+                    let location = plandesk::config::StoreLocation::Sqlite(dir.path().to_owned());
                     super::$name(location).await;
                 }
             )*
@@ -32,7 +33,7 @@ macro_rules! on_both_stores {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let location =
-                        plandesk::store::StoreLocation::postgres(crate::pg::database());
+                        plandesk::config::StoreLocation::postgres(crate::pg::database());
                     super::$name(location).await;
                 }
             )*

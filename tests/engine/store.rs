@@ -198,7 +198,7 @@ fn a_data_folder_is_pointed_at_a_team_store_and_back() {
     run.env_remove("PLANDESK_STORE");
     let ran = run.output().unwrap();
     assert!(ran.status.success(), "{}", text(&ran));
-    let team = plandesk::store::StoreLocation::postgres(url);
+    let team = plandesk::config::StoreLocation::postgres(url);
     let runs = block_on(async { team.open().await.unwrap().runs().await.unwrap() });
     assert_eq!(runs.len(), 1, "the run is in the team's database");
     let cleared = store(&["clear"]);

@@ -23,7 +23,7 @@ pub struct Fixture {
     /// The store every command of this fixture uses: the SQLite file in `data`, or, when
     /// `PLANDESK_TEST_STORE=postgres`, a fresh database on the test PostgreSQL server (so the
     /// whole suite can run on either backend).
-    pub store: plandesk::store::StoreLocation,
+    pub store: plandesk::config::StoreLocation,
     pub script: PathBuf,
     pub log: PathBuf,
 }
@@ -45,9 +45,9 @@ impl Fixture {
         std::fs::write(&script, json!({"turns": turns}).to_string()).unwrap();
         let log = root.join("model.log");
         let store = if on_postgres() {
-            plandesk::store::StoreLocation::postgres(crate::pg::database())
+            plandesk::config::StoreLocation::postgres(crate::pg::database())
         } else {
-            plandesk::store::StoreLocation::Sqlite(data.clone())
+            plandesk::config::StoreLocation::Sqlite(data.clone())
         };
         Self {
             _dir: dir,
@@ -70,7 +70,7 @@ impl Fixture {
                 stored.push((path.display().to_string(), std::fs::read(&path).unwrap()));
             }
         }
-        if let plandesk::store::StoreLocation::Postgres { url, .. } = &self.store {
+        if let plandesk::config::StoreLocation::Postgres { url, .. } = &self.store {
             stored.push((url.clone(), crate::pg::dump(url)));
         }
         stored
@@ -92,7 +92,7 @@ impl Fixture {
             .env_remove("PLANDESK_CRASH_AT")
             .env_remove("PLANDESK_DATA_DIR")
             .env_remove("PLANDESK_STORE");
-        if let plandesk::store::StoreLocation::Postgres { url, .. } = &self.store {
+        if let plandesk::config::StoreLocation::Postgres { url, .. } = &self.store {
             cmd.env("PLANDESK_STORE", url);
         }
         // Tests never see this machine's provider settings or its keyring.
@@ -255,7 +255,7 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
 
 /// A run's event log, read straight from a store.
 pub fn events(
-    store: &plandesk::store::StoreLocation,
+    store: &plandesk::config::StoreLocation,
     run_id: &str,
 ) -> Vec<plandesk::store::EventRow> {
     block_on(async { store.open().await.unwrap().events(run_id).await.unwrap() })
@@ -309,9 +309,9 @@ pub async fn until_status(fx: &Fixture, index: usize, status: &str) {
 /// (`PLANDESK_TEST_STORE=postgres`), else SQLite in `dir`.
 pub async fn test_store(dir: &Path) -> std::sync::Arc<dyn plandesk::Store> {
     let location = if on_postgres() {
-        plandesk::store::StoreLocation::postgres(crate::pg::database())
+        plandesk::config::StoreLocation::postgres(crate::pg::database())
     } else {
-        plandesk::store::StoreLocation::Sqlite(dir.to_owned())
+        plandesk::config::StoreLocation::Sqlite(dir.to_owned())
     };
     location.open().await.unwrap()
 }

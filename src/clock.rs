@@ -10,6 +10,18 @@ pub type Millis = i64;
 
 /// An instant for people, in UTC: `2026-12-03 06:49:10 UTC`.
 pub fn utc(at: Millis) -> String {
+    let (date, time) = civil(at);
+    format!("{date} {time} UTC")
+}
+
+/// An instant for programs, ISO 8601 in UTC with milliseconds: `2026-12-03T06:49:10.123Z`.
+pub fn iso8601(at: Millis) -> String {
+    let (date, time) = civil(at);
+    format!("{date}T{time}.{:03}Z", at.rem_euclid(1000))
+}
+
+/// `2026-12-03` and `06:49:10` of an instant, in UTC.
+fn civil(at: Millis) -> (String, String) {
     let secs = at.div_euclid(1000);
     let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
@@ -22,11 +34,14 @@ pub fn utc(at: Millis) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
+    (
+        format!("{year:04}-{month:02}-{day:02}"),
+        format!(
+            "{:02}:{:02}:{:02}",
+            rest / 3600,
+            rest % 3600 / 60,
+            rest % 60
+        ),
     )
 }
 
@@ -104,5 +119,7 @@ mod tests {
         assert_eq!(utc(1_796_280_550_999), "2026-12-03 06:49:10 UTC");
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc(-1_000), "1969-12-31 23:59:59 UTC");
+        assert_eq!(iso8601(1_796_280_550_999), "2026-12-03T06:49:10.999Z");
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
     }
 }

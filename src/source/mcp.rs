@@ -8,17 +8,24 @@
 //! call, closes stdin or its connection, or kills the server) leaves the plan closed as
 //! abandoned, never pending forever. The result object is also the call's structured content,
 //! described by the tool's output schema; the descriptions are written for MCP hosts, which
-//! write files with tools of their own.
+//! write files with tools of their own. A 2025-11-25 client may instead call the tool as a
+//! task it polls (see `tasks`): on both transports those requests are answered before rmcp.
 
+mod stdio;
+mod tasks;
 mod tool;
 
+pub(crate) use self::tasks::{
+    complete_initialize, complete_tools, declares_tasks, Owner, TaskMethod, Tasks, TASKS_VERSION,
+};
+use self::tasks::{response, RpcError, Work};
 use self::tool::{inline_schema, tool, workspace_description, INLINE_DESCRIPTION, MAX_INLINE_PATH};
 
 use std::path::{Component, Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -26,9 +33,8 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::watch;
 
 use super::{review_plan, stop_requested, Answer, SourceError, WaitSettings, EXPIRED_TEXT};
@@ -72,6 +78,8 @@ pub(crate) struct PlanServer {
     stopped: watch::Receiver<bool>,
     /// How often a waiting call that carries a progress token reports progress.
     progress_every: Duration,
+    /// The calls made as tasks (2025-11-25), with their results.
+    tasks: Arc<Tasks>,
 }
 
 impl std::fmt::Debug for PlanServer {
@@ -96,7 +104,109 @@ impl PlanServer {
             session: String::new(),
             stopped,
             progress_every: progress_every(),
+            tasks: Tasks::new(tasks::poll_every()),
         }
+    }
+
+    /// This server's tasks.
+    pub(crate) fn tasks(&self) -> &Arc<Tasks> {
+        &self.tasks
+    }
+
+    /// The answer to `message` if it is a request of the tasks extension (see `tasks`): a
+    /// task-augmented `tools/call` or a `tasks/*` request, from `owner` (sent with the token
+    /// `caller` over HTTP). The caller must have checked that the client speaks
+    /// [`TASKS_VERSION`].
+    pub(crate) fn task_reply(
+        &self,
+        message: &Value,
+        owner: Owner,
+        caller: Option<Caller>,
+    ) -> Option<TaskReply> {
+        let method = TaskMethod::of(message)?;
+        let id = message["id"].clone();
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        let tasks = self.tasks.clone();
+        let response: BoxFuture<'static, Value> = match method {
+            TaskMethod::Call => {
+                let answer = self.start_task(owner, caller, &params);
+                Box::pin(std::future::ready(response(&id, answer)))
+            }
+            TaskMethod::Get => Box::pin(std::future::ready(response(
+                &id,
+                tasks.get(&owner, &params["taskId"]),
+            ))),
+            TaskMethod::List => Box::pin(std::future::ready(response(
+                &id,
+                tasks.list(&owner, &params),
+            ))),
+            TaskMethod::Result => {
+                Box::pin(
+                    async move { response(&id, tasks.result(&owner, &params["taskId"]).await) },
+                )
+            }
+            TaskMethod::Cancel => {
+                Box::pin(
+                    async move { response(&id, tasks.cancel(&owner, &params["taskId"]).await) },
+                )
+            }
+        };
+        Some(TaskReply { method, response })
+    }
+
+    /// `submit_plan` as a task: checked like a call, then started; its `CreateTaskResult`.
+    fn start_task(
+        &self,
+        owner: Owner,
+        caller: Option<Caller>,
+        params: &Value,
+    ) -> Result<Value, RpcError> {
+        if params["name"] != TOOL_ID {
+            return Err(RpcError::invalid_params(format!(
+                "unknown tool `{}`; this server has `{TOOL_ID}`",
+                crate::text::short(params["name"].as_str().unwrap_or_default(), 100)
+            )));
+        }
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => Value::Object(JsonObject::new()),
+            Some(args @ Value::Object(_)) => args.clone(),
+            Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
+        };
+        let server = self.clone();
+        let work: Work = Box::new(move |stop| {
+            Box::pin(async move {
+                let mut stopped = server.stopped.clone();
+                let stop = async move {
+                    tokio::select! {
+                        () = stop => {}
+                        _ = stopped.wait_for(|stop| *stop) => {}
+                    }
+                };
+                // A task's client polls: it has no call to keep alive with progress.
+                let never = std::future::pending();
+                let value = server.submit_plan(args, caller.as_ref(), stop, never).await;
+                serde_json::to_value(result_of(&value)).unwrap_or_else(|err| {
+                    json!({"content": [{"type": "text", "text": failed(&err.to_string()).to_string()}],
+                           "isError": true})
+                })
+            })
+        });
+        self.tasks.create(owner, &params["task"], work)
+    }
+}
+
+/// A request of the tasks extension and its answer (a whole JSON-RPC response), which for
+/// `tasks/result` may take hours.
+pub(crate) struct TaskReply {
+    pub method: TaskMethod,
+    pub response: BoxFuture<'static, Value>,
+}
+
+impl std::fmt::Debug for TaskReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskReply")
+            .field("method", &self.method)
+            .finish_non_exhaustive()
     }
 }
 
@@ -112,6 +222,7 @@ pub async fn serve(engine: Engine, options: McpOptions) -> Result<(), String> {
         stop_requested().await;
         let _ = signalled.send(true);
     });
+    let session = uuid::Uuid::new_v4().simple().to_string();
     let server = PlanServer {
         engine,
         tool: Arc::new(tool(
@@ -119,46 +230,12 @@ pub async fn serve(engine: Engine, options: McpOptions) -> Result<(), String> {
             SubmitPlan.input_schema(),
         )),
         input: Arc::new(PlanInput::Workspace(options)),
-        session: uuid::Uuid::new_v4().simple().to_string(),
+        session: session.clone(),
         stopped: rx,
         progress_every: progress_every(),
+        tasks: Tasks::new(tasks::poll_every()),
     };
-    let (stdin, stdout) = rmcp::transport::stdio();
-    let stdin = EofWatch {
-        inner: stdin,
-        eof: tx,
-    };
-    let running = server
-        .serve((stdin, stdout))
-        .await
-        .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| format!("the MCP session ended with an error: {e}"))?;
-    Ok(())
-}
-
-/// Stdin that tells the server at once when it ends (rmcp itself only cancels running calls a
-/// few seconds later, after clients have usually killed the server).
-struct EofWatch<R> {
-    inner: R,
-    eof: Arc<watch::Sender<bool>>,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for EofWatch<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(poll, Poll::Ready(Ok(()))) && buf.filled().len() == before {
-            let _ = self.eof.send(true);
-        }
-        poll
-    }
+    stdio::serve(server, session, tx).await
 }
 
 /// A result object as the model sees it: one text block holding the JSON, and the same
@@ -231,11 +308,7 @@ fn check_inline_path(path: &str) -> Result<(), String> {
 impl PlanServer {
     /// The plan a call hands in, checked (the file's or the call's), and who sent it; or the
     /// result to answer at once.
-    async fn submitted(
-        &self,
-        args: &Value,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Submitted, Value> {
+    async fn submitted(&self, args: &Value, caller: Option<&Caller>) -> Result<Submitted, Value> {
         let tool_schema = self.tool.input_schema.clone();
         let violations = schema::validate(&Value::Object((*tool_schema).clone()), args);
         if !violations.is_empty() {
@@ -248,7 +321,7 @@ impl PlanServer {
         }
         match &*self.input {
             PlanInput::Workspace(options) => self.plan_from_file(options, args).await,
-            PlanInput::Inline(wait) => self.plan_from_call(wait, args, context),
+            PlanInput::Inline(wait) => self.plan_from_call(wait, args, caller),
         }
     }
 
@@ -303,13 +376,9 @@ impl PlanServer {
         &self,
         wait: &WaitSettings,
         args: &Value,
-        context: &RequestContext<RoleServer>,
+        caller: Option<&Caller>,
     ) -> Result<Submitted, Value> {
-        let caller = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Caller>())
-            .ok_or_else(|| failed("the request carries no authenticated token"))?;
+        let caller = caller.ok_or_else(|| failed("the request carries no authenticated token"))?;
         let path = args["path"].as_str().unwrap_or_default();
         let text = args["plan"].as_str().unwrap_or_default();
         check_inline_path(path).map_err(refused)?;
@@ -355,29 +424,30 @@ impl PlanServer {
     }
 
     /// The tool's whole behaviour: check the plan, hand it to a person, and answer with the
-    /// contract's result object.
-    async fn submit_plan(&self, args: Value, context: &RequestContext<RoleServer>) -> Value {
+    /// contract's result object. `caller` is the token an HTTP request came with; when `stop`
+    /// resolves the client has gone and the plan is closed as abandoned; `progress` runs
+    /// meanwhile.
+    async fn submit_plan(
+        &self,
+        args: Value,
+        caller: Option<&Caller>,
+        stop: impl std::future::Future<Output = ()>,
+        progress: impl std::future::Future<Output = std::convert::Infallible>,
+    ) -> Value {
         let Submitted {
             engine,
             wait,
             plan,
             title,
             body,
-        } = match self.submitted(&args, context).await {
+        } = match self.submitted(&args, caller).await {
             Ok(submitted) => submitted,
             Err(result) => return result,
         };
         let path = plan.path.clone();
-        let mut stopped = self.stopped.clone();
-        let stop = async move {
-            tokio::select! {
-                () = context.ct.cancelled() => {}
-                _ = stopped.wait_for(|stop| *stop) => {}
-            }
-        };
         let answer = tokio::select! {
             answer = review_plan(&engine, plan, &wait, stop) => answer,
-            never = report_progress(context, self.progress_every) => match never {},
+            never = progress => match never {},
         };
         let answer = match answer {
             Ok(answer) => answer,
@@ -540,7 +610,22 @@ impl ServerHandler for PlanServer {
             ));
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let result = self.submit_plan(args, &context).await;
+        let caller = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .cloned();
+        let (ct, mut stopped) = (context.ct.clone(), self.stopped.clone());
+        let stop = async move {
+            tokio::select! {
+                () = ct.cancelled() => {}
+                _ = stopped.wait_for(|stop| *stop) => {}
+            }
+        };
+        let progress = report_progress(&context, self.progress_every);
+        let result = self
+            .submit_plan(args, caller.as_ref(), stop, progress)
+            .await;
         Ok(result_of(&result).into())
     }
 }

@@ -78,8 +78,14 @@ pub(super) enum Message {
 }
 
 impl Message {
+    #[cfg(test)]
     pub(super) fn of(body: &[u8]) -> Self {
-        let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(body) else {
+        serde_json::from_slice::<Value>(body)
+            .map_or(Self::Other, |message| Self::of_value(&message))
+    }
+
+    pub(super) fn of_value(message: &Value) -> Self {
+        let Value::Object(message) = message else {
             return Self::Other;
         };
         let method = message.get("method").and_then(Value::as_str);

@@ -9,6 +9,7 @@
 
 mod calls;
 mod hook;
+mod tasks;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
 use self::calls::{CallKey, Calls, Message};
-use super::mcp::PlanServer;
+use super::mcp::{Owner, PlanServer, TASKS_VERSION};
 use super::{WaitSettings, MAX_HOOK_INPUT};
 use crate::engine::Engine;
 use crate::token::{Caller, Tokens};
@@ -61,6 +62,8 @@ struct State {
     engine: Engine,
     tokens: Tokens,
     mcp: StreamableHttpService<PlanServer, NeverSessionManager>,
+    /// The server behind `mcp`, for the requests of the tasks extension it answers itself.
+    server: PlanServer,
     hook_wait: WaitSettings,
     /// The MCP requests being answered, for the cancellations that name them.
     calls: Arc<Calls>,
@@ -89,8 +92,9 @@ pub async fn serve(
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .with_max_request_body_bytes(MAX_HOOK_INPUT)
         .disable_allowed_hosts();
+    let service = server.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(service.clone()),
         Arc::new(NeverSessionManager::default()),
         config,
     );
@@ -98,6 +102,7 @@ pub async fn serve(
         tokens: engine.tokens(),
         engine,
         mcp,
+        server,
         hook_wait: options.hook_wait,
         calls: Arc::default(),
         stopped,
@@ -139,10 +144,13 @@ pub async fn serve(
     }
     drop(listener);
     let _ = stop.send(true);
-    if tokio::time::timeout(DRAIN, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    let tasks = state.server.tasks().clone();
+    let drained = async {
+        graceful.shutdown().await;
+        // Tasks have no connection of their own: their plans are closed too before the end.
+        tasks.idle().await;
+    };
+    if tokio::time::timeout(DRAIN, drained).await.is_err() {
         eprintln!("plandesk serve: some connections were still open after {DRAIN:?}; closing them");
     }
 }
@@ -199,13 +207,19 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
 }
 
 /// `/mcp`: rmcp's streamable HTTP service, each request registered while it is answered so
-/// that its client's cancellation reaches it (see `calls`).
+/// that its client's cancellation reaches it (see `calls`); the requests of the tasks extension
+/// are answered here (see `mcp::tasks`), and rmcp's `initialize` and `tools/list` answers
+/// completed.
 async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Response<Body> {
     let session = calls::session_of(request.headers());
     match (request.method(), &session) {
-        // A client closing its session: it waits for none of its calls any more.
+        // A client closing its session: it waits for none of its calls or tasks any more.
         (&Method::DELETE, Some(session)) => {
             state.calls.cancel_session(&caller.name, session);
+            state.server.tasks().end_session(&Owner {
+                principal: caller.name.clone(),
+                session: Some(session.clone()),
+            });
             return empty(StatusCode::NO_CONTENT, None);
         }
         (&Method::POST, _) => {}
@@ -220,7 +234,28 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
         Ok(body) => body,
         Err(refused) => return refused,
     };
-    let message = Message::of(&body);
+    let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
+    let message = parsed.as_ref().map_or(Message::Other, Message::of_value);
+    let tasks_version = parts
+        .headers
+        .get(tasks::PROTOCOL_HEADER)
+        .is_some_and(|v| v.as_bytes() == TASKS_VERSION.as_bytes());
+    if let (true, Some(parsed), Message::Request { id, .. }) = (tasks_version, &parsed, &message) {
+        let owner = Owner {
+            principal: caller.name.clone(),
+            session: session.clone(),
+        };
+        if let Some(reply) = state.server.task_reply(parsed, owner, Some(caller.clone())) {
+            let registered = state
+                .calls
+                .register(CallKey::new(&caller.name, session, id));
+            return tasks::answer(reply, registered).await;
+        }
+    }
+    // What rmcp's answer lacks, if it answers `initialize` or `tools/list` (see `mcp::tasks`).
+    let completion = parsed
+        .as_ref()
+        .and_then(|parsed| tasks::completion(parsed, tasks_version));
     let token = caller.name.clone();
     parts.extensions.insert(caller);
     let request = Request::from_parts(parts, Full::new(body));
@@ -244,6 +279,9 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
                 if let Ok(value) = http::HeaderValue::from_str(&calls::new_session()) {
                     response.headers_mut().insert(calls::SESSION_HEADER, value);
                 }
+            }
+            if let Some(completion) = completion {
+                response = tasks::complete(response, completion).await;
             }
             response.map(|body| registered.guard(body))
         }

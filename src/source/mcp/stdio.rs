@@ -1,0 +1,257 @@
+//! `plandesk mcp` on stdin/stdout: rmcp serves the session over an in-process pipe, and the
+//! lines between the client and rmcp pass through here, so that the requests of the tasks
+//! extension (which rmcp does not know in their 2025-11-25 form) are answered here and rmcp's
+//! `initialize` and `tools/list` answers say that tasks are there (see `tasks`). Messages are
+//! one JSON object a line each way, as the stdio transport has them; every other line passes
+//! unchanged. The end of stdin is noticed here at once, and every waiting call and task then
+//! closes its plan as abandoned.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, watch};
+use tokio::task::AbortHandle;
+
+use super::{
+    complete_initialize, complete_tools, declares_tasks, Owner, PlanServer, TASKS_VERSION,
+};
+
+/// How long the end of a session waits for plans to be closed and answers to be written.
+const DRAIN: Duration = Duration::from_secs(10);
+/// Lines to stdout waiting to be written.
+const OUTBOX: usize = 1024;
+
+/// What the pipe keeps of the session.
+#[derive(Debug, Default)]
+struct Session {
+    /// `initialize` requests not yet answered (by id, as JSON text) and whether their client
+    /// declared tasks.
+    initializing: HashMap<String, bool>,
+    /// `tools/list` requests not yet answered.
+    listing: HashSet<String>,
+    /// The protocol version agreed.
+    version: Option<String>,
+    /// Task requests being answered here, to stop if their client cancels them.
+    answering: HashMap<String, AbortHandle>,
+}
+
+type Shared = Arc<Mutex<Session>>;
+
+fn lock(session: &Shared) -> std::sync::MutexGuard<'_, Session> {
+    // Nothing here can panic while the lock is held; a poisoned state is still whole.
+    session.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Serves `server` on stdin/stdout until the client closes stdin; `eof` flips then.
+pub(super) async fn serve(
+    server: PlanServer,
+    session_id: String,
+    eof: Arc<watch::Sender<bool>>,
+) -> Result<(), String> {
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (from_rmcp, to_rmcp) = tokio::io::split(ours);
+    let (outbox, outgoing) = mpsc::channel::<Vec<u8>>(OUTBOX);
+    let session = Shared::default();
+    let owner = Owner {
+        principal: "stdio".into(),
+        session: Some(session_id),
+    };
+    let writer = tokio::spawn(write_out(tokio::io::stdout(), outgoing));
+    let reader = tokio::spawn(read_in(
+        tokio::io::stdin(),
+        to_rmcp,
+        server.clone(),
+        owner,
+        session.clone(),
+        outbox.clone(),
+        eof,
+    ));
+    let relay = tokio::spawn(relay_out(from_rmcp, session.clone(), outbox.clone()));
+    let tasks = server.tasks().clone();
+    let served = async {
+        let running = server
+            .serve(tokio::io::split(theirs))
+            .await
+            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| format!("the MCP session ended with an error: {e}"))?;
+        Ok::<(), String>(())
+    };
+    let served = served.await;
+    // The client is gone: every task's plan is being closed; wait for that, and for what is
+    // left to write, a little.
+    let _ = tokio::time::timeout(DRAIN, tasks.idle()).await;
+    reader.abort();
+    for (_, answer) in lock(&session).answering.drain() {
+        answer.abort();
+    }
+    let _ = tokio::time::timeout(DRAIN, relay).await;
+    drop(outbox);
+    let _ = tokio::time::timeout(DRAIN, writer).await;
+    served
+}
+
+/// Writes each line to stdout as it comes.
+async fn write_out(mut stdout: impl AsyncWrite + Unpin, mut lines: mpsc::Receiver<Vec<u8>>) {
+    while let Some(line) = lines.recv().await {
+        if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A JSON-RPC id as a key (JSON text, so `1` and `"1"` differ).
+fn key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// Reads the client's lines: answers task requests, notes what must be completed in rmcp's
+/// answers, and passes everything else to rmcp. At the end of stdin, flips `eof` and closes
+/// rmcp's input.
+async fn read_in(
+    stdin: impl AsyncRead + Unpin,
+    mut to_rmcp: impl AsyncWrite + Unpin,
+    server: PlanServer,
+    owner: Owner,
+    session: Shared,
+    outbox: mpsc::Sender<Vec<u8>>,
+    eof: Arc<watch::Sender<bool>>,
+) {
+    let mut stdin = BufReader::new(stdin);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match stdin.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let message = serde_json::from_slice::<Value>(&line).ok();
+        if let Some(message) = &message {
+            if answer_here(message, &server, &owner, &session, &outbox) {
+                continue;
+            }
+        }
+        if !line.ends_with(b"\n") {
+            line.push(b'\n');
+        }
+        if to_rmcp.write_all(&line).await.is_err() || to_rmcp.flush().await.is_err() {
+            break;
+        }
+    }
+    // rmcp itself only cancels running calls a few seconds after its input ends, when clients
+    // have usually killed the server: they are told now.
+    let _ = eof.send(true);
+    let _ = to_rmcp.shutdown().await;
+}
+
+/// Notes what a client's message means for the session; answers it (and returns `true`) if
+/// it is a request of the tasks extension on a session that speaks [`TASKS_VERSION`].
+fn answer_here(
+    message: &Value,
+    server: &PlanServer,
+    owner: &Owner,
+    session: &Shared,
+    outbox: &mpsc::Sender<Vec<u8>>,
+) -> bool {
+    let id = message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number());
+    let method = message.get("method").and_then(Value::as_str);
+    let mut state = lock(session);
+    match (method, id) {
+        (Some("initialize"), Some(id)) => {
+            state.initializing.insert(key(id), declares_tasks(message));
+            return false;
+        }
+        (Some("tools/list"), Some(id)) => {
+            state.listing.insert(key(id));
+            return false;
+        }
+        (Some("notifications/cancelled"), None) => {
+            if let Some(answer) = message["params"]
+                .get("requestId")
+                .and_then(|id| state.answering.remove(&key(id)))
+            {
+                answer.abort();
+            }
+            return false;
+        }
+        _ => {}
+    }
+    if state.version.as_deref() != Some(TASKS_VERSION) {
+        return false;
+    }
+    let Some(reply) = server.task_reply(message, owner.clone(), None) else {
+        return false;
+    };
+    let Some(id) = id.map(key) else {
+        return false;
+    };
+    let (outbox, shared, done) = (outbox.clone(), session.clone(), id.clone());
+    let answering = tokio::spawn(async move {
+        let response = reply.response.await;
+        lock(&shared).answering.remove(&done);
+        let mut line = response.to_string().into_bytes();
+        line.push(b'\n');
+        let _ = outbox.send(line).await;
+    });
+    state.answering.insert(id, answering.abort_handle());
+    true
+}
+
+/// Passes rmcp's lines to stdout, completing its `initialize` and `tools/list` answers.
+async fn relay_out(
+    from_rmcp: impl AsyncRead + Unpin,
+    session: Shared,
+    outbox: mpsc::Sender<Vec<u8>>,
+) {
+    let mut from_rmcp = BufReader::new(from_rmcp);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match from_rmcp.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if let Some(completed) = complete(&line, &session) {
+            line = completed;
+        }
+        if !line.ends_with(b"\n") {
+            line.push(b'\n');
+        }
+        if outbox.send(line.clone()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// rmcp's answer `line` with what it cannot say, if it answers `initialize` or `tools/list`.
+fn complete(line: &[u8], session: &Shared) -> Option<Vec<u8>> {
+    let mut message = serde_json::from_slice::<Value>(line).ok()?;
+    if message.get("method").is_some() {
+        return None;
+    }
+    let id = key(message.get("id")?);
+    let mut state = lock(session);
+    if let Some(declared) = state.initializing.remove(&id) {
+        let result = message.get_mut("result")?;
+        state.version = result["protocolVersion"].as_str().map(str::to_owned);
+        complete_initialize(result, declared);
+    } else if state.listing.remove(&id) {
+        if state.version.as_deref() != Some(TASKS_VERSION) {
+            return None;
+        }
+        complete_tools(message.get_mut("result")?);
+    } else {
+        return None;
+    }
+    let mut line = message.to_string().into_bytes();
+    line.push(b'\n');
+    Some(line)
+}

@@ -21,7 +21,8 @@ export const AT_ONCE_MS = 5_000;
  * A throwaway world: `ws` (the workspace `plandesk mcp` serves, with its plans folder) and
  * `data` (the Plandesk store). `env` is what every Plandesk process of the test runs with: no
  * session bus (a desktop notification fails fast instead of showing on a developer's desktop)
- * and progress every 300 ms, so a test sees several reports within a few seconds.
+ * and progress every 300 ms, so a test sees several reports within a few seconds; tasks ask to
+ * be polled every 300 ms too.
  */
 export function world(name) {
   const root = mkdtempSync(join(tmpdir(), `plandesk-mcp-${name}-`));
@@ -32,6 +33,7 @@ export function world(name) {
     PLANDESK_DATA_DIR: w.data,
     DBUS_SESSION_BUS_ADDRESS: `unix:path=${join(root, 'no-bus')}`,
     PLANDESK_MCP_PROGRESS_MS: '300',
+    PLANDESK_MCP_POLL_MS: '300',
   };
   return w;
 }

@@ -2,27 +2,37 @@
 // MCP client of `plandesk mcp` (stdio) and `plandesk serve` (streamable HTTP): a person decides
 // with the real CLI; a client that cancels or times out leaves its plan abandoned at once; a
 // client without a token is refused and nothing is recorded. The SDK speaks 2025-11-25, so over
-// HTTP its cancellation is a `notifications/cancelled` POST of its own.
+// HTTP its cancellation is a `notifications/cancelled` POST of its own. A client that declares
+// tasks (2025-11-25) may call submit_plan as a task it polls: the person's decision is the
+// task's result, and a task cancelled, expired or left with its session leaves its plan
+// abandoned at once; another client (or token) cannot see or touch it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  abandonedAtOnce, APPROVED, CLI, decide, pending, plandeskJson, removeWorld, resultObject,
-  revision, sleep, startServe, world, writePlan,
+  abandonedAtOnce, APPROVED, CLI, decide, pending, plandesk, plandeskJson, removeWorld,
+  resultObject, revision, sleep, startServe, world, writePlan,
 } from './harness.mjs';
 
 /** A day: what the README tells people to give submit_plan; a test's person is quicker. */
 const A_DAY = 86_400_000;
 
-/** Each transport: how to connect a client to a world, and how to name a plan in a call. */
+/** What a client that declares tasks says of them. */
+const WITH_TASKS = { capabilities: { tasks: { list: {}, cancel: {} } } };
+
+/**
+ * Each transport: how to connect a client to a world (with the client's `options`, over HTTP
+ * with `token`, another than the world's server's), and how to name a plan in a call.
+ */
 const transports = {
   stdio: {
-    async connect(w) {
-      const client = new Client({ name: 'plandesk-sdk-test', version: '1.0.0' });
+    async connect(w, options) {
+      const client = new Client({ name: 'plandesk-sdk-test', version: '1.0.0' }, options);
       await client.connect(new StdioClientTransport({
         command: CLI, args: ['mcp', '--workspace', w.ws], cwd: w.ws, env: w.env, stderr: 'ignore',
       }));
@@ -31,11 +41,11 @@ const transports = {
     args: (w, title, body = 'A plan') => ({ path: writePlan(w, `${slug(title)}.md`, `# ${title}\n\n${body}\n`) }),
   },
   http: {
-    async connect(w) {
+    async connect(w, options, token) {
       w.server ??= await startServe(w);
-      const client = new Client({ name: 'plandesk-sdk-test', version: '1.0.0' });
+      const client = new Client({ name: 'plandesk-sdk-test', version: '1.0.0' }, options);
       await client.connect(new StreamableHTTPClientTransport(new URL(w.server.url), {
-        requestInit: { headers: { Authorization: `Bearer ${w.server.token}` } },
+        requestInit: { headers: { Authorization: `Bearer ${token ?? w.server.token}` } },
       }));
       return client;
     },
@@ -137,6 +147,167 @@ for (const [name, transport] of Object.entries(transports)) {
     });
   });
 }
+
+/** Every message of a task's stream (`callToolStream`) until it ends. */
+async function drain(stream) {
+  const messages = [];
+  for await (const message of stream) messages.push(message);
+  return messages;
+}
+
+for (const [name, transport] of Object.entries(transports)) {
+  describe(`TypeScript SDK tasks over ${name}`, () => {
+    let w;
+    let client;
+    before(async () => {
+      w = world(`ts-tasks-${name}`);
+      client = await transport.connect(w, WITH_TASKS);
+      // The SDK learns here which tools may be called as tasks.
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools[0].execution, { taskSupport: 'optional' });
+    });
+    after(async () => {
+      await client?.close();
+      await w.server?.stop();
+      removeWorld(w);
+    });
+
+    test('the server declares tasks to a client that declares them, and only to it', async () => {
+      assert.deepEqual(client.getServerCapabilities().tasks, {
+        list: {}, cancel: {}, requests: { tools: { call: {} } },
+      });
+      const plain = await transport.connect(w);
+      try {
+        assert.equal(plain.getServerCapabilities().tasks, undefined);
+      } finally {
+        await plain.close();
+      }
+    });
+
+    test('submit_plan as a task: polled while a person decides, the decision its result', async () => {
+      // Every request gives up after 2 s, the person takes 4 s: only polling gets the answer.
+      const stream = client.experimental.tasks.callToolStream(
+        { name: 'submit_plan', arguments: transport.args(w, 'Task approve') }, undefined, { timeout: 2_000 });
+      const [messages] = await Promise.all([
+        drain(stream),
+        (async () => {
+          await pending(w);
+          await sleep(4_000);
+          return decide(w, 'approve', '--note', 'Keep the cache small');
+        })(),
+      ]);
+      const [created, ...rest] = messages;
+      assert.equal(created.type, 'taskCreated', JSON.stringify(messages));
+      assert.equal(created.task.status, 'working');
+      assert.match(created.task.taskId, /^[0-9a-f]{32}$/);
+      assert.equal(created.task.pollInterval, 300);
+      const polls = rest.filter((m) => m.type === 'taskStatus');
+      assert.ok(polls.length >= 5, `polled every 300 ms through a 4 s wait: ${polls.length}`);
+      assert.equal(polls.at(-1).task.status, 'completed');
+      const last = rest.at(-1);
+      assert.equal(last.type, 'result', JSON.stringify(last));
+      const object = resultObject(last.result);
+      assert.equal(last.result.isError, false);
+      assert.equal(object.content, `${APPROVED}\n\nReviewer notes: Keep the cache small`);
+      assert.equal(object.submittedPlan.title, 'Task approve');
+      assert.equal(revision(w, 'Task approve').status, 'approved');
+      // The result stays there to fetch again, and the task is listed as completed.
+      const again = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+      assert.deepEqual(resultObject(again), object);
+      const { tasks } = await client.experimental.tasks.listTasks();
+      assert.ok(tasks.some((t) => t.taskId === created.task.taskId && t.status === 'completed'), JSON.stringify(tasks));
+    });
+
+    test('a cancelled task leaves its plan abandoned at once', async () => {
+      const stream = client.experimental.tasks.callToolStream(
+        { name: 'submit_plan', arguments: transport.args(w, 'Task cancel') });
+      const { value: created } = await stream.next();
+      assert.equal(created.type, 'taskCreated');
+      await pending(w);
+      const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
+      assert.equal(cancelled.status, 'cancelled');
+      const took = await abandonedAtOnce(w, 'Task cancel');
+      console.log(`# ${name}: cancelled task's plan abandoned after ${took} ms`);
+      const rest = await drain(stream);
+      assert.equal(rest.at(-1).type, 'error');
+      assert.match(rest.at(-1).error.message, /cancelled/);
+      await assert.rejects(client.experimental.tasks.cancelTask(created.task.taskId), (err) => {
+        assert.equal(err.code, -32602);
+        assert.match(err.message, /terminal status 'cancelled'/);
+        return true;
+      });
+    });
+
+    test('a task whose ttl runs out leaves its plan abandoned', async () => {
+      const stream = client.experimental.tasks.callToolStream(
+        { name: 'submit_plan', arguments: transport.args(w, 'Task expire') }, undefined, { task: { ttl: 1_500 } });
+      const { value: created } = await stream.next();
+      assert.equal(created.task.ttl, 1_500);
+      await pending(w);
+      await abandonedAtOnce(w, 'Task expire');
+      await assert.rejects(client.experimental.tasks.getTask(created.task.taskId), /not found/i);
+      await stream.return();
+    });
+
+    test('a task whose client ends its session leaves its plan abandoned at once', async () => {
+      const leaving = await transport.connect(w, WITH_TASKS);
+      await leaving.listTools();
+      const stream = leaving.experimental.tasks.callToolStream(
+        { name: 'submit_plan', arguments: transport.args(w, 'Task left') });
+      const { value: created } = await stream.next();
+      assert.equal(created.type, 'taskCreated');
+      await pending(w);
+      // Over stdio the server's stdin closes; over HTTP the client ends its session (DELETE).
+      if (name === 'http') await leaving.transport.terminateSession();
+      await leaving.close();
+      const took = await abandonedAtOnce(w, 'Task left');
+      console.log(`# ${name}: a leaving client's task abandoned after ${took} ms`);
+    });
+  });
+}
+
+test('TypeScript SDK tasks over http: another client or token cannot see or touch a task', async () => {
+  const w = world('ts-tasks-strangers');
+  let owner;
+  const others = [];
+  try {
+    owner = await transports.http.connect(w, WITH_TASKS);
+    await owner.listTools();
+    const stream = owner.experimental.tasks.callToolStream(
+      { name: 'submit_plan', arguments: transports.http.args(w, 'Task mine') });
+    const { value: created } = await stream.next();
+    const id = created.task.taskId;
+    await pending(w);
+    const otherToken = plandesk(w, ['token', 'create', 'sdk-stranger']).trim();
+    others.push(await transports.http.connect(w, WITH_TASKS, otherToken));
+    // Another client on the same token is another session: not the task's either.
+    others.push(await transports.http.connect(w, WITH_TASKS));
+    for (const other of others) {
+      const { tasks } = await other.experimental.tasks.listTasks();
+      assert.deepEqual(tasks, []);
+      for (const attempt of [
+        () => other.experimental.tasks.getTask(id),
+        () => other.experimental.tasks.cancelTask(id),
+        () => other.experimental.tasks.getTaskResult(id, CallToolResultSchema, { timeout: 2_000 }),
+      ]) {
+        await assert.rejects(attempt(), (err) => {
+          assert.equal(err.code, -32602, err.message);
+          assert.match(err.message, /not found/i);
+          return true;
+        });
+      }
+    }
+    assert.equal(revision(w, 'Task mine').status, 'pending');
+    assert.equal((await owner.experimental.tasks.getTask(id)).status, 'working');
+    await owner.experimental.tasks.cancelTask(id);
+    await abandonedAtOnce(w, 'Task mine');
+    await drain(stream);
+  } finally {
+    for (const client of [owner, ...others]) await client?.close();
+    await w.server?.stop();
+    removeWorld(w);
+  }
+});
 
 test('TypeScript SDK over http without a token: refused, nothing recorded', async () => {
   const w = world('ts-no-token');

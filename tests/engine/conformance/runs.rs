@@ -1,0 +1,211 @@
+//! Runs: commits in order, the latest run, claims on a run, and outside sessions' items.
+
+use super::*;
+
+on_both_stores!(
+    commits_follow_each_other_and_a_stale_one_is_refused,
+    the_latest_run_is_the_most_recently_active,
+    a_claim_is_held_until_released_by_its_holder_or_expired,
+    outside_sessions_open_items_with_waiters,
+);
+
+async fn commits_follow_each_other_and_a_stale_one_is_refused(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let more = vec![json!({"role": "assistant", "content": "ok"}).to_string()];
+    store.commit(&commit("r", 1, 2, &more, &[])).await.unwrap();
+    // A second writer that loaded version 1 too is refused, and nothing of it is kept.
+    let err = store
+        .commit(&commit("r", 1, 2, &[], &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Conflict {
+                expected: 1,
+                found: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Messages must continue where the stored ones end.
+    let err = store
+        .commit(&commit("r", 2, 5, &more, &[]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
+    let loaded = store.load("r").await.unwrap();
+    assert_eq!((loaded.version, loaded.messages.len()), (2, 2));
+    assert_eq!(loaded.messages[1], more[0]);
+    assert_eq!(store.snapshot_count("r").await.unwrap(), 2);
+    assert!(matches!(
+        store.load("nope").await.unwrap_err(),
+        StoreError::UnknownRun(_)
+    ));
+    assert_eq!(store.resolve_run("r").await.unwrap(), "r");
+    assert_eq!(store.runs().await.unwrap().len(), 1);
+    // A derived commit (what durable decisions imply; see durability.rs) is one like any
+    // other, only its wait for the disk may be skipped.
+    store
+        .commit(&Commit {
+            derived: true,
+            ..commit("r", 2, 2, &[], &[])
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.load("r").await.unwrap().version, 3);
+    assert_eq!(
+        store
+            .commit(&commit("r", 2, 2, &[], &[]))
+            .await
+            .unwrap_err()
+            .to_string(),
+        store
+            .commit(&Commit {
+                derived: true,
+                ..commit("r", 2, 2, &[], &[])
+            })
+            .await
+            .unwrap_err()
+            .to_string(),
+        "refused alike"
+    );
+}
+
+async fn the_latest_run_is_the_most_recently_active(location: StoreLocation) {
+    let store = location.open().await.unwrap();
+    assert!(store.latest_run().await.unwrap().is_none(), "no run yet");
+    let latest = async || {
+        let latest = store.latest_run().await.unwrap().unwrap();
+        let runs = store.runs().await.unwrap();
+        assert_eq!(latest.id, runs[0].id, "the first of the listing");
+        latest.id
+    };
+    create_run(&*store, "b").await;
+    create_run(&*store, "a").await;
+    // Both created at 1_000: the listing's tie is broken by id.
+    assert_eq!(latest().await, "a");
+    store.commit(&commit("b", 1, 1, &[], &[])).await.unwrap();
+    assert_eq!(latest().await, "b");
+    store.commit(&commit("a", 1, 1, &[], &[])).await.unwrap();
+    store.commit(&commit("a", 2, 1, &[], &[])).await.unwrap();
+    assert_eq!(latest().await, "a");
+}
+
+async fn a_claim_is_held_until_released_by_its_holder_or_expired(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let lease = |holder, until, now| Lease { holder, until, now };
+    assert_eq!(
+        store.claim("r", &lease("a", 100, 0)).await.unwrap(),
+        ClaimOutcome::Claimed
+    );
+    assert_eq!(
+        store.claim("r", &lease("b", 100, 50)).await.unwrap(),
+        ClaimOutcome::Held {
+            holder: "a".into(),
+            until: 100
+        }
+    );
+    store.release("r", "b").await.unwrap();
+    assert!(
+        store.run("r").await.unwrap().holder.is_some(),
+        "only the holder can release"
+    );
+    assert!(!store
+        .take_over("r", "b", &lease("c", 200, 60))
+        .await
+        .unwrap());
+    assert!(store
+        .take_over("r", "a", &lease("c", 200, 60))
+        .await
+        .unwrap());
+    assert!(!store.renew("r", &lease("a", 300, 70)).await.unwrap());
+    assert_eq!(
+        store.claim("r", &lease("d", 400, 201)).await.unwrap(),
+        ClaimOutcome::Claimed,
+        "an expired lease is claimed"
+    );
+    store.release("r", "d").await.unwrap();
+    assert_eq!(store.run("r").await.unwrap().holder, None);
+}
+
+async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
+    let store = location.open().await.unwrap();
+    let source = Source {
+        kind: SourceKind::ClaudeCode,
+        session: Some("s-1".into()),
+    };
+    let new = |id| NewRun {
+        id,
+        prompt: "refactor",
+        model: "claude",
+        workspace: "/ws",
+        source: &source,
+    };
+    let run = store.session_run(&new("run-a"), 10).await.unwrap();
+    assert_eq!(run, "run-a");
+    assert_eq!(
+        store.session_run(&new("run-b"), 11).await.unwrap(),
+        "run-a",
+        "one run per session"
+    );
+    let waiter = Lease {
+        holder: "host/1/abc",
+        until: 100,
+        now: 20,
+    };
+    let item = store
+        .open_item(
+            "run-a",
+            &plan_item("t1", "# Refactor\n\nSplit it.\n"),
+            &waiter,
+            &ACTOR,
+        )
+        .await
+        .unwrap();
+    assert_eq!(item.revision.as_ref().map(|r| r.revision_no), Some(1));
+    assert_eq!(
+        store.run("run-a").await.unwrap().status,
+        RunStatus::Suspended
+    );
+    let err = store
+        .open_item(
+            "run-a",
+            &plan_item("t1", "# Refactor\n\nSplit it.\n"),
+            &waiter,
+            &ACTOR,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
+    let renewed = Lease {
+        until: 200,
+        ..waiter
+    };
+    assert!(store.renew_waiter("run-a", "t1", &renewed).await.unwrap());
+    let other = Lease {
+        holder: "host/2/def",
+        ..renewed
+    };
+    assert!(!store.renew_waiter("run-a", "t1", &other).await.unwrap());
+    assert_eq!(
+        store.waited_items().await.unwrap(),
+        vec![WaitedItem {
+            run_id: "run-a".into(),
+            tool_call_id: "t1".into(),
+            waiter: Some(("host/1/abc".into(), 200)),
+        }]
+    );
+    let abandoned = NewDecision {
+        run_id: "run-a",
+        ..decision("t1", Action::Abandoned, None)
+    };
+    store.record_decision(&abandoned).await.unwrap();
+    assert_eq!(store.run("run-a").await.unwrap().status, RunStatus::Running);
+    let err = store
+        .open_item("run-a", &plan_item("t1", "# Again\n"), &waiter, &ACTOR)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::AlreadyDecided { .. }), "{err}");
+}

@@ -108,7 +108,10 @@ async fn insert(
     at: Millis,
     author: Option<&str>,
 ) -> Result<i64, StoreError> {
-    let (words, complete) = index_entry(plan);
+    let (words, complete) = match tx.dialect() {
+        Dialect::Postgres => index_entry(plan),
+        Dialect::Sqlite => (String::new(), true),
+    };
     let mut args: Vec<&dyn ToArg> = vec![
         &run_id,
         &tool_call_id,

@@ -229,23 +229,26 @@ impl PgConn {
             .map_err(query(context))
     }
 
-    /// Runs a statement through the connection's statement cache.
-    async fn rows(
+    /// A statement, through the connection's statement cache.
+    async fn prepare(
         &self,
         context: &'static str,
         sql: &str,
-        args: Args<'_>,
-    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+    ) -> Result<(&deadpool_postgres::Client, tokio_postgres::Statement), StoreError> {
         let client = self.client(context)?;
         let statement = client.prepare_cached(sql).await.map_err(query(context))?;
-        let binds: Vec<Bind<'_>> = args.iter().map(|a| Bind(a.arg())).collect();
-        let params: Vec<&(dyn ToSql + Sync)> =
-            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        client
-            .query(&statement, &params)
-            .await
-            .map_err(query(context))
+        Ok((client, statement))
     }
+}
+
+/// The values of `args`, as the server takes them.
+fn binds<'a>(args: Args<'a>) -> Vec<Bind<'a>> {
+    args.iter().map(|a| Bind(a.arg())).collect()
+}
+
+/// `binds` as the driver's parameters.
+fn params<'a>(binds: &'a [Bind<'_>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect()
 }
 
 impl std::fmt::Debug for PgConn {
@@ -332,11 +335,10 @@ impl Conn for PgConn {
         sql: &str,
         args: Args<'_>,
     ) -> Result<Vec<Row>, StoreError> {
-        self.rows(context, sql, args)
-            .await?
-            .iter()
-            .map(cells)
-            .collect()
+        let (client, statement) = self.prepare(context, sql).await?;
+        let binds = binds(args);
+        let rows = client.query(&statement, &params(&binds)).await;
+        rows.map_err(query(context))?.iter().map(cells).collect()
     }
 
     async fn execute(
@@ -345,15 +347,10 @@ impl Conn for PgConn {
         sql: &str,
         args: Args<'_>,
     ) -> Result<u64, StoreError> {
-        let client = self.client(context)?;
-        let statement = client.prepare_cached(sql).await.map_err(query(context))?;
-        let binds: Vec<Bind<'_>> = args.iter().map(|a| Bind(a.arg())).collect();
-        let params: Vec<&(dyn ToSql + Sync)> =
-            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        client
-            .execute(&statement, &params)
-            .await
-            .map_err(query(context))
+        let (client, statement) = self.prepare(context, sql).await?;
+        let binds = binds(args);
+        let changed = client.execute(&statement, &params(&binds)).await;
+        changed.map_err(query(context))
     }
 }
 

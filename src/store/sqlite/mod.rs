@@ -208,7 +208,10 @@ fn run_statement(
                     ValueRef::Integer(n) => Cell::Int(n),
                     ValueRef::Real(x) => Cell::Text(x.to_string()),
                     ValueRef::Text(t) | ValueRef::Blob(t) => {
-                        Cell::Text(String::from_utf8_lossy(t).into_owned())
+                        Cell::Text(match std::str::from_utf8(t) {
+                            Ok(text) => text.to_owned(),
+                            Err(_) => String::from_utf8_lossy(t).into_owned(),
+                        })
                     }
                 })
             })

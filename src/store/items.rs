@@ -22,7 +22,7 @@ pub(super) const LISTED_DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id
 
 /// A decision from the row's columns `at..at + 10`, or `None` when they are NULL (an outer
 /// join).
-pub(super) fn decision_at(r: &mut Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
+pub(super) fn decision_at(r: &dyn Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
     let Some(id) = r.get::<Option<i64>>(at)? else {
         return Ok(None);
     };
@@ -49,13 +49,12 @@ pub(super) async fn decision(
          LEFT JOIN plan_revisions v ON v.id = d.revision_id
          WHERE d.run_id = $1 AND d.tool_call_id = $2"
     );
-    match tx
-        .row("find decision", &sql, &[&run_id, &tool_call_id])
-        .await?
-    {
-        Some(mut r) => decision_at(&mut r, 0),
-        None => Ok(None),
-    }
+    let found = tx
+        .row("find decision", &sql, &[&run_id, &tool_call_id], |r| {
+            decision_at(r, 0)
+        })
+        .await?;
+    Ok(found.flatten())
 }
 
 /// Makes the run's open items exactly `open` (less those already decided), recording each
@@ -184,7 +183,7 @@ pub(super) async fn waited(tx: &mut Tx<impl Conn>) -> Result<Vec<WaitedItem>, St
         "SELECT p.run_id, p.tool_call_id, p.waiter, p.waiter_until
          FROM pending p JOIN runs r ON r.id = p.run_id WHERE r.source != 'engine'",
         &[],
-        |mut r| {
+        |r| {
             let waiter: Option<String> = r.get(2)?;
             let until: Option<Millis> = r.get(3)?;
             Ok(WaitedItem {
@@ -217,7 +216,7 @@ pub(super) async fn open(
          WHERE CAST($1 AS TEXT) IS NULL OR p.run_id = $1
          ORDER BY CASE WHEN CAST($1 AS TEXT) IS NULL THEN -p.since ELSE {seq} END, {seq} DESC"
     );
-    tx.all("list open items", &sql, &[&run_id], |mut r| {
+    tx.all("list open items", &sql, &[&run_id], |r| {
         let run_id: String = r.get(0)?;
         let prompt: String = r.get(6)?;
         let revision = match r.get::<Option<i64>>(10)? {
@@ -273,9 +272,20 @@ pub(super) async fn open_revision(
              FROM pending p LEFT JOIN plan_revisions v ON v.id = p.revision_id
              WHERE p.run_id = $1 AND p.tool_call_id = $2",
             &[&run_id, &tool_call_id],
+            |r| {
+                Ok(match r.get::<Option<i64>>(0)? {
+                    Some(id) => Some(WaitingPlan {
+                        id,
+                        sha256: r.get(1)?,
+                        revision_no: r.get(2)?,
+                        path: r.get(3)?,
+                    }),
+                    None => None,
+                })
+            },
         )
         .await?;
-    let Some(mut open) = open else {
+    let Some(waiting) = open else {
         if let Some(existing) = decision(tx, run_id, tool_call_id).await? {
             return Err(StoreError::already_decided(run_id, tool_call_id, &existing));
         }
@@ -284,15 +294,7 @@ pub(super) async fn open_revision(
             tool_call_id: tool_call_id.to_owned(),
         });
     };
-    let waiting = match open.get::<Option<i64>>(0)? {
-        Some(id) => Some(WaitingPlan {
-            id,
-            sha256: open.get(1)?,
-            revision_no: open.get(2)?,
-            path: open.get(3)?,
-        }),
-        None => None,
-    };
+
     if let (Some(expect), Some(plan)) = (expect_sha, &waiting) {
         plan.check_seen(expect)?;
     }
@@ -308,17 +310,15 @@ pub(super) async fn decide(
     let plan = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha).await?;
     let revision_id = plan.as_ref().map(|p| p.id);
     let plan_from_revision = match (revision_id, d.plan()) {
-        (Some(id), Some(text)) => match tx
+        (Some(id), Some(text)) => tx
             .row(
                 "compare the plan with its revision",
                 "SELECT body = $2 FROM plan_revisions WHERE id = $1",
                 &[&id, &text],
+                |r| r.get(0),
             )
             .await?
-        {
-            Some(mut same) => same.get(0)?,
-            None => false,
-        },
+            .unwrap_or(false),
         _ => false,
     };
     let id: i64 = tx
@@ -342,9 +342,9 @@ pub(super) async fn decide(
                 run_id: d.run_id.to_owned(),
                 message: "inserting the decision returned no row".into(),
             },
+            |r| r.get(0),
         )
-        .await?
-        .get(0)?;
+        .await?;
     tx.execute(
         "close item",
         "DELETE FROM pending WHERE run_id = $1 AND tool_call_id = $2",

@@ -18,12 +18,10 @@ pub(super) async fn append(tx: &mut Tx<impl Conn>, entry: Entry<'_>) -> Result<(
             "read the audit trail",
             "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1",
             &[],
+            |r| Ok((r.get::<i64>(0)? + 1, r.get::<String>(1)?)),
         )
         .await?;
-    let (id, prev) = match last {
-        Some(mut r) => (r.get::<i64>(0)? + 1, r.get::<String>(1)?),
-        None => (1, String::new()),
-    };
+    let (id, prev) = last.unwrap_or((1, String::new()));
     let hash = entry.hash(&prev, id);
     tx.execute(
         "append to the audit trail",
@@ -57,7 +55,7 @@ pub(super) async fn since(
         "read the audit trail",
         "SELECT id, hash FROM audit WHERE id >= $1 ORDER BY id",
         &[&first],
-        |mut r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )
     .await
 }
@@ -72,7 +70,7 @@ pub(super) async fn audit(
         "SELECT id, at, actor, process, run_id, kind, revision_sha, data, prev_hash, hash
          FROM audit WHERE CAST($1 AS TEXT) IS NULL OR run_id = $1 ORDER BY id",
         &[&run_id],
-        |mut r| {
+        |r| {
             Ok(AuditRow {
                 id: r.get(0)?,
                 at: r.get(1)?,
@@ -115,7 +113,7 @@ pub(super) async fn events(
         "list events",
         "SELECT id, run_id, at, kind, data FROM events WHERE run_id = $1 ORDER BY id",
         &[&run_id],
-        |mut r| {
+        |r| {
             Ok(EventRow {
                 id: r.get(0)?,
                 run_id: r.get(1)?,
@@ -132,17 +130,13 @@ pub(super) async fn setting(
     tx: &mut Tx<impl Conn>,
     key: &str,
 ) -> Result<Option<String>, StoreError> {
-    match tx
-        .row(
-            "read a setting",
-            "SELECT value FROM settings WHERE key = $1",
-            &[&key],
-        )
-        .await?
-    {
-        Some(mut r) => r.get(0).map(Some),
-        None => Ok(None),
-    }
+    tx.row(
+        "read a setting",
+        "SELECT value FROM settings WHERE key = $1",
+        &[&key],
+        |r| r.get(0),
+    )
+    .await
 }
 
 pub(super) async fn set_setting(
@@ -175,7 +169,7 @@ pub(super) async fn set_setting(
 
 const TOKEN_COLUMNS: &str = "name, created_at, created_by, revoked_at";
 
-fn token(mut r: Row) -> Result<TokenRow, StoreError> {
+fn token(r: &dyn Row) -> Result<TokenRow, StoreError> {
     Ok(TokenRow {
         name: r.get(0)?,
         created_at: r.get(1)?,
@@ -213,6 +207,7 @@ pub(super) async fn create_token(
             "look up a token by name",
             "SELECT id FROM tokens WHERE name = $1 AND revoked_at IS NULL",
             &[&new.name],
+            |r| r.get::<i64>(0),
         )
         .await?;
     if active.is_some() {
@@ -248,13 +243,18 @@ pub(super) async fn revoke_token(
         "UPDATE tokens SET revoked_at = $2, revoked_by = $3
          WHERE name = $1 AND revoked_at IS NULL RETURNING {TOKEN_COLUMNS}"
     );
+    let missing = || StoreError::UnknownToken(name.to_owned());
     let revoked = tx
-        .one("revoke a token", &sql, &[&name, &at, &by.name], || {
-            StoreError::UnknownToken(name.to_owned())
-        })
+        .one(
+            "revoke a token",
+            &sql,
+            &[&name, &at, &by.name],
+            missing,
+            token,
+        )
         .await?;
     token_changed(tx, AuditKind::TokenRevoked, name, by, at).await?;
-    token(revoked)
+    Ok(revoked)
 }
 
 pub(super) async fn active_token(
@@ -263,8 +263,5 @@ pub(super) async fn active_token(
 ) -> Result<Option<TokenRow>, StoreError> {
     let sql =
         format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE sha256 = $1 AND revoked_at IS NULL");
-    tx.row("look up a token", &sql, &[&sha256])
-        .await?
-        .map(token)
-        .transpose()
+    tx.row("look up a token", &sql, &[&sha256], token).await
 }

@@ -57,7 +57,7 @@ fn whole(tx: &Tx<impl Conn>) -> String {
     select(tx.dialect(), "v.body", false)
 }
 
-fn revision(mut r: Row) -> Result<RevisionRow, StoreError> {
+fn revision(r: &dyn Row) -> Result<RevisionRow, StoreError> {
     Ok(RevisionRow {
         id: r.get(0)?,
         run_id: r.get(1)?,
@@ -71,7 +71,7 @@ fn revision(mut r: Row) -> Result<RevisionRow, StoreError> {
         prompt: r.get(9)?,
         open: r.get(10)?,
         author: r.get(11)?,
-        decision: decision_at(&mut r, 12)?,
+        decision: decision_at(r, 12)?,
     })
 }
 
@@ -142,12 +142,12 @@ async fn insert(
          RETURNING id",
         index.0, index.1
     );
-    tx.one("insert revision", &sql, &args, || StoreError::Invalid {
+    let missing = || StoreError::Invalid {
         run_id: run_id.to_owned(),
         message: "the new revision has no id".into(),
-    })
-    .await?
-    .get(0)
+    };
+    tx.one("insert revision", &sql, &args, missing, |r| r.get(0))
+        .await
 }
 
 /// The revision of an item, recorded the first time the item is open (afterwards: its newest,
@@ -168,10 +168,11 @@ pub(super) async fn insert_once(
             "SELECT id FROM plan_revisions WHERE run_id = $1 AND tool_call_id = $2
              ORDER BY id DESC LIMIT 1",
             &[&run_id, &tool_call_id],
+            |r| r.get(0),
         )
         .await?;
-    if let Some(mut existing) = existing {
-        return existing.get(0);
+    if let Some(existing) = existing {
+        return Ok(existing);
     }
     let id = insert(tx, run_id, tool_call_id, &plan.path, plan, at, None).await?;
     let data = json!({"revisionId": id, "toolCallId": tool_call_id, "path": plan.path});
@@ -454,18 +455,15 @@ pub(super) async fn by_sha(
 
 pub(super) async fn one(tx: &mut Tx<impl Conn>, id: i64) -> Result<RevisionRow, StoreError> {
     let sql = format!("{} WHERE v.id = $1", whole(tx));
-    revision(
-        tx.one("load revision", &sql, &[&id], || {
-            StoreError::UnknownRevision(id)
-        })
-        .await?,
-    )
+    let missing = || StoreError::UnknownRevision(id);
+    tx.one("load revision", &sql, &[&id], missing, revision)
+        .await
 }
 
 const COMMENT_COLUMNS: &str = "SELECT id, run_id, revision_id, line_start, line_end, quote, body,
         author, created_at, resolved_by, resolved_at FROM comments";
 
-fn comment(mut r: Row) -> Result<CommentRow, StoreError> {
+fn comment(r: &dyn Row) -> Result<CommentRow, StoreError> {
     Ok(CommentRow {
         id: r.get(0)?,
         run_id: r.get(1)?,
@@ -504,9 +502,9 @@ pub(super) async fn add_comment(
                 run_id: c.run_id.to_owned(),
                 message: "the new comment has no id".into(),
             },
+            |r| r.get(0),
         )
-        .await?
-        .get(0)?;
+        .await?;
     log::append(
         tx,
         log::Entry {
@@ -534,12 +532,8 @@ pub(super) async fn comments(
 
 async fn one_comment(tx: &mut Tx<impl Conn>, id: i64) -> Result<CommentRow, StoreError> {
     let sql = format!("{COMMENT_COLUMNS} WHERE id = $1");
-    comment(
-        tx.one("load comment", &sql, &[&id], || {
-            StoreError::UnknownComment(id)
-        })
-        .await?,
-    )
+    let missing = || StoreError::UnknownComment(id);
+    tx.one("load comment", &sql, &[&id], missing, comment).await
 }
 
 pub(super) async fn set_resolved(
@@ -564,17 +558,14 @@ pub(super) async fn set_resolved(
         &[&id, &who, &when],
     )
     .await?;
-    let sha: Option<String> = match tx
+    let sha: Option<String> = tx
         .row(
             "load comment's revision",
             "SELECT sha256 FROM plan_revisions WHERE id = $1",
             &[&before.revision_id],
+            |r| r.get(0),
         )
-        .await?
-    {
-        Some(mut r) => Some(r.get(0)?),
-        None => None,
-    };
+        .await?;
     log::append(
         tx,
         log::Entry {

@@ -10,7 +10,7 @@ use crate::clock::Millis;
 const COLUMNS: &str = "SELECT id, prompt, model, mode, status, workspace, source, session, \
                        holder, lease_until, created_at, updated_at FROM runs";
 
-fn run(mut r: Row) -> Result<RunRow, StoreError> {
+fn run(r: &dyn Row) -> Result<RunRow, StoreError> {
     let holder: Option<String> = r.get(8)?;
     let until: Option<Millis> = r.get(9)?;
     Ok(RunRow {
@@ -69,10 +69,11 @@ pub(super) async fn session(
             "find session",
             "SELECT id FROM runs WHERE source = $1 AND session = $2",
             &[&new.source.kind.as_str(), &new.source.session],
+            |r| r.get(0),
         )
         .await?;
-    if let Some(mut existing) = existing {
-        return existing.get(0);
+    if let Some(existing) = existing {
+        return Ok(existing);
     }
     insert(tx, new, at).await?;
     Ok(new.id.to_owned())
@@ -97,9 +98,8 @@ pub(super) async fn settle_session(
 
 pub(super) async fn one(tx: &mut Tx<impl Conn>, run_id: &str) -> Result<RunRow, StoreError> {
     let sql = format!("{COLUMNS} WHERE id = $1");
-    run(tx
-        .one("load run", &sql, &[&run_id], unknown(run_id))
-        .await?)
+    tx.one("load run", &sql, &[&run_id], unknown(run_id), run)
+        .await
 }
 
 /// The order runs are listed in: most recently active first.
@@ -107,10 +107,7 @@ const LATEST_FIRST: &str = "ORDER BY updated_at DESC, id";
 
 pub(super) async fn latest(tx: &mut Tx<impl Conn>) -> Result<Option<RunRow>, StoreError> {
     let sql = format!("{COLUMNS} {LATEST_FIRST} LIMIT 1");
-    tx.row("load the latest run", &sql, &[])
-        .await?
-        .map(run)
-        .transpose()
+    tx.row("load the latest run", &sql, &[], run).await
 }
 
 pub(super) async fn all(tx: &mut Tx<impl Conn>) -> Result<Vec<RunRow>, StoreError> {
@@ -126,7 +123,7 @@ pub(super) async fn resolve(tx: &mut Tx<impl Conn>, prefix: &str) -> Result<Stri
                 OR (length(CAST($1 AS TEXT)) >= 4 AND substr(id, 1, length(CAST($1 AS TEXT))) = $1)
              ORDER BY id = $1 DESC, id LIMIT 6",
             &[&prefix],
-            |mut r| r.get(0),
+            |r| r.get(0),
         )
         .await?;
     match ids.as_slice() {
@@ -243,9 +240,9 @@ pub(super) async fn switch_mode(
             "SELECT mode FROM runs WHERE id = $1",
             &[&run_id],
             unknown(run_id),
+            |r| r.get(0),
         )
-        .await?
-        .get(0)?;
+        .await?;
     log_mode_switch(tx, run_id, &before, to, at, by).await?;
     tx.execute(
         "switch run mode",
@@ -258,7 +255,7 @@ pub(super) async fn switch_mode(
 
 /// Writes one move of a run; refused if another writer committed since `expect_version`.
 pub(super) async fn commit(tx: &mut Tx<impl Conn>, c: &Commit<'_>) -> Result<(), StoreError> {
-    let mut counts = tx
+    let (newest, stored, before): (i64, i64, Option<String>) = tx
         .one(
             "find newest snapshot",
             "SELECT (SELECT COALESCE(MAX(version), 0) FROM run_snapshots WHERE run_id = $1),
@@ -266,9 +263,9 @@ pub(super) async fn commit(tx: &mut Tx<impl Conn>, c: &Commit<'_>) -> Result<(),
                     (SELECT mode FROM runs WHERE id = $1)",
             &[&c.run_id],
             unknown(c.run_id),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .await?;
-    let newest: i64 = counts.get(0)?;
     if newest != c.expect_version {
         return Err(StoreError::Conflict {
             run_id: c.run_id.to_owned(),
@@ -276,8 +273,7 @@ pub(super) async fn commit(tx: &mut Tx<impl Conn>, c: &Commit<'_>) -> Result<(),
             found: newest,
         });
     }
-    let stored: i64 = counts.get(1)?;
-    let before: Option<String> = counts.get(2)?;
+
     let before = before.ok_or_else(unknown(c.run_id))?;
     let first = c.message_count - c.new_messages.len() as i64;
     if first != stored {
@@ -326,38 +322,34 @@ pub(super) async fn snapshot_version(
     tx: &mut Tx<impl Conn>,
     run_id: &str,
 ) -> Result<i64, StoreError> {
-    let newest: Option<i64> = match tx
+    let newest: Option<Option<i64>> = tx
         .row(
             "snapshot version",
             "SELECT MAX(version) FROM run_snapshots WHERE run_id = $1",
             &[&run_id],
+            |r| r.get(0),
         )
-        .await?
-    {
-        Some(mut r) => r.get(0)?,
-        None => None,
-    };
-    newest.ok_or_else(unknown(run_id))
+        .await?;
+    newest.flatten().ok_or_else(unknown(run_id))
 }
 
 pub(super) async fn load(tx: &mut Tx<impl Conn>, run_id: &str) -> Result<StoredRun, StoreError> {
-    let mut snapshot = tx
+    let (version, state, count, schema_version): (i64, String, i64, i64) = tx
         .one(
             "load snapshot",
             "SELECT version, state, message_count, schema_version FROM run_snapshots
              WHERE run_id = $1 ORDER BY version DESC LIMIT 1",
             &[&run_id],
             unknown(run_id),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .await?;
-    let count: i64 = snapshot.get(2)?;
-    let schema_version: i64 = snapshot.get(3)?;
     let messages: Vec<String> = tx
         .all(
             "load messages",
             "SELECT message FROM messages WHERE run_id = $1 AND seq < $2 ORDER BY seq",
             &[&run_id, &count],
-            |mut r| r.get(0),
+            |r| r.get(0),
         )
         .await?;
     if messages.len() as i64 != count {
@@ -367,12 +359,12 @@ pub(super) async fn load(tx: &mut Tx<impl Conn>, run_id: &str) -> Result<StoredR
         });
     }
     Ok(StoredRun {
-        version: snapshot.get(0)?,
+        version,
         schema_version: u32::try_from(schema_version).map_err(|_| StoreError::Corrupt {
             run_id: run_id.to_owned(),
             message: format!("snapshot schema version {schema_version} is out of range"),
         })?,
-        state: snapshot.get(1)?,
+        state,
         messages,
     })
 }
@@ -381,15 +373,13 @@ pub(super) async fn snapshot_count(
     tx: &mut Tx<impl Conn>,
     run_id: &str,
 ) -> Result<i64, StoreError> {
-    match tx
+    let count = tx
         .row(
             "count snapshots",
             "SELECT COUNT(*) FROM run_snapshots WHERE run_id = $1",
             &[&run_id],
+            |r| r.get(0),
         )
-        .await?
-    {
-        Some(mut r) => r.get(0),
-        None => Ok(0),
-    }
+        .await?;
+    Ok(count.unwrap_or(0))
 }

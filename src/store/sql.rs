@@ -78,20 +78,25 @@ impl<T: ToArg> ToArg for Option<T> {
 
 pub type Args<'a> = &'a [&'a dyn ToArg];
 
-/// A value read from a column.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
+/// A value read from a column, borrowed from the driver's row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell<'a> {
     Null,
     Int(i64),
-    Text(String),
+    Text(&'a str),
     Bool(bool),
 }
 
-/// One row of a result, its cells in column order.
-#[derive(Debug)]
-pub struct Row(pub(super) Vec<Cell>);
+/// One row of a result as its driver holds it: each column is read straight into what it is
+/// read as, while the driver steps through the result (nothing is copied in between).
+pub trait Row {
+    fn cell(&self, i: usize) -> Result<Cell<'_>, StoreError>;
+}
 
-fn unreadable(i: usize, what: &str) -> StoreError {
+/// What reads each row of a result.
+pub type Each<'a> = &'a mut (dyn FnMut(&dyn Row) -> Result<(), StoreError> + Send);
+
+pub(super) fn unreadable(i: usize, what: &str) -> StoreError {
     StoreError::Query {
         context: "read a row",
         message: format!("column {i} is not {what}"),
@@ -100,11 +105,11 @@ fn unreadable(i: usize, what: &str) -> StoreError {
 
 /// What a cell can be read as.
 pub trait FromCell: Sized {
-    fn from_cell(cell: Cell, i: usize) -> Result<Self, StoreError>;
+    fn from_cell(cell: Cell<'_>, i: usize) -> Result<Self, StoreError>;
 }
 
 impl FromCell for i64 {
-    fn from_cell(cell: Cell, i: usize) -> Result<Self, StoreError> {
+    fn from_cell(cell: Cell<'_>, i: usize) -> Result<Self, StoreError> {
         match cell {
             Cell::Int(n) => Ok(n),
             _ => Err(unreadable(i, "a number")),
@@ -112,14 +117,8 @@ impl FromCell for i64 {
     }
 }
 
-impl FromCell for u32 {
-    fn from_cell(cell: Cell, i: usize) -> Result<Self, StoreError> {
-        u32::try_from(i64::from_cell(cell, i)?).map_err(|_| unreadable(i, "a small number"))
-    }
-}
-
 impl FromCell for bool {
-    fn from_cell(cell: Cell, i: usize) -> Result<Self, StoreError> {
+    fn from_cell(cell: Cell<'_>, i: usize) -> Result<Self, StoreError> {
         match cell {
             Cell::Bool(b) => Ok(b),
             // SQLite keeps truth as 0 and 1.
@@ -130,16 +129,16 @@ impl FromCell for bool {
 }
 
 impl FromCell for String {
-    fn from_cell(cell: Cell, i: usize) -> Result<Self, StoreError> {
+    fn from_cell(cell: Cell<'_>, i: usize) -> Result<Self, StoreError> {
         match cell {
-            Cell::Text(text) => Ok(text),
+            Cell::Text(text) => Ok(text.to_owned()),
             _ => Err(unreadable(i, "text")),
         }
     }
 }
 
 impl<T: FromCell> FromCell for Option<T> {
-    fn from_cell(cell: Cell, i: usize) -> Result<Self, StoreError> {
+    fn from_cell(cell: Cell<'_>, i: usize) -> Result<Self, StoreError> {
         match cell {
             Cell::Null => Ok(None),
             cell => T::from_cell(cell, i).map(Some),
@@ -147,28 +146,25 @@ impl<T: FromCell> FromCell for Option<T> {
     }
 }
 
-impl Row {
-    /// Column `i`, taken out of the row (read each column once).
-    pub(super) fn get<T: FromCell>(&mut self, i: usize) -> Result<T, StoreError> {
-        let cell = self.0.get_mut(i).ok_or_else(|| unreadable(i, "there"))?;
-        T::from_cell(std::mem::replace(cell, Cell::Null), i)
+impl dyn Row + '_ {
+    /// Column `i`.
+    pub(super) fn get<T: FromCell>(&self, i: usize) -> Result<T, StoreError> {
+        T::from_cell(self.cell(i)?, i)
     }
 
     /// Column `i`, a stored vocabulary word, refused if this build does not know it.
-    pub(super) fn word<T>(
-        &mut self,
-        parse: fn(&str) -> Option<T>,
-        i: usize,
-    ) -> Result<T, StoreError> {
-        let text: String = self.get(i)?;
-        parse(&text).ok_or_else(|| StoreError::Query {
-            context: "read a row",
-            message: format!("unknown value `{text}` in column {i}"),
-        })
+    pub(super) fn word<T>(&self, parse: fn(&str) -> Option<T>, i: usize) -> Result<T, StoreError> {
+        match self.cell(i)? {
+            Cell::Text(text) => parse(text).ok_or_else(|| StoreError::Query {
+                context: "read a row",
+                message: format!("unknown value `{text}` in column {i}"),
+            }),
+            _ => Err(unreadable(i, "a word")),
+        }
     }
 
     /// Column `i`, JSON kept as text (a value altered into invalid JSON reads as its text).
-    pub(super) fn json(&mut self, i: usize) -> Result<serde_json::Value, StoreError> {
+    pub(super) fn json(&self, i: usize) -> Result<serde_json::Value, StoreError> {
         let text: String = self.get(i)?;
         Ok(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
     }
@@ -177,13 +173,15 @@ impl Row {
 /// A connection to one of the databases: in a write transaction, or reading.
 pub trait Conn: Send {
     fn dialect(&self) -> Dialect;
-    /// Runs a query (through the connection's statement cache), reading every row.
+    /// Runs a query (through the connection's statement cache), handing each row to `each`
+    /// (stopping at its first error).
     fn query(
         &mut self,
         context: &'static str,
         sql: &str,
         args: Args<'_>,
-    ) -> impl Future<Output = Result<Vec<Row>, StoreError>> + Send;
+        each: Each<'_>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Runs a statement; how many rows it changed.
     fn execute(
         &mut self,
@@ -213,30 +211,38 @@ impl<C: Conn> Tx<C> {
         self.conn.dialect()
     }
 
-    /// A query's first row, if any.
-    pub(super) async fn row(
+    /// A query's first row, if any, read by `read`.
+    pub(super) async fn row<T: Send>(
         &mut self,
         context: &'static str,
         sql: &str,
         args: Args<'_>,
-    ) -> Result<Option<Row>, StoreError> {
-        Ok(self
-            .conn
-            .query(context, sql, args)
-            .await?
-            .into_iter()
-            .next())
+        mut read: impl FnMut(&dyn Row) -> Result<T, StoreError> + Send,
+    ) -> Result<Option<T>, StoreError> {
+        let mut first = None;
+        let mut each = |row: &dyn Row| {
+            if first.is_none() {
+                first = Some(read(row)?);
+            }
+            Ok(())
+        };
+        self.conn.query(context, sql, args, &mut each).await?;
+        Ok(first)
     }
 
-    /// A query's first row, which it must have (`missing` says what is wrong when it has none).
-    pub(super) async fn one(
+    /// A query's first row, which it must have (`missing` says what is wrong when it has
+    /// none), read by `read`.
+    pub(super) async fn one<T: Send>(
         &mut self,
         context: &'static str,
         sql: &str,
         args: Args<'_>,
         missing: impl FnOnce() -> StoreError,
-    ) -> Result<Row, StoreError> {
-        self.row(context, sql, args).await?.ok_or_else(missing)
+        read: impl FnMut(&dyn Row) -> Result<T, StoreError> + Send,
+    ) -> Result<T, StoreError> {
+        self.row(context, sql, args, read)
+            .await?
+            .ok_or_else(missing)
     }
 
     pub(super) async fn execute(
@@ -249,18 +255,19 @@ impl<C: Conn> Tx<C> {
     }
 
     /// Each row of a query, read by `read`.
-    pub(super) async fn all<T>(
+    pub(super) async fn all<T: Send>(
         &mut self,
         context: &'static str,
         sql: &str,
         args: Args<'_>,
-        read: impl FnMut(Row) -> Result<T, StoreError>,
+        mut read: impl FnMut(&dyn Row) -> Result<T, StoreError> + Send,
     ) -> Result<Vec<T>, StoreError> {
-        self.conn
-            .query(context, sql, args)
-            .await?
-            .into_iter()
-            .map(read)
-            .collect()
+        let mut found = Vec::new();
+        let mut each = |row: &dyn Row| {
+            found.push(read(row)?);
+            Ok(())
+        };
+        self.conn.query(context, sql, args, &mut each).await?;
+        Ok(found)
     }
 }

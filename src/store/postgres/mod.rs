@@ -22,7 +22,7 @@ use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::db::{Backend, SqlStore, Write};
-use super::sql::{Arg, Args, Cell, Conn, Dialect, Row};
+use super::sql::{self, unreadable, Arg, Args, Cell, Conn, Dialect, Each};
 use super::*;
 pub(crate) use url::check_saved_url;
 use url::{find_password, redacted, tls};
@@ -297,31 +297,33 @@ impl ToSql for Bind<'_> {
     tokio_postgres::types::to_sql_checked!();
 }
 
-/// A row's cells, by each column's type.
-fn cells(r: &tokio_postgres::Row) -> Result<Row, StoreError> {
-    let read = query("read a row");
-    let cell = |i: usize, ty: &Type| -> Result<Cell, tokio_postgres::Error> {
-        Ok(match *ty {
-            Type::INT8 => r
-                .try_get::<_, Option<i64>>(i)?
-                .map_or(Cell::Null, Cell::Int),
-            Type::INT4 => r
-                .try_get::<_, Option<i32>>(i)?
-                .map_or(Cell::Null, |n| Cell::Int(n.into())),
-            Type::BOOL => r
-                .try_get::<_, Option<bool>>(i)?
-                .map_or(Cell::Null, Cell::Bool),
-            _ => r
-                .try_get::<_, Option<String>>(i)?
-                .map_or(Cell::Null, Cell::Text),
+impl sql::Row for tokio_postgres::Row {
+    /// A column, by its type.
+    fn cell(&self, i: usize) -> Result<Cell<'_>, StoreError> {
+        let read = query("read a row");
+        let column = self
+            .columns()
+            .get(i)
+            .ok_or_else(|| unreadable(i, "there"))?;
+        Ok(match *column.type_() {
+            Type::INT8 => {
+                let n: Option<i64> = self.try_get(i).map_err(read)?;
+                n.map_or(Cell::Null, Cell::Int)
+            }
+            Type::INT4 => {
+                let n: Option<i32> = self.try_get(i).map_err(read)?;
+                n.map_or(Cell::Null, |n| Cell::Int(n.into()))
+            }
+            Type::BOOL => {
+                let b: Option<bool> = self.try_get(i).map_err(read)?;
+                b.map_or(Cell::Null, Cell::Bool)
+            }
+            _ => {
+                let text: Option<&str> = self.try_get(i).map_err(read)?;
+                text.map_or(Cell::Null, Cell::Text)
+            }
         })
-    };
-    r.columns()
-        .iter()
-        .enumerate()
-        .map(|(i, column)| cell(i, column.type_()).map_err(&read))
-        .collect::<Result<_, _>>()
-        .map(Row)
+    }
 }
 
 impl Conn for PgConn {
@@ -334,11 +336,15 @@ impl Conn for PgConn {
         context: &'static str,
         sql: &str,
         args: Args<'_>,
-    ) -> Result<Vec<Row>, StoreError> {
+        each: Each<'_>,
+    ) -> Result<(), StoreError> {
         let (client, statement) = self.prepare(context, sql).await?;
         let binds = binds(args);
         let rows = client.query(&statement, &params(&binds)).await;
-        rows.map_err(query(context))?.iter().map(cells).collect()
+        for row in &rows.map_err(query(context))? {
+            each(row)?;
+        }
+        Ok(())
     }
 
     async fn execute(
@@ -522,12 +528,15 @@ mod tests {
             .unwrap();
         let mode = async |write: Write| {
             let mut conn = store.backend.begin("test", write).await.unwrap();
-            let mut rows = conn
-                .query("show", "SHOW synchronous_commit", &[])
-                .await
-                .unwrap();
+            let mut mode = String::new();
+            let mut each = |r: &dyn sql::Row| {
+                mode = r.get(0)?;
+                Ok(())
+            };
+            let shown = conn.query("show", "SHOW synchronous_commit", &[], &mut each);
+            shown.await.unwrap();
             store.backend.commit(conn, "test", write).await.unwrap();
-            rows.remove(0).get::<String>(0).unwrap()
+            mode
         };
         assert_eq!(mode(Write::Durable).await, "on");
         assert_eq!(mode(Write::Lease).await, "on");

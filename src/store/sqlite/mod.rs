@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
-use rusqlite::{Connection, ErrorCode};
+use rusqlite::{CachedStatement, Connection, ErrorCode};
 
 use super::db::{Backend, SqlStore, Write};
-use super::sql::{Arg, Args, Cell, Conn, Dialect, Row};
+use super::sql::{self, unreadable, Arg, Args, Cell, Conn, Dialect, Each};
 use super::*;
 
 /// How often `changes` asks SQLite whether another connection committed (one cheap PRAGMA).
@@ -96,13 +96,11 @@ impl Shared {
     }
 
     /// A failure caused by the file itself names the file.
-    fn classify(&self, context: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
-        move |err| {
-            file_error(&self.path, err).unwrap_or_else(|err| StoreError::Query {
-                context,
-                message: err.to_string(),
-            })
-        }
+    fn failed(&self, context: &'static str, err: rusqlite::Error) -> StoreError {
+        file_error(&self.path, err).unwrap_or_else(|err| StoreError::Query {
+            context,
+            message: err.to_string(),
+        })
     }
 }
 
@@ -130,7 +128,7 @@ impl SqliteConn {
     fn batch(&mut self, context: &'static str, sql: &str) -> Result<(), StoreError> {
         self.conn(context)?
             .execute_batch(sql)
-            .map_err(self.shared.classify(context))
+            .map_err(|err| self.shared.failed(context, err))
     }
 
     /// Sets whether the connection's commits wait for the disk. Marked first: whatever becomes
@@ -148,7 +146,7 @@ impl SqliteConn {
         pooled
             .conn
             .pragma_update(None, "synchronous", level)
-            .map_err(self.shared.classify(context))?;
+            .map_err(|err| self.shared.failed(context, err))?;
         pooled.relaxed = !wait;
         Ok(())
     }
@@ -183,42 +181,30 @@ impl rusqlite::ToSql for Bind<'_> {
     }
 }
 
-/// Runs a statement through the connection's cache (the SQL's `$n` read as SQLite's `?n`),
-/// reading each row it returns into `rows`; how many rows it changed.
-fn run_statement(
-    conn: &Connection,
-    sql: &str,
-    args: Args<'_>,
-    rows: Option<&mut Vec<Row>>,
-) -> rusqlite::Result<u64> {
-    let mut stmt = conn.prepare_cached(&sql.replace('$', "?"))?;
-    let binds = args.iter().map(|a| Bind(a.arg()));
-    let Some(rows) = rows else {
-        return stmt
-            .execute(rusqlite::params_from_iter(binds))
-            .map(|n| n as u64);
-    };
-    let columns = stmt.column_count();
-    let mut found = stmt.query(rusqlite::params_from_iter(binds))?;
-    while let Some(r) = found.next()? {
-        let cells = (0..columns)
-            .map(|i| {
-                Ok(match r.get_ref(i)? {
-                    ValueRef::Null => Cell::Null,
-                    ValueRef::Integer(n) => Cell::Int(n),
-                    ValueRef::Real(x) => Cell::Text(x.to_string()),
-                    ValueRef::Text(t) | ValueRef::Blob(t) => {
-                        Cell::Text(match std::str::from_utf8(t) {
-                            Ok(text) => text.to_owned(),
-                            Err(_) => String::from_utf8_lossy(t).into_owned(),
-                        })
-                    }
-                })
-            })
-            .collect::<rusqlite::Result<_>>()?;
-        rows.push(Row(cells));
+/// A statement from the connection's cache (the SQL's `$n` read as SQLite's `?n`).
+fn statement<'c>(conn: &'c Connection, sql: &str) -> rusqlite::Result<CachedStatement<'c>> {
+    conn.prepare_cached(&sql.replace('$', "?"))
+}
+
+fn binds<'a>(args: Args<'a>) -> impl Iterator<Item = Bind<'a>> {
+    args.iter().map(|a| Bind(a.arg()))
+}
+
+impl sql::Row for rusqlite::Row<'_> {
+    fn cell(&self, i: usize) -> Result<Cell<'_>, StoreError> {
+        let value = self.get_ref(i).map_err(|err| StoreError::Query {
+            context: "read a row",
+            message: err.to_string(),
+        })?;
+        Ok(match value {
+            ValueRef::Null => Cell::Null,
+            ValueRef::Integer(n) => Cell::Int(n),
+            ValueRef::Text(text) | ValueRef::Blob(text) => {
+                Cell::Text(std::str::from_utf8(text).map_err(|_| unreadable(i, "text"))?)
+            }
+            ValueRef::Real(_) => return Err(unreadable(i, "a whole number")),
+        })
     }
-    Ok(0)
 }
 
 impl Conn for SqliteConn {
@@ -231,11 +217,17 @@ impl Conn for SqliteConn {
         context: &'static str,
         sql: &str,
         args: Args<'_>,
-    ) -> Result<Vec<Row>, StoreError> {
-        let mut rows = Vec::new();
-        run_statement(self.conn(context)?, sql, args, Some(&mut rows))
-            .map_err(self.shared.classify(context))?;
-        Ok(rows)
+        each: Each<'_>,
+    ) -> Result<(), StoreError> {
+        let failed = |err| self.shared.failed(context, err);
+        let mut stmt = statement(self.conn(context)?, sql).map_err(failed)?;
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(binds(args)))
+            .map_err(failed)?;
+        while let Some(row) = rows.next().map_err(failed)? {
+            each(row)?;
+        }
+        Ok(())
     }
 
     async fn execute(
@@ -244,7 +236,10 @@ impl Conn for SqliteConn {
         sql: &str,
         args: Args<'_>,
     ) -> Result<u64, StoreError> {
-        run_statement(self.conn(context)?, sql, args, None).map_err(self.shared.classify(context))
+        let failed = |err| self.shared.failed(context, err);
+        let mut stmt = statement(self.conn(context)?, sql).map_err(failed)?;
+        let changed = stmt.execute(rusqlite::params_from_iter(binds(args)));
+        changed.map(|n| n as u64).map_err(failed)
     }
 }
 

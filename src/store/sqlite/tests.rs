@@ -11,9 +11,14 @@ fn write(store: &SqliteStore, write: Write, sql: &str) -> Option<i64> {
     let backend = &store.backend;
     block_on(async {
         let mut conn = backend.begin("test", write).await.unwrap();
-        let mut rows = conn.query("test", sql, &[]).await.unwrap();
+        let mut first = None;
+        let mut each = |r: &dyn sql::Row| {
+            first = first.or(Some(r.get(0)?));
+            Ok(())
+        };
+        conn.query("test", sql, &[], &mut each).await.unwrap();
         backend.commit(conn, "test", write).await.unwrap();
-        rows.first_mut().map(|r| r.get(0).unwrap())
+        first
     })
 }
 
@@ -137,23 +142,18 @@ fn the_history_listing_reads_no_plan() {
             ..Listing::default()
         },
     ];
-    let conn = store.backend.conn().unwrap();
+    let mut conn = store.backend.conn().unwrap();
     for listing in &pages {
         let limit = listing.limit.map(|l| l as i64);
         let (sql, args) = super::super::revisions::listing_sql(Dialect::Sqlite, listing, &limit);
         let mut steps = Vec::new();
-        run_statement(
-            conn.conn("test").unwrap(),
-            &format!("EXPLAIN QUERY PLAN {sql}"),
-            &args,
-            Some(&mut steps),
-        )
-        .unwrap();
-        let plan = steps
-            .into_iter()
-            .map(|mut step| step.get::<String>(3).unwrap())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let mut each = |step: &dyn sql::Row| {
+            steps.push(step.get::<String>(3)?);
+            Ok(())
+        };
+        let explain = format!("EXPLAIN QUERY PLAN {sql}");
+        block_on(conn.query("test", &explain, &args, &mut each)).unwrap();
+        let plan = steps.join("\n");
         assert!(
             plan.contains("USING COVERING INDEX revisions_listing"),
             "{listing:?}: {plan}"

@@ -2,7 +2,7 @@
 //! commit: see [`Write`]) shared by every process using the same data directory. Its behaviours
 //! are the store's own (`store::db`); this is how they reach the file: a few connections, each
 //! store call run off the async workers, one IMMEDIATE transaction per write. What every store
-//! must do is tested on this one and on PostgreSQL alike: tests/engine/conformance.rs.
+//! must do is tested on this one and on PostgreSQL alike: tests/engine/conformance/.
 
 mod checkpoint;
 mod migrations;

@@ -1,0 +1,127 @@
+//! Claude Code's `type: "http"` hooks at `/hooks/claude`: the command hook's answers, refusals
+//! of bad payloads and bodies, and a waiting hook answered when the server stops.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_codes_http_hook_gets_the_command_hooks_answers() {
+    let fx = Fixture::new(json!([]));
+    let token = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    let plan = "# Add a cache\n\nUse an LRU cache.";
+    let payload = hook_payload(
+        "sess-1",
+        json!({"plan": plan, "planFilePath": "/home/u/.claude/plans/brave-otter.md"}),
+    );
+    let (response, item) = tokio::join!(
+        post_hook(&server.base, Some(&token), &payload),
+        decide_when_pending(&fx, &["reject", "--feedback", "Measure first"])
+    );
+    assert_eq!(item["source"]["kind"], "claude-code");
+    assert_eq!(response.status(), 200);
+    let body: Value = json_of(response).await;
+    assert_eq!(
+        body,
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+            "behavior": "deny",
+            "message": "Plan was not approved. The user wants revisions.\n\nUser feedback: Measure first\n\nPlease revise the plan based on the feedback and present it for review again."
+        }}}),
+        "what `plandesk hook claude-code` prints"
+    );
+    let (response, _) = tokio::join!(
+        post_hook(&server.base, Some(&token), &payload),
+        decide_when_pending(&fx, &["approve"])
+    );
+    let body: Value = json_of(response).await;
+    assert_eq!(
+        body["hookSpecificOutput"]["decision"],
+        json!({"behavior": "allow", "updatedInput": {"plan": plan,
+               "planFilePath": "/home/u/.claude/plans/brave-otter.md"}}),
+        "an allow echoes the input"
+    );
+    let history = fx.listing(&["history"]);
+    assert_eq!(history[1]["revisionNo"], 2, "one thread: {history}");
+
+    // Another tool is not ours: an empty 200, Claude Code asks as usual.
+    let mut other = payload.clone();
+    other["tool_name"] = json!("Bash");
+    let response = post_hook(&server.base, Some(&token), &other).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "");
+
+    // No plan in the payload: refused (deny, stop) without opening the transcript it names,
+    // here a FIFO that would block whoever opened it.
+    let fifo = fx.root.join("transcript.jsonl");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut empty = hook_payload("sess-2", json!({"planFilePath": fifo}));
+    empty["transcript_path"] = json!(fifo);
+    let started = Instant::now();
+    let response = post_hook(&server.base, Some(&token), &empty).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "nothing waited on the FIFO"
+    );
+    let body: Value = json_of(response).await;
+    let decision = &body["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny", "{body}");
+    assert_eq!(decision["interrupt"], true);
+    assert!(
+        decision["message"]
+            .as_str()
+            .unwrap()
+            .contains("tool_input.plan"),
+        "{body}"
+    );
+
+    // Too large a body is refused from its declared length, before any of it is read.
+    let response = {
+        use std::io::{Read, Write};
+        let address = server.base.trim_start_matches("http://").to_owned();
+        let token = token.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut stream = std::net::TcpStream::connect(address).unwrap();
+            write!(
+                stream,
+                "POST /hooks/claude HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                5 * 1024 * 1024
+            )
+            .unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).unwrap();
+            String::from_utf8_lossy(&head).into_owned()
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(response, "HTTP/1.1 413");
+    assert_eq!(fx.listing(&["history"]).as_array().unwrap().len(), 2);
+
+    // Told to stop while a plan waits: it is closed as abandoned and the agent told no.
+    let waiting = {
+        let base = server.base.clone();
+        let token = token.clone();
+        let payload = hook_payload("sess-3", json!({"plan": "# Wait\n\nfor me"}));
+        tokio::spawn(async move { post_hook(&base, Some(&token), &payload).await })
+    };
+    until_pending(&fx).await;
+    let status = tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap();
+    assert!(status.success());
+    let body: Value = json_of(waiting.await.unwrap()).await;
+    assert_eq!(body["hookSpecificOutput"]["decision"]["behavior"], "deny");
+    let history = fx.listing(&["history"]);
+    assert_eq!(history[2]["status"], "abandoned", "{history}");
+}

@@ -102,7 +102,11 @@ impl PlanServer {
             session: String::new(),
             stopped,
             progress_every: progress_every(),
-            tasks: Tasks::new(tasks::poll_every()),
+            tasks: {
+                // Over HTTP a client that vanished says nothing: its silence is the sign.
+                let (poll_every, silence) = tasks::http_timing();
+                Tasks::new(poll_every, Some(silence))
+            },
         }
     }
 
@@ -135,7 +139,8 @@ pub async fn serve(engine: Engine, options: McpOptions) -> Result<(), String> {
         session: session.clone(),
         stopped: rx,
         progress_every: progress_every(),
-        tasks: Tasks::new(tasks::poll_every()),
+        // On stdio a client that goes away closes stdin: that is noticed at once.
+        tasks: Tasks::new(tasks::poll_every(), None),
     };
     stdio::serve(server, session, tx).await
 }

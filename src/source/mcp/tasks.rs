@@ -8,7 +8,8 @@
 //!
 //! A task's plan is abandoned, as a call's is when its client gives up, when the task is
 //! cancelled, when its ttl runs out (result fetched or not: after it nobody can fetch one), when
-//! its client's session ends (stdin closes; `DELETE /mcp`) and when the server stops. A task
+//! its client's session ends (stdin closes; `DELETE /mcp`), when its client over HTTP falls
+//! silent (see `liveness`) and when the server stops. A task
 //! belongs to its client (over HTTP: the token and the session id); to anyone else it does not
 //! exist. Task ids are 122 random bits; each client has at most [`MAX_TASKS`].
 //!
@@ -16,6 +17,7 @@
 //! rmcp's answers lack. The tasks themselves and their lifecycle are in `table`; how
 //! `PlanServer` answers each request (and starts `submit_plan` as a task) in `requests`.
 
+mod liveness;
 mod requests;
 mod table;
 
@@ -34,6 +36,10 @@ pub(crate) const MAX_TASKS: usize = 32;
 /// How often clients are asked to poll unless `PLANDESK_MCP_POLL_MS` says otherwise.
 const POLL_EVERY: Duration = Duration::from_secs(5);
 const MIN_POLL_EVERY: Duration = Duration::from_millis(100);
+/// A client over HTTP silent for this many poll intervals (and at least [`MIN_SILENCE`]) is
+/// taken to be gone, unless `PLANDESK_MCP_TASK_IDLE_MS` sets the limit.
+const SILENCE_POLLS: u32 = 6;
+const MIN_SILENCE: Duration = Duration::from_secs(30);
 
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 const IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
@@ -150,12 +156,39 @@ pub(crate) fn complete_tools(result: &mut Value) {
 
 /// How often clients are asked to poll: `PLANDESK_MCP_POLL_MS` (at least 100), else 5 s.
 pub(crate) fn poll_every() -> Duration {
-    std::env::var("PLANDESK_MCP_POLL_MS")
+    env_ms("PLANDESK_MCP_POLL_MS").map_or(POLL_EVERY, |set| set.max(MIN_POLL_EVERY))
+}
+
+/// `plandesk serve`'s poll interval and silence limit (see `liveness`): the limit is six poll
+/// intervals, at least 30 s; where `PLANDESK_MCP_TASK_IDLE_MS` sets it (for tests), the poll
+/// interval is cut to a sixth of it if longer, so a client that polls as told is never silent
+/// that long.
+pub(crate) fn http_timing() -> (Duration, Duration) {
+    let poll = poll_every();
+    match env_ms("PLANDESK_MCP_TASK_IDLE_MS") {
+        Some(limit) => {
+            let limit = limit.max(MIN_POLL_EVERY * SILENCE_POLLS);
+            (poll.min(limit / SILENCE_POLLS), limit)
+        }
+        None => (poll, (poll * SILENCE_POLLS).max(MIN_SILENCE)),
+    }
+}
+
+/// A duration of milliseconds from the environment.
+fn env_ms(name: &str) -> Option<Duration> {
+    std::env::var(name)
         .ok()
         .and_then(|ms| ms.trim().parse::<u64>().ok())
-        .map_or(POLL_EVERY, |ms| {
-            Duration::from_millis(ms).max(MIN_POLL_EVERY)
-        })
+        .map(Duration::from_millis)
+}
+
+/// `30 s`, `1.5 s`: a limit as a client's developer reads it.
+fn seconds(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
 }
 
 #[cfg(test)]
@@ -213,5 +246,12 @@ mod tests {
         let mut tools = json!({"tools": [{"name": "submit_plan"}]});
         complete_tools(&mut tools);
         assert_eq!(tools["tools"][0]["execution"]["taskSupport"], "optional");
+    }
+
+    #[test]
+    fn limits_read_as_seconds() {
+        assert_eq!(seconds(MIN_SILENCE), "30 s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(seconds(POLL_EVERY * SILENCE_POLLS), "30 s");
     }
 }

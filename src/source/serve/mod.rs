@@ -212,6 +212,11 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
 /// completed.
 async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Response<Body> {
     let session = calls::session_of(request.headers());
+    // Any request is a sign of life of its client, whose tasks wait only while it shows some.
+    state.server.tasks().touch(&Owner {
+        principal: caller.name.clone(),
+        session: session.clone(),
+    });
     match (request.method(), &session) {
         // A client closing its session: it waits for none of its calls or tasks any more.
         (&Method::DELETE, Some(session)) => {

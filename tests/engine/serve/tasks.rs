@@ -180,3 +180,131 @@ async fn a_task_over_http_is_its_clients_alone_and_its_plan_never_outlives_it() 
     assert_eq!(status_of(&fx, "Four"), "abandoned");
     assert_eq!(fx.listing(&["pending"]), json!([]));
 }
+
+/// The run of the revision titled `title`.
+fn run_of(fx: &Fixture, title: &str) -> String {
+    fx.listing(&["history"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["title"] == title)
+        .unwrap_or_else(|| panic!("no revision {title}"))["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_client_falls_silent_is_abandoned_and_one_that_polls_waits_on() {
+    let fx = Fixture::new(json!([]));
+    let idle = Duration::from_millis(1500);
+    let server = Server::start_with_env(
+        &fx,
+        &[],
+        &[
+            ("PLANDESK_MCP_TASK_IDLE_MS", "1500"),
+            ("PLANDESK_MCP_POLL_MS", "300"),
+        ],
+    );
+    let declares = json!({"tasks": {"list": {}, "cancel": {}}});
+    // Three clients, each with a token of its own (a token's plans are one run).
+    let client = |name: &'static str| {
+        let (base, token) = (server.base.clone(), create_token(&fx, name));
+        let declares = declares.clone();
+        async move {
+            LegacyClient::connect_declaring(&base, &token, declares)
+                .await
+                .0
+        }
+    };
+    let silent = client("silent").await;
+    let polling = client("polling").await;
+    let streaming = client("streaming").await;
+
+    // The task says how often to poll, well inside the limit, and what silence does.
+    let task = silent
+        .submit_task(1, "plans/silent.md", "# Silent\n\nA plan")
+        .await;
+    let silent_since = std::time::Instant::now();
+    assert!(
+        task["pollInterval"].as_u64().unwrap() <= 500,
+        "a client that polls as told is never silent that long: {task}"
+    );
+    let said = task["statusMessage"].as_str().unwrap();
+    assert!(
+        said.contains("1.5 s") && said.contains("abandoned"),
+        "the task states the rule: {said}"
+    );
+    let polled = polling
+        .submit_task(1, "plans/polled.md", "# Polled\n\nA plan")
+        .await;
+    let streamed = streaming
+        .submit_task(1, "plans/streamed.md", "# Streamed\n\nA plan")
+        .await;
+    // An open tasks/result is a client waiting: alive for as long as it is open.
+    let stream = streaming
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+                     "params": {"taskId": streamed["taskId"]}}))
+        .await;
+    assert_eq!(stream.status(), 200);
+
+    // The polling client asks every 300 ms meanwhile; the silent one says nothing.
+    let (stop_polling, mut polling_stopped) = tokio::sync::oneshot::channel::<()>();
+    let task_id = polled["taskId"].clone();
+    let poller = tokio::spawn(async move {
+        for id in 10.. {
+            let got = polling
+                .request(id, "tasks/get", json!({"taskId": task_id}))
+                .await;
+            assert_eq!(got["result"]["status"], "working", "{got}");
+            tokio::select! {
+                _ = &mut polling_stopped => break,
+                () = tokio::time::sleep(Duration::from_millis(300)) => {}
+            }
+        }
+        polling
+    });
+    until_titled(&fx, "Silent", "abandoned", idle + Duration::from_secs(5)).await;
+    let took = silent_since.elapsed();
+    eprintln!("a silent client's task abandoned within {took:?} of its last request");
+    assert!(
+        took >= idle - Duration::from_millis(100),
+        "abandoned no sooner than the idle limit: {took:?}"
+    );
+    // The others wait on, three idle limits on.
+    tokio::time::sleep(
+        (silent_since + idle * 3).saturating_duration_since(std::time::Instant::now()),
+    )
+    .await;
+    stop_polling.send(()).unwrap();
+    let polling = poller.await.unwrap();
+    // From now on the polling client waits on tasks/result instead.
+    let result = polling
+        .post(json!({"jsonrpc": "2.0", "id": 99, "method": "tasks/result",
+                     "params": {"taskId": polled["taskId"]}}))
+        .await;
+    assert_undecidable(&fx, &run_of(&fx, "Silent"), "Silent");
+    assert_eq!(status_of(&fx, "Polled"), "pending", "polled: still asked");
+    assert_eq!(status_of(&fx, "Streamed"), "pending", "its stream is open");
+
+    // The silent client, back, finds its task failed, saying why.
+    let got = silent
+        .request(3, "tasks/get", json!({"taskId": task["taskId"]}))
+        .await;
+    assert_eq!(got["result"]["status"], "failed", "{got}");
+    let message = got["result"]["statusMessage"].as_str().unwrap();
+    assert!(message.contains("no request"), "{message}");
+
+    // The stream's connection drops: the idle clock starts then.
+    drop(stream);
+    let took = until_titled(&fx, "Streamed", "abandoned", Duration::from_secs(10)).await;
+    eprintln!("a task abandoned {took:?} after its tasks/result stream dropped");
+    assert!(took >= idle - Duration::from_millis(300), "{took:?}");
+
+    // The polling client's plan, waited on since, is decided as usual.
+    let (answer, _) = tokio::join!(sse_messages(result), decide_when_pending(&fx, &["approve"]));
+    let answer = answer.iter().find(|m| m["id"] == 99).unwrap();
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(status_of(&fx, "Polled"), "approved");
+    assert!(server.stop().success());
+}

@@ -12,8 +12,9 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use super::liveness::Liveness;
 use super::{
-    Owner, RpcError, IMMEDIATE_RESPONSE, IMMEDIATE_TEXT, INTERNAL_ERROR, INVALID_REQUEST,
+    seconds, Owner, RpcError, IMMEDIATE_RESPONSE, IMMEDIATE_TEXT, INTERNAL_ERROR, INVALID_REQUEST,
     MAX_TASKS, RELATED_TASK,
 };
 use crate::clock::{iso8601, Clock as _, Millis, SystemClock};
@@ -62,6 +63,8 @@ struct Entry {
     stop: Option<oneshot::Sender<()>>,
     /// `true` once the work ended and `result` is set.
     done: watch::Receiver<bool>,
+    /// Its client fell silent and the work was told to stop (see `liveness`).
+    gone_silent: bool,
 }
 
 impl Entry {
@@ -77,6 +80,8 @@ pub(crate) type Work = Box<dyn FnOnce(BoxFuture<'static, ()>) -> BoxFuture<'stat
 pub(crate) struct Tasks {
     map: Mutex<HashMap<String, Entry>>,
     poll_every: Duration,
+    /// Its clients' signs of life, where a silent client is taken to be gone (over HTTP).
+    liveness: Option<Arc<Liveness>>,
     /// Work still running (its plan not yet decided or closed).
     running: watch::Sender<usize>,
 }
@@ -85,6 +90,7 @@ impl std::fmt::Debug for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tasks")
             .field("poll_every", &self.poll_every)
+            .field("silence", &self.liveness.as_ref().map(|live| live.limit()))
             .finish_non_exhaustive()
     }
 }
@@ -94,12 +100,30 @@ fn now() -> Millis {
 }
 
 impl Tasks {
-    pub(crate) fn new(poll_every: Duration) -> Arc<Self> {
+    /// Tasks whose clients are asked to poll every `poll_every`; with a `silence` limit, a
+    /// working task's plan is abandoned when its client has shown no sign of life for that long
+    /// (see `liveness`).
+    pub(crate) fn new(poll_every: Duration, silence: Option<Duration>) -> Arc<Self> {
         Arc::new(Self {
             map: Mutex::default(),
             poll_every,
+            liveness: silence.map(Liveness::new),
             running: watch::channel(0).0,
         })
+    }
+
+    /// A request from `owner`: a sign that its client is still there.
+    pub(crate) fn touch(&self, owner: &Owner) {
+        if let Some(liveness) = &self.liveness {
+            liveness.touch(owner);
+        }
+    }
+
+    /// Forgets the signs of life of owners that hold no task any more.
+    fn forget_absent(&self, map: &HashMap<String, Entry>) {
+        if let Some(liveness) = &self.liveness {
+            liveness.retain(|owner| map.values().any(|e| e.owner == *owner));
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -108,8 +132,8 @@ impl Tasks {
     }
 
     /// Starts `work` as a new task of `owner`, kept `task.ttl` milliseconds (within bounds);
-    /// its `CreateTaskResult`. The work is told to stop when the task is cancelled, expires or
-    /// is dropped with its client's session.
+    /// its `CreateTaskResult`. The work is told to stop when the task is cancelled, expires, is
+    /// dropped with its client's session, or its client falls silent.
     pub(crate) fn create(
         self: &Arc<Self>,
         owner: Owner,
@@ -142,6 +166,7 @@ impl Tasks {
         let (done_tx, done_rx) = watch::channel(false);
         let expires = Instant::now() + ttl;
         let created = now();
+        let silence = self.liveness.as_ref().map(|live| live.silence(&owner));
         let snapshot = {
             let mut map = self.lock();
             map.retain(|_, entry| !entry.expired());
@@ -178,21 +203,38 @@ impl Tasks {
                 ttl,
                 expires,
                 status: Status::Working,
-                message: Some("Waiting for a person to review the plan".into()),
+                message: Some(self.waiting_text()),
                 result: None,
                 stop: Some(stop_tx),
                 done: done_rx,
+                gone_silent: false,
             };
             let snapshot = self.json(&id, &entry);
             map.insert(id.clone(), entry);
+            // After the insert: this owner, new or not, holds a task.
+            self.forget_absent(&map);
             snapshot
         };
         self.running.send_modify(|n| *n += 1);
+        let (tasks, task) = (Arc::downgrade(self), id.clone());
         let stop: BoxFuture<'static, ()> = Box::pin(async move {
+            let silence = async move {
+                match silence {
+                    Some(silence) => silence.await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 // Sent (cancelled) or dropped (the task was forgotten): either way, stop.
                 _ = stop_rx => {}
                 () = tokio::time::sleep_until(expires) => {}
+                () = silence => {
+                    if let Some(tasks) = tasks.upgrade() {
+                        if let Some(entry) = tasks.lock().get_mut(&task) {
+                            entry.gone_silent = true;
+                        }
+                    }
+                }
             }
         });
         let tasks = self.clone();
@@ -219,7 +261,14 @@ impl Tasks {
             } else {
                 Status::Completed
             };
-            entry.message = failed.then(|| error_text(&result));
+            entry.message = failed.then(|| match (entry.gone_silent, &self.liveness) {
+                (true, Some(liveness)) => format!(
+                    "Abandoned: no request from this client for {} and no tasks/result open, so \
+                     it was taken to be gone; the plan was closed and nobody is asked about it",
+                    seconds(liveness.limit())
+                ),
+                _ => error_text(&result),
+            });
             entry.updated = now();
         }
         entry.stop = None;
@@ -257,6 +306,8 @@ impl Tasks {
     /// was closed): waits until then.
     pub(crate) async fn result(&self, owner: &Owner, id: &Value) -> Result<Value, RpcError> {
         let id = task_id(id)?;
+        // Its client waits here: there for as long as this request is open.
+        let _held = self.liveness.as_ref().map(|live| live.hold(owner));
         loop {
             let mut done = {
                 let mut map = self.lock();
@@ -322,6 +373,7 @@ impl Tasks {
         let mut map = self.lock();
         let before = map.len();
         map.retain(|_, entry| entry.owner != *owner);
+        self.forget_absent(&map);
         before - map.len()
     }
 
@@ -329,6 +381,19 @@ impl Tasks {
     pub(crate) async fn idle(&self) {
         let mut running = self.running.subscribe();
         let _ = running.wait_for(|n| *n == 0).await;
+    }
+
+    /// A working task's status message: what it waits for, and what the client must do.
+    fn waiting_text(&self) -> String {
+        match &self.liveness {
+            Some(liveness) => format!(
+                "Waiting for a person to review the plan. Poll (tasks/get) at least every {} or \
+                 keep tasks/result open: a client silent longer is taken to be gone, and its \
+                 plan abandoned",
+                seconds(liveness.limit())
+            ),
+            None => "Waiting for a person to review the plan".into(),
+        }
     }
 
     /// A task as clients see it.
@@ -384,195 +449,4 @@ fn error_text(result: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::{INVALID_PARAMS, POLL_EVERY};
-    use super::*;
-
-    fn owner(principal: &str, session: &str) -> Owner {
-        Owner {
-            principal: principal.into(),
-            session: Some(session.into()),
-        }
-    }
-
-    /// Work that waits for a value or for its stop; what it answered, or that it stopped.
-    fn waiting_work(answer: oneshot::Receiver<Value>, stopped: oneshot::Sender<()>) -> Work {
-        Box::new(move |stop| {
-            Box::pin(async move {
-                tokio::select! {
-                    Ok(value) = answer => value,
-                    () = stop => {
-                        let _ = stopped.send(());
-                        json!({"content": [{"type": "text", "text": "stopped"}], "isError": true})
-                    }
-                }
-            })
-        })
-    }
-
-    fn task_id_of(created: &Value) -> Value {
-        created["task"]["taskId"].clone()
-    }
-
-    #[tokio::test]
-    async fn a_task_is_its_clients_alone_and_gives_its_result_once_done() {
-        let tasks = Tasks::new(Duration::from_millis(300));
-        let mine = owner("laptop", "s1");
-        let (answer, answer_rx) = oneshot::channel();
-        let (stopped_tx, _stopped) = oneshot::channel();
-        let created = tasks
-            .create(
-                mine.clone(),
-                &json!({}),
-                waiting_work(answer_rx, stopped_tx),
-            )
-            .unwrap();
-        let id = task_id_of(&created);
-        assert_eq!(id.as_str().unwrap().len(), 32);
-        assert_eq!(created["task"]["status"], "working");
-        assert_eq!(created["task"]["ttl"], 86_400_000);
-        assert_eq!(created["task"]["pollInterval"], 300);
-        assert!(created["task"]["createdAt"]
-            .as_str()
-            .unwrap()
-            .ends_with('Z'));
-
-        for stranger in [owner("laptop", "s2"), owner("ci", "s1")] {
-            assert_eq!(tasks.get(&stranger, &id), Err(RpcError::not_found()));
-            assert_eq!(
-                tasks.cancel(&stranger, &id).await,
-                Err(RpcError::not_found())
-            );
-            assert_eq!(
-                tasks.list(&stranger, &json!({})).unwrap(),
-                json!({"tasks": []})
-            );
-        }
-        assert_eq!(tasks.get(&mine, &json!("nope")), Err(RpcError::not_found()));
-        assert_eq!(
-            tasks.get(&mine, &json!(7)).unwrap_err().code,
-            INVALID_PARAMS
-        );
-        assert_eq!(
-            tasks.list(&mine, &json!({})).unwrap()["tasks"][0]["taskId"],
-            id
-        );
-
-        let waiting = {
-            let (tasks, mine, id) = (tasks.clone(), mine.clone(), id.clone());
-            tokio::spawn(async move { tasks.result(&mine, &id).await })
-        };
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(
-            !waiting.is_finished(),
-            "tasks/result waits for the decision"
-        );
-        answer
-            .send(json!({"content": [{"type": "text", "text": "{}"}], "isError": false}))
-            .unwrap();
-        let result = waiting.await.unwrap().unwrap();
-        assert_eq!(result["_meta"][RELATED_TASK]["taskId"], id);
-        assert_eq!(tasks.get(&mine, &id).unwrap()["status"], "completed");
-        let refused = tasks.cancel(&mine, &id).await.unwrap_err();
-        assert_eq!(refused.code, INVALID_PARAMS, "{refused:?}");
-        tasks.idle().await;
-    }
-
-    #[tokio::test]
-    async fn cancelling_expiring_or_ending_the_session_stops_the_work() {
-        let tasks = Tasks::new(POLL_EVERY);
-        let mine = owner("stdio", "s");
-        let start = |task: Value| {
-            let (answer, answer_rx) = oneshot::channel::<Value>();
-            let (stopped_tx, stopped) = oneshot::channel();
-            let created = tasks
-                .create(mine.clone(), &task, waiting_work(answer_rx, stopped_tx))
-                .unwrap();
-            (task_id_of(&created), stopped, answer)
-        };
-
-        let (id, stopped, _answer) = start(json!({"ttl": 60_000}));
-        let cancelled = tasks.cancel(&mine, &id).await.unwrap();
-        assert_eq!(cancelled["status"], "cancelled");
-        assert!(
-            stopped.await.is_ok(),
-            "the work was stopped before the answer"
-        );
-        assert_eq!(tasks.get(&mine, &id).unwrap()["status"], "cancelled");
-        let result = tasks.result(&mine, &id).await.unwrap();
-        assert_eq!(result["isError"], true);
-
-        let (id, stopped, _answer) = start(json!({"ttl": 0}));
-        assert_eq!(
-            tasks.get(&mine, &id).unwrap()["ttl"],
-            1000,
-            "at least a second"
-        );
-        tokio::time::timeout(Duration::from_secs(5), stopped)
-            .await
-            .expect("an expired task's work stops")
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(tasks.get(&mine, &id), Err(RpcError::not_found()));
-
-        let (_, stopped, _answer) = start(json!({"ttl": null}));
-        assert_eq!(
-            tasks.end_session(&mine),
-            2,
-            "the cancelled one and this one"
-        );
-        tokio::time::timeout(Duration::from_secs(5), stopped)
-            .await
-            .expect("a forgotten task's work stops")
-            .unwrap();
-        tokio::time::timeout(Duration::from_secs(5), tasks.idle())
-            .await
-            .unwrap();
-
-        for bad in [json!("soon"), json!({"ttl": "1h"}), json!({"ttl": -1})] {
-            let (_answer, answer_rx) = oneshot::channel::<Value>();
-            let (stopped_tx, _stopped) = oneshot::channel();
-            let refused = tasks
-                .create(mine.clone(), &bad, waiting_work(answer_rx, stopped_tx))
-                .unwrap_err();
-            assert_eq!(refused.code, INVALID_PARAMS, "{bad}");
-        }
-    }
-
-    #[tokio::test]
-    async fn a_client_holds_a_bounded_number_of_tasks() {
-        let tasks = Tasks::new(POLL_EVERY);
-        let mut answers = Vec::new();
-        for n in 0..MAX_TASKS {
-            let (answer, answer_rx) = oneshot::channel::<Value>();
-            let (stopped_tx, _stopped) = oneshot::channel();
-            // Spread over sessions of one token: the limit is the token's.
-            let created = tasks.create(
-                owner("laptop", &format!("s{}", n % 3)),
-                &json!({}),
-                waiting_work(answer_rx, stopped_tx),
-            );
-            assert!(created.is_ok(), "{n}");
-            answers.push(answer);
-        }
-        let work = || {
-            let (_answer, answer_rx) = oneshot::channel::<Value>();
-            let (stopped_tx, _stopped) = oneshot::channel();
-            waiting_work(answer_rx, stopped_tx)
-        };
-        let refused = tasks
-            .create(owner("laptop", "s9"), &json!({}), work())
-            .unwrap_err();
-        assert_eq!(refused.code, INVALID_REQUEST);
-        assert!(tasks.create(owner("ci", "s"), &json!({}), work()).is_ok());
-        // A finished task makes room.
-        let first = answers.remove(0);
-        first
-            .send(json!({"content": [], "isError": false}))
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(tasks
-            .create(owner("laptop", "s9"), &json!({}), work())
-            .is_ok());
-    }
-}
+mod tests;

@@ -5,7 +5,8 @@
 // HTTP its cancellation is a `notifications/cancelled` POST of its own. A client that declares
 // tasks (2025-11-25) may call submit_plan as a task it polls: the person's decision is the
 // task's result, and a task cancelled, expired or left with its session leaves its plan
-// abandoned at once; another client (or token) cannot see or touch it.
+// abandoned at once, and one whose client falls silent (over HTTP) soon after; another client
+// (or token) cannot see or touch it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
@@ -304,6 +305,53 @@ test('TypeScript SDK tasks over http: another client or token cannot see or touc
     await drain(stream);
   } finally {
     for (const client of [owner, ...others]) await client?.close();
+    await w.server?.stop();
+    removeWorld(w);
+  }
+});
+
+test('TypeScript SDK tasks over http: a client gone without a word loses its plan; one that polls keeps it', async () => {
+  const w = world('ts-tasks-silent');
+  // Silent for 2 s, the server takes a client to be gone (30 s unless set).
+  w.env.PLANDESK_MCP_TASK_IDLE_MS = '2000';
+  let vanishing;
+  let polling;
+  try {
+    vanishing = await transports.http.connect(w, WITH_TASKS);
+    await vanishing.listTools();
+    const gone = vanishing.experimental.tasks.callToolStream(
+      { name: 'submit_plan', arguments: transports.http.args(w, 'Task vanished') });
+    const { value: created } = await gone.next();
+    assert.equal(created.type, 'taskCreated');
+    assert.ok(created.task.pollInterval <= 2_000 / 6, JSON.stringify(created.task));
+    assert.match(created.task.statusMessage, /at least every 2 s.*abandoned/);
+    // It stops polling and goes without ending its session, as a crashed client would.
+    await gone.return();
+    await vanishing.close();
+    const took = await abandonedAtOnce(w, 'Task vanished');
+    console.log(`# http: a vanished client's task abandoned ${took} ms after it went silent`);
+    assert.ok(took >= 1_000, `not before the limit: ${took} ms`);
+
+    // Polled every 300 ms (each request giving up after 2 s) while the person takes 5 s.
+    polling = await transports.http.connect(w, WITH_TASKS);
+    await polling.listTools();
+    const stream = polling.experimental.tasks.callToolStream(
+      { name: 'submit_plan', arguments: transports.http.args(w, 'Task polled') }, undefined, { timeout: 2_000 });
+    const [messages] = await Promise.all([
+      drain(stream),
+      (async () => {
+        await pending(w);
+        await sleep(5_000);
+        assert.equal(revision(w, 'Task polled').status, 'pending');
+        return decide(w, 'approve');
+      })(),
+    ]);
+    const last = messages.at(-1);
+    assert.equal(last.type, 'result', JSON.stringify(last));
+    assert.equal(resultObject(last.result).content, APPROVED);
+    assert.equal(revision(w, 'Task polled').status, 'approved');
+  } finally {
+    for (const client of [vanishing, polling]) await client?.close();
     await w.server?.stop();
     removeWorld(w);
   }

@@ -153,3 +153,36 @@ async fn an_unreachable_server_is_one_clear_error_without_the_password() {
     assert!(err.contains("PostgreSQL URL"), "{err}");
     assert!(!err.contains("s3cret-pass"), "the password leaked: {err}");
 }
+
+/// A write given up while it waits for the store's write lock (its caller cancelled, timed
+/// out) records nothing and holds nothing: its connection is closed, not pooled half-way
+/// through a transaction, and the next write goes through at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_given_up_midway_records_nothing_and_holds_nothing() {
+    let url = crate::pg::database();
+    let store = StoreLocation::postgres(url.clone()).open().await.unwrap();
+    let (other, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // The store's write lock ("plandesk"), held by another session.
+    let lock = "SELECT pg_advisory_lock(8100956956491346795)";
+    other.batch_execute(lock).await.unwrap();
+    let waiting = store.set_setting("given-up", Some("v"), 1);
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), waiting).await;
+    assert!(gave_up.is_err(), "the write did not wait for the lock");
+    other
+        .batch_execute("SELECT pg_advisory_unlock(8100956956491346795)")
+        .await
+        .unwrap();
+    for round in 0..20 {
+        let value = round.to_string();
+        let next = store.set_setting("next", Some(&value), 2);
+        tokio::time::timeout(Duration::from_secs(5), next)
+            .await
+            .expect("a later write waited on the one given up")
+            .unwrap();
+    }
+    assert_eq!(store.setting("given-up").await.unwrap(), None);
+    assert_eq!(store.setting("next").await.unwrap().as_deref(), Some("19"));
+}

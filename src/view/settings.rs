@@ -86,21 +86,21 @@ impl Settings {
         })
     }
 
-    /// Saves the notifications' flags, then the reviewer's name (trimmed; blank removes it).
-    /// A name of more than [`MAX_REVIEWER_NAME`] characters, or with a control character, is
-    /// refused (the flags before it are saved). Start at login is saved on its own
+    /// Saves the notifications' flags and the reviewer's name (trimmed; blank removes it). A
+    /// name of more than [`MAX_REVIEWER_NAME`] characters, or with a control character, is
+    /// refused before anything is saved. Start at login is saved on its own
     /// ([`Settings::save_start_at_login`]), once the host has put its login entry in place.
     pub async fn save_preferences(&self, engine: &Engine) -> Result<(), ViewError> {
+        let name = self.reviewer_name.trim();
+        if name.chars().count() > MAX_REVIEWER_NAME || name.chars().any(char::is_control) {
+            return Err(ViewError::ReviewerName);
+        }
         engine
             .set_setting(NOTIFICATIONS, Some(flag(self.notifications)))
             .await?;
         engine
             .set_setting(NOTIFICATION_TITLES, Some(flag(self.notification_titles)))
             .await?;
-        let name = self.reviewer_name.trim();
-        if name.chars().count() > MAX_REVIEWER_NAME || name.chars().any(char::is_control) {
-            return Err(ViewError::ReviewerName);
-        }
         engine
             .set_setting(REVIEWER_SETTING, (!name.is_empty()).then_some(name))
             .await?;

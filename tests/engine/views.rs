@@ -193,6 +193,8 @@ async fn settings_read_back_as_saved_and_a_bad_name_is_refused() {
     for name in ["x".repeat(101), "Ada\nLovelace".into()] {
         let refused = Settings {
             reviewer_name: name.clone(),
+            notifications: true,
+            notification_titles: true,
             ..chosen.clone()
         }
         .save_preferences(&engine)
@@ -201,9 +203,12 @@ async fn settings_read_back_as_saved_and_a_bad_name_is_refused() {
         assert_eq!(refused.code(), "invalid-input", "{name:?}");
     }
     assert_eq!(
-        Settings::load(&engine).await.unwrap().reviewer_name,
-        "Ada",
-        "a refused name leaves the saved one"
+        Settings::load(&engine).await.unwrap(),
+        Settings {
+            reviewer_name: "Ada".into(),
+            ..chosen.clone()
+        },
+        "a refused name leaves every setting as it was, the flags sent with it too"
     );
     let blank = Settings {
         reviewer_name: " ".into(),

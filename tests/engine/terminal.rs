@@ -48,7 +48,12 @@ fn plans_and_model_text_cannot_spoof_the_terminal() {
         "escapes are visible: {run_out}"
     );
     assert!(run_out.contains("\\r"), "{run_out}");
-    for args in [&["pending"][..], &["show", "1"], &["history"]] {
+    for args in [
+        &["pending"][..],
+        &["show", "1"],
+        &["show", "1", "--html"],
+        &["history"],
+    ] {
         assert_inert(&human(&fx, args), args[0]);
     }
 }

@@ -121,17 +121,21 @@ impl<B: Backend> SqlStore<B> {
                 return Err(err);
             }
         };
+        // A read that fails here fails the write: on PostgreSQL it has aborted the
+        // transaction, whose COMMIT would then roll back without a word.
         let head = match &self.anchor {
-            Some(anchor) if tx.appended => Some(log::since(&mut tx, anchor.first_needed()).await),
+            Some(anchor) if tx.appended => match log::since(&mut tx, anchor.first_needed()).await {
+                Ok(entries) => Some((anchor, entries)),
+                Err(err) => {
+                    self.backend.rollback(tx.conn).await;
+                    return Err(err);
+                }
+            },
             _ => None,
         };
         self.backend.commit(tx.conn, context, write).await?;
-        match (&self.anchor, head) {
-            (Some(anchor), Some(Ok(entries))) => anchor.advance_later(entries),
-            (_, Some(Err(err))) => {
-                eprintln!("plandesk: cannot record the audit trail's end: {err}")
-            }
-            _ => {}
+        if let Some((anchor, entries)) = head {
+            anchor.advance_later(entries);
         }
         Ok(value)
     }

@@ -255,14 +255,17 @@ pub(super) async fn of_run(
     tx.all("list revisions", &sql, &[&run_id], revision).await
 }
 
-/// The full-text index's query for `phrase` (the last word as a prefix), and whether what it
-/// finds has the phrase for sure (else each must be read to check).
-fn index_query(dialect: Dialect, phrase: &[String]) -> (Option<String>, bool) {
+/// The full-text index's query for `phrase`, the words of what a person `typed` (the last one
+/// as a prefix), and whether what it finds has the phrase for sure (else each must be read to
+/// check).
+fn index_query(dialect: Dialect, typed: &[String], phrase: &[String]) -> (Option<String>, bool) {
     match dialect {
         // One quoted FTS5 phrase (quotes doubled) with a prefix star, so that nothing a
-        // person types is read as FTS5 syntax.
+        // person types is read as FTS5 syntax; of the words as typed, which FTS5's tokenizer
+        // reads as it read the plans (`words` folds more than it does: Hangul, kana, Cyrillic
+        // and Greek marks).
         Dialect::Sqlite => (
-            Some(format!("\"{}\"*", phrase.join(" ").replace('"', "\"\""))),
+            Some(format!("\"{}\"*", typed.join(" ").replace('"', "\"\""))),
             true,
         ),
         // Every word, the last as a prefix; none when a word is too long for the index (then
@@ -308,7 +311,7 @@ pub(super) async fn search(
     if phrase.is_empty() {
         return Ok(Vec::new());
     }
-    let (query, exact) = index_query(tx.dialect(), &phrase);
+    let (query, exact) = index_query(tx.dialect(), typed, &phrase);
     let sql = format!(
         "{} WHERE {} AND (CAST($2 AS TEXT) IS NULL OR v.run_id = $2) ORDER BY v.id",
         whole(tx),
@@ -404,7 +407,7 @@ pub(super) async fn list(
     if phrase.is_empty() {
         return Ok(Vec::new());
     }
-    let (query, exact) = index_query(dialect, &phrase);
+    let (query, exact) = index_query(dialect, listing.words, &phrase);
     let columns = select(dialect, if exact { "''" } else { "v.body" }, true);
     let batch = if exact {
         limit

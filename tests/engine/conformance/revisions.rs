@@ -16,6 +16,7 @@ async fn revisions_list_with_their_decisions_and_are_found_by_hash_and_words(
         "# Crème brûlée service\n\nAdd a retry loop to the HTTP client.\n",
         "# Cache\n\nThe client retries; add a loop.\n",
         "# Élan\n\nNothing to see.\n",
+        "# データベース移行\n\nКэш для мой сервис; 데이터베이스 백업, Ελληνικά.\n",
     ];
     let items: Vec<OpenItem> = bodies
         .iter()
@@ -28,10 +29,10 @@ async fn revisions_list_with_their_decisions_and_are_found_by_hash_and_words(
         .await
         .unwrap();
     let all = store.revisions(Some("r")).await.unwrap();
-    assert_eq!(all.len(), 3);
+    assert_eq!(all.len(), 4);
     assert_eq!(
         all.iter().map(|r| r.revision_no).collect::<Vec<_>>(),
-        [1, 2, 3],
+        [1, 2, 3, 4],
         "numbered per plan file"
     );
     assert_eq!(
@@ -74,6 +75,14 @@ async fn revisions_list_with_their_decisions_and_are_found_by_hash_and_words(
         "accents and case ignored"
     );
     assert_eq!(search(&["élan"]).await, ["c2"], "the title counts");
+    for words in [
+        &["データベース"][..],
+        &["데이터베이스"],
+        &["мой", "сер"],
+        &["ελληνικά"],
+    ] {
+        assert_eq!(search(words).await, ["c3"], "{words:?}: any script");
+    }
     assert!(search(&["loop", "retry"]).await.is_empty(), "order matters");
     assert!(
         search(&["etry"]).await.is_empty(),
@@ -119,6 +128,16 @@ async fn revisions_list_with_their_decisions_and_are_found_by_hash_and_words(
     assert_eq!(
         listed,
         all[..2].iter().rev().map(listed_form).collect::<Vec<_>>()
+    );
+    let hangul = vec!["데이터".to_string()];
+    let listing = Listing {
+        words: &hangul,
+        ..Listing::default()
+    };
+    assert_eq!(
+        store.revision_list(&listing).await.unwrap(),
+        vec![listed_form(&all[3])],
+        "a listing finds any script too"
     );
     let other_run = Listing {
         run_id: Some("other"),

@@ -108,10 +108,7 @@ async fn insert(
     at: Millis,
     author: Option<&str>,
 ) -> Result<i64, StoreError> {
-    let (words, complete) = match tx.dialect() {
-        Dialect::Postgres => index_entry(plan),
-        Dialect::Sqlite => (String::new(), true),
-    };
+    let entry: (String, bool);
     let mut args: Vec<&dyn ToArg> = vec![
         &run_id,
         &tool_call_id,
@@ -126,7 +123,8 @@ async fn insert(
         // Its trigger fills the full-text table.
         Dialect::Sqlite => ("", ""),
         Dialect::Postgres => {
-            args.extend([&words as &dyn ToArg, &complete]);
+            entry = index_entry(plan);
+            args.extend([&entry.0 as &dyn ToArg, &entry.1]);
             (
                 ", words, words_complete",
                 ", CAST(CAST($9 AS TEXT) AS tsvector), $10",
@@ -372,9 +370,7 @@ fn listing_query<'a>(
     (sql, args)
 }
 
-/// The query of a listing without words, and its arguments (for tests of how a database
-/// reads it).
-#[cfg(test)]
+/// The query of a listing without words, and its arguments.
 pub(super) fn listing_sql<'a>(
     dialect: Dialect,
     listing: &'a Listing<'_>,
@@ -399,8 +395,7 @@ pub(super) async fn list(
     let dialect = tx.dialect();
     let limit = listing.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     if listing.words.is_empty() {
-        let columns = select(dialect, "''", true);
-        let (sql, args) = listing_query(dialect, &columns, listing, &listing.before, &limit, None);
+        let (sql, args) = listing_sql(dialect, listing, &limit);
         return tx.all("list revisions", &sql, &args, revision).await;
     }
     let phrase = phrase(listing.words);

@@ -302,29 +302,31 @@ pub async fn submit_cancellable(
         .unwrap()
 }
 
-/// The status of the history's revision titled `title`.
-pub fn status_of(fx: &Fixture, title: &str) -> Value {
+/// The status of the history's revision titled `title`, if it is there yet.
+fn status_if_there(fx: &Fixture, title: &str) -> Option<Value> {
     let history = fx.listing(&["history"]);
-    history
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["title"] == title)
-        .unwrap_or_else(|| panic!("no revision {title}: {history}"))["status"]
-        .clone()
+    let revisions = history.as_array().unwrap();
+    let revision = revisions.iter().find(|r| r["title"] == title)?;
+    Some(revision["status"].clone())
 }
 
-/// Waits (up to `within`) until the revision titled `title` has `status`; returns how long.
+/// The status of the history's revision titled `title`.
+pub fn status_of(fx: &Fixture, title: &str) -> Value {
+    status_if_there(fx, title).unwrap_or_else(|| panic!("no revision {title}"))
+}
+
+/// Waits (up to `within`) until the revision titled `title` is there with `status` (a task's
+/// plan is recorded after the task is answered); returns how long.
 pub async fn until_titled(fx: &Fixture, title: &str, status: &str, within: Duration) -> Duration {
     let started = Instant::now();
     loop {
-        if status_of(fx, title) == status {
+        let now = status_if_there(fx, title);
+        if now.as_ref().is_some_and(|s| s == status) {
             return started.elapsed();
         }
         assert!(
             started.elapsed() < within,
-            "{title} stayed {} for {within:?}, never {status}",
-            status_of(fx, title)
+            "{title} stayed {now:?} for {within:?}, never {status}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -20,10 +20,34 @@ pub const MAX_NAME: usize = 64;
 /// The longest `Authorization` value looked at; anything longer is not one of ours.
 const MAX_HEADER: usize = 256;
 
-/// Who a request to `plandesk serve` was let in as: the name of the token it carried.
+/// Who a request to `plandesk serve` was let in as: the token it carried.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// The token's name, what its plans are submitted as.
     pub name: String,
+    /// When the token was created: with the name, which token it is (a revoked token's name
+    /// may be given to a new one).
+    pub created_at: crate::clock::Millis,
+}
+
+impl Caller {
+    /// The request was let in with `row`.
+    pub fn of(row: &TokenRow) -> Self {
+        Self {
+            name: row.name.clone(),
+            created_at: row.created_at,
+        }
+    }
+
+    /// The one token this caller came with, among every token there ever was.
+    pub fn token_key(&self) -> String {
+        token_key(&self.name, self.created_at)
+    }
+}
+
+/// A token's key: its name and creation time (see [`Caller::token_key`]).
+pub fn token_key(name: &str, created_at: crate::clock::Millis) -> String {
+    format!("{name}#{created_at}")
 }
 
 /// A token's secret. `Debug` prints `[redacted]`; `expose` is for printing it once.

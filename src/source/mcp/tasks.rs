@@ -52,8 +52,8 @@ const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
 
-/// Whom a task belongs to: the token's name over HTTP ("stdio" for `plandesk mcp`), and the
-/// client's session. The limit on tasks counts per `principal`.
+/// Whom a task belongs to: the token over HTTP (`Caller::token_key`; "stdio" for `plandesk
+/// mcp`), and the client's session. The limit on tasks counts per `principal`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Owner {
     pub principal: String,

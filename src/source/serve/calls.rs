@@ -32,7 +32,8 @@ pub(super) const SESSION_HEADER: &str = "mcp-session-id";
 /// The longest session id taken from a request; a longer one is not ours (ours are 32 hex).
 const MAX_SESSION: usize = 128;
 
-/// One request: who sent it (the token's name), from which client, and its JSON-RPC id
+/// One request: who sent it (the token's key, see `Caller::token_key`), from which client, and
+/// its JSON-RPC id
 /// (as JSON text, so that `1` and `"1"` differ, as they do in JSON-RPC).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct CallKey {
@@ -148,12 +149,17 @@ impl Calls {
 
     /// Cancels every request of one client (it ended its session); how many there were.
     pub(super) fn cancel_session(&self, token: &str, session: &str) -> usize {
+        self.cancel_where(|k| k.token == token && k.session.as_deref() == Some(session))
+    }
+
+    /// Cancels every request that came with `token` (it was revoked); how many there were.
+    pub(super) fn cancel_token(&self, token: &str) -> usize {
+        self.cancel_where(|k| k.token == token)
+    }
+
+    fn cancel_where(&self, cancels: impl Fn(&CallKey) -> bool) -> usize {
         let mut map = self.lock();
-        let keys: Vec<CallKey> = map
-            .keys()
-            .filter(|k| k.token == token && k.session.as_deref() == Some(session))
-            .cloned()
-            .collect();
+        let keys: Vec<CallKey> = map.keys().filter(|k| cancels(k)).cloned().collect();
         let mut count = 0;
         for key in keys {
             for (_, tx) in map.remove(&key).unwrap_or_default() {
@@ -331,6 +337,7 @@ mod tests {
             assert!(waited.is_err(), "another request is left alone");
         }
         assert_eq!(calls.cancel_session("laptop", "s2"), 1);
+        assert_eq!(calls.cancel_token("ci"), 1, "a revoked token's calls");
         assert_eq!(calls.cancel(&key("laptop", Some("s1"), json!(7))), 0);
         drop((mine, same_id_other_client, same_id_other_token, string_id));
         assert_eq!(calls.len(), 0, "dropped registrations are gone");

@@ -35,6 +35,7 @@ pub(super) async fn claude(
         Ok(None) => return answer(None),
         Err(err) => return answer(Some(claude::failure(&err))),
     };
+    let token = caller.token_key();
     let engine = state.engine.clone().with_actor(Actor {
         name: caller.name,
         process: "serve:claude-code".into(),
@@ -44,6 +45,8 @@ pub(super) async fn claude(
     // abandoned, as a killed command hook's plan is.
     let (_armed, gone) = oneshot::channel::<()>();
     let mut stopped = state.stopped.clone();
+    // Its token revoked while it waits, the request ends as if its client had gone.
+    let mut revoked = state.revoked.clone();
     let wait = state.hook_wait.clone();
     let plan = call.plan.clone();
     let review = tokio::spawn(async move {
@@ -51,6 +54,7 @@ pub(super) async fn claude(
             tokio::select! {
                 _ = gone => {}
                 _ = stopped.wait_for(|stop| *stop) => {}
+                _ = revoked.wait_for(|keys| keys.contains(&token)) => {}
             }
         };
         review_plan(&engine, plan, &wait, stop).await

@@ -9,6 +9,7 @@
 
 mod calls;
 mod hook;
+mod revoked;
 mod tasks;
 
 use std::convert::Infallible;
@@ -69,6 +70,8 @@ struct State {
     calls: Arc<Calls>,
     /// Flips to `true` when the server stops: every waiting call closes its plan as abandoned.
     stopped: watch::Receiver<bool>,
+    /// The tokens seen revoked: what still waits on one ends (see `revoked`).
+    revoked: revoked::RevokedKeys,
 }
 
 /// Serves on `listener` until `shutdown` resolves; then every plan still waiting is closed as
@@ -98,6 +101,7 @@ pub async fn serve(
         Arc::new(NeverSessionManager::default()),
         config,
     );
+    let (revoked_keys, revoked) = revoked::channel();
     let state = Arc::new(State {
         tokens: engine.tokens(),
         engine,
@@ -106,7 +110,9 @@ pub async fn serve(
         hook_wait: options.hook_wait,
         calls: Arc::default(),
         stopped,
+        revoked,
     });
+    let watcher = tokio::spawn(revoked::watch(state.clone(), revoked_keys));
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut shutdown = std::pin::pin!(shutdown);
@@ -144,6 +150,7 @@ pub async fn serve(
     }
     drop(listener);
     let _ = stop.send(true);
+    let _ = watcher.await;
     let tasks = state.server.tasks().clone();
     let drained = async {
         graceful.shutdown().await;
@@ -212,17 +219,18 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
 /// completed.
 async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Response<Body> {
     let session = calls::session_of(request.headers());
+    let token = caller.token_key();
     // Any request is a sign of life of its client, whose tasks wait only while it shows some.
     state.server.tasks().touch(&Owner {
-        principal: caller.name.clone(),
+        principal: token.clone(),
         session: session.clone(),
     });
     match (request.method(), &session) {
         // A client closing its session: it waits for none of its calls or tasks any more.
         (&Method::DELETE, Some(session)) => {
-            state.calls.cancel_session(&caller.name, session);
+            state.calls.cancel_session(&token, session);
             state.server.tasks().end_session(&Owner {
-                principal: caller.name.clone(),
+                principal: token.clone(),
                 session: Some(session.clone()),
             });
             return empty(StatusCode::NO_CONTENT, None);
@@ -247,13 +255,12 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
         .is_some_and(|v| v.as_bytes() == TASKS_VERSION.as_bytes());
     if let (true, Some(parsed), Message::Request { id, .. }) = (tasks_version, &parsed, &message) {
         let owner = Owner {
-            principal: caller.name.clone(),
+            principal: token.clone(),
             session: session.clone(),
         };
         if let Some(reply) = state.server.task_reply(parsed, owner, Some(caller.clone())) {
-            let registered = state
-                .calls
-                .register(CallKey::new(&caller.name, session, id));
+            let registered = state.calls.register(CallKey::new(&token, session, id));
+            revoked::end_if_revoked(state, &token);
             return tasks::answer(reply, registered).await;
         }
     }
@@ -261,7 +268,6 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
     let completion = parsed
         .as_ref()
         .and_then(|parsed| tasks::completion(parsed, tasks_version));
-    let token = caller.name.clone();
     parts.extensions.insert(caller);
     let request = Request::from_parts(parts, Full::new(body));
     match message {
@@ -271,6 +277,7 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
         }
         Message::Request { id, initialize } => {
             let mut registered = state.calls.register(CallKey::new(&token, session, &id));
+            revoked::end_if_revoked(state, &token);
             let mut response = tokio::select! {
                 response = state.mcp.handle(request) => response,
                 // Cancelled before its answer began (rmcp holds a 2026-07-28 request's
@@ -351,7 +358,7 @@ async fn authenticate(
     Ok(tokens
         .authenticate(value)
         .await?
-        .map(|row| Caller { name: row.name }))
+        .map(|row| Caller::of(&row)))
 }
 
 fn unauthorized() -> Response<Body> {

@@ -3,13 +3,15 @@
 //! `submit_plan`, and Claude Code's http hook payloads, each decided from another process.
 //! This module is the harness (a server process, tokens, clients); the tests are in
 //! `auth` (tokens, refusals, OAuth discovery), `calls` (`submit_plan` as a call), `tasks`
-//! (`submit_plan` as a 2025-11-25 task) and `hooks` (Claude Code's http hook); `legacy` is a
-//! raw-HTTP client of the 2025-11-25 protocol.
+//! (`submit_plan` as a 2025-11-25 task), `hooks` (Claude Code's http hook) and `revoked` (a
+//! token revoked while its plans wait); `legacy` is a raw-HTTP client of the 2025-11-25
+//! protocol.
 
 mod auth;
 mod calls;
 mod hooks;
 mod legacy;
+mod revoked;
 mod tasks;
 
 use std::io::{BufRead, BufReader};

@@ -370,9 +370,18 @@ impl Tasks {
     /// Forgets every task of `owner` (its session ended): the plans of those still working
     /// are abandoned. How many there were.
     pub(crate) fn end_session(&self, owner: &Owner) -> usize {
+        self.end_where(|o| o == owner)
+    }
+
+    /// Forgets every task of `principal` (its token was revoked), as [`Tasks::end_session`].
+    pub(crate) fn end_principal(&self, principal: &str) -> usize {
+        self.end_where(|o| o.principal == principal)
+    }
+
+    fn end_where(&self, ends: impl Fn(&Owner) -> bool) -> usize {
         let mut map = self.lock();
         let before = map.len();
-        map.retain(|_, entry| entry.owner != *owner);
+        map.retain(|_, entry| !ends(&entry.owner));
         self.forget_absent(&map);
         before - map.len()
     }

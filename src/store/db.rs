@@ -418,4 +418,32 @@ impl<B: Backend> Store for SqlStore<B> {
             &mut tx, sha256
         ))
     }
+
+    async fn record_work(&self, new: &NewWork<'_>) -> Result<Option<WorkRow>, StoreError> {
+        write!(self, "record work", |tx| work::record(&mut tx, new, None))
+    }
+
+    async fn mark_step(
+        &self,
+        mark: &NewWork<'_>,
+        revision: (i64, &str),
+        by: &Actor,
+    ) -> Result<Option<WorkRow>, StoreError> {
+        write!(self, "mark a step", |tx| work::mark(
+            &mut tx, mark, revision, by
+        ))
+    }
+
+    async fn work(&self, revision_id: i64) -> Result<Vec<WorkRow>, StoreError> {
+        read!(self, "list work", |tx| work::of_revision(
+            &mut tx,
+            revision_id
+        ))
+    }
+
+    async fn approved_revision(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        read!(self, "find the approved revision", |tx| {
+            work::approved_revision(&mut tx, run_id)
+        })
+    }
 }

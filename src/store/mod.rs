@@ -11,11 +11,13 @@ mod items;
 mod log;
 pub mod postgres;
 mod revisions;
+#[macro_use]
 mod rows;
 mod runs;
 mod sql;
 pub mod sqlite;
 pub mod words;
+mod work;
 
 use std::path::PathBuf;
 
@@ -30,6 +32,7 @@ pub use db::SqlStore;
 pub use postgres::PostgresStore;
 pub use rows::*;
 pub use sqlite::SqliteStore;
+pub use work::{NewWork, WorkKind, WorkOf, WorkRow};
 
 pub const DB_FILE: &str = "plandesk.db";
 #[derive(Debug, thiserror::Error)]
@@ -309,4 +312,20 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<TokenRow, StoreError>;
     /// The active token whose secret hashes to `sha256` (exact match), if any.
     async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError>;
+
+    /// Records what an agent did after its plan was approved, held against the run's newest
+    /// approved revision; `None` (nothing recorded) if the run is unknown or has none.
+    async fn record_work(&self, work: &NewWork<'_>) -> Result<Option<WorkRow>, StoreError>;
+    /// Records a person's mark on a step of `revision` (id, sha256) with its audit entry;
+    /// `None` (nothing recorded) unless it is its run's newest approved revision.
+    async fn mark_step(
+        &self,
+        mark: &NewWork<'_>,
+        revision: (i64, &str),
+        by: &Actor,
+    ) -> Result<Option<WorkRow>, StoreError>;
+    /// The work held against a revision, oldest first.
+    async fn work(&self, revision_id: i64) -> Result<Vec<WorkRow>, StoreError>;
+    /// A run's newest approved revision, if it has one.
+    async fn approved_revision(&self, run_id: &str) -> Result<Option<i64>, StoreError>;
 }

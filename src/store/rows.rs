@@ -134,6 +134,8 @@ vocabulary! {
         TokenCreated = "token-created",
         /// A bearer token was revoked: requests carrying it are refused from then on.
         TokenRevoked = "token-revoked",
+        /// A person marked a step of an approved plan done or not applicable by hand.
+        StepMarked = "step-marked",
     }
 }
 

@@ -114,6 +114,10 @@ noting_store! {
     tokens() -> Vec<TokenRow>;
     revoke_token(name: &str, by: &Actor, at: Millis) -> TokenRow;
     active_token(sha256: &str) -> Option<TokenRow>;
+    record_work(work: &NewWork<'_>) -> Option<WorkRow>;
+    mark_step(mark: &NewWork<'_>, revision: (i64, &str), by: &Actor) -> Option<WorkRow>;
+    work(revision_id: i64) -> Vec<WorkRow>;
+    approved_revision(run_id: &str) -> Option<i64>;
 }
 
 /// An engine over a noting store, and a run of `fx`'s script started in `mode`, suspended.

@@ -172,6 +172,24 @@ CREATE UNIQUE INDEX tokens_active_by_name ON tokens(name) WHERE revoked_at IS NU
         // body keeps `plan` null there and reads it from the revision. Earlier ones keep theirs.
         sql: "ALTER TABLE decisions ADD COLUMN plan_from_revision BOOLEAN NOT NULL DEFAULT FALSE;",
     },
+    Migration {
+        version: 3,
+        name: "what an agent did after an approval",
+        // As SQLite's migration 12.
+        sql: "
+CREATE TABLE work (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    revision_id BIGINT NOT NULL REFERENCES plan_revisions(id),
+    at BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    path TEXT,
+    command TEXT,
+    exit_code BIGINT,
+    data TEXT NOT NULL
+);
+CREATE INDEX work_by_revision ON work(revision_id, id);",
+    },
 ];
 
 /// The schema version this build writes.

@@ -272,6 +272,24 @@ CREATE UNIQUE INDEX tokens_active_by_name ON tokens(name) WHERE revoked_at IS NU
         sql: "ALTER TABLE decisions ADD COLUMN plan_from_revision INTEGER NOT NULL DEFAULT 0;",
         rebuilds: false,
     },
+    Migration {
+        version: 12,
+        name: "what an agent did after an approval",
+        sql: "
+CREATE TABLE work (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    revision_id INTEGER NOT NULL REFERENCES plan_revisions(id),
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    path TEXT,
+    command TEXT,
+    exit_code INTEGER,
+    data TEXT NOT NULL
+);
+CREATE INDEX work_by_revision ON work(revision_id, id);",
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

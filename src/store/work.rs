@@ -1,0 +1,187 @@
+//! `work`: what an agent did after a plan was approved, each record bound to the revision that
+//! was approved (files it wrote, commands it ran, its own "finished", a step a person marked by
+//! hand). Only recorded while a run has an approved revision: before any approval there is
+//! nothing to hold the work against.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::log::{self, Entry};
+use super::sql::{Conn, Row, Tx};
+use super::{Action, Actor, AuditKind, SourceKind, StoreError};
+use crate::clock::Millis;
+
+vocabulary! {
+    /// What one record of the work after an approval is.
+    WorkKind {
+        /// A file written, edited or created (`path`).
+        File = "file",
+        /// A command run (`command`, and its `exit_code` when known).
+        Command = "command",
+        /// The agent said it was done (Claude Code's `Stop`, the end of an engine run).
+        Finished = "finished",
+        /// A person marked a step done or not applicable by hand (`data.step`, `data.mark`).
+        Marked = "marked",
+    }
+}
+
+/// Whose work a record is: a run, or an outside agent's session (its run found by the store).
+#[derive(Debug, Clone, Copy)]
+pub enum WorkOf<'a> {
+    Run(&'a str),
+    Session { kind: SourceKind, session: &'a str },
+}
+
+/// A record to add.
+#[derive(Debug, Clone)]
+pub struct NewWork<'a> {
+    pub of: WorkOf<'a>,
+    pub at: Millis,
+    pub kind: WorkKind,
+    /// A file's path: relative to the workspace, or absolute when it is outside it.
+    pub path: Option<&'a str>,
+    pub command: Option<&'a str>,
+    pub exit_code: Option<i64>,
+    /// What else is known (the tool's name, the file's hashes, a mark's step), as JSON.
+    pub data: Value,
+}
+
+/// A stored record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkRow {
+    pub id: i64,
+    pub run_id: String,
+    /// The approved revision the work is held against.
+    pub revision_id: i64,
+    pub at: Millis,
+    pub kind: WorkKind,
+    pub path: Option<String>,
+    pub command: Option<String>,
+    pub exit_code: Option<i64>,
+    pub data: Value,
+}
+
+const COLUMNS: &str = "id, run_id, revision_id, at, kind, path, command, exit_code, data";
+
+fn row(r: &dyn Row) -> Result<WorkRow, StoreError> {
+    let kind: String = r.get(4)?;
+    let data: String = r.get(8)?;
+    Ok(WorkRow {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        revision_id: r.get(2)?,
+        at: r.get(3)?,
+        kind: WorkKind::parse(&kind).ok_or_else(|| StoreError::Query {
+            context: "read work",
+            message: format!("unknown kind of work `{kind}`"),
+        })?,
+        path: r.get(5)?,
+        command: r.get(6)?,
+        exit_code: r.get(7)?,
+        data: serde_json::from_str(&data).map_err(|e| StoreError::Query {
+            context: "read work",
+            message: e.to_string(),
+        })?,
+    })
+}
+
+/// Adds a record to the run's newest approved revision; `None` (nothing written) when the run
+/// is unknown or has no approved revision, or (with `expect`) when that is another revision.
+pub(super) async fn record(
+    tx: &mut Tx<impl Conn>,
+    new: &NewWork<'_>,
+    expect: Option<i64>,
+) -> Result<Option<WorkRow>, StoreError> {
+    let run_id = match new.of {
+        WorkOf::Run(id) => Some(id.to_owned()),
+        WorkOf::Session { kind, session } => {
+            tx.row(
+                "find session",
+                "SELECT id FROM runs WHERE source = $1 AND session = $2",
+                &[&kind.as_str(), &session],
+                |r| r.get::<String>(0),
+            )
+            .await?
+        }
+    };
+    let Some(run_id) = run_id else {
+        return Ok(None);
+    };
+    let Some(revision_id) = approved_revision(tx, &run_id).await? else {
+        return Ok(None);
+    };
+    if expect.is_some_and(|expected| expected != revision_id) {
+        return Ok(None);
+    }
+    let sql = format!(
+        "INSERT INTO work (run_id, revision_id, at, kind, path, command, exit_code, data)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
+    );
+    let data = new.data.to_string();
+    tx.row(
+        "record work",
+        &sql,
+        &[
+            &run_id,
+            &revision_id,
+            &new.at,
+            &new.kind.as_str(),
+            &new.path,
+            &new.command,
+            &new.exit_code,
+            &data,
+        ],
+        row,
+    )
+    .await
+}
+
+/// The run's newest approved revision, if it has one.
+pub(super) async fn approved_revision(
+    tx: &mut Tx<impl Conn>,
+    run_id: &str,
+) -> Result<Option<i64>, StoreError> {
+    tx.row(
+        "find the approved revision",
+        "SELECT revision_id FROM decisions
+         WHERE run_id = $1 AND action = $2 AND revision_id IS NOT NULL
+         ORDER BY id DESC LIMIT 1",
+        &[&run_id, &Action::Approved.as_str()],
+        |r| r.get::<i64>(0),
+    )
+    .await
+}
+
+/// The work held against one revision, oldest first.
+pub(super) async fn of_revision(
+    tx: &mut Tx<impl Conn>,
+    revision_id: i64,
+) -> Result<Vec<WorkRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM work WHERE revision_id = $1 ORDER BY id");
+    tx.all("list work", &sql, &[&revision_id], row).await
+}
+
+/// A person's mark on a step of `revision` (its sha256 for the trail): recorded only if it is
+/// its run's approved revision, with its audit entry.
+pub(super) async fn mark(
+    tx: &mut Tx<impl Conn>,
+    new: &NewWork<'_>,
+    revision: (i64, &str),
+    by: &Actor,
+) -> Result<Option<WorkRow>, StoreError> {
+    let Some(row) = record(tx, new, Some(revision.0)).await? else {
+        return Ok(None);
+    };
+    let entry = Entry {
+        at: new.at,
+        actor: &by.name,
+        process: &by.process,
+        run_id: &row.run_id,
+        kind: AuditKind::StepMarked,
+        revision_sha: Some(revision.1),
+        data: new.data.clone(),
+    };
+    log::append(tx, entry).await?;
+    Ok(Some(row))
+}

@@ -408,16 +408,18 @@ pub async fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `plandesk install TARGET [--uninstall] [--print]`.
+/// `plandesk install TARGET [--uninstall] [--print] [--no-record]`.
 pub fn install(
     target: Target,
     uninstall: bool,
     print: bool,
+    record: bool,
     data_dir: Option<PathBuf>,
 ) -> Result<ExitCode> {
     let exe = std::env::current_exe()?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
-    let places = Places::from_env(exe, data_dir)?;
+    let mut places = Places::from_env(exe, data_dir)?;
+    places.record = record;
     let change = install::plan(target, uninstall, &places)?;
     let agent = source::agent_name(target.source());
     if print {

@@ -10,6 +10,8 @@ mod keys;
 mod model;
 mod open;
 mod print;
+mod progress;
+mod record;
 mod reviewing;
 mod runs;
 mod storage;
@@ -235,6 +237,35 @@ enum Command {
         /// Print the settings file as it would be, and write nothing
         #[arg(long)]
         print: bool,
+        /// Leave out (or remove) the hooks that record what the agent does after its plan is
+        /// approved (`plandesk progress` then shows no work)
+        #[arg(long)]
+        no_record: bool,
+    },
+    /// Record what an agent did after its plan was approved: the after-tool hook an agent runs
+    /// (`plandesk install` sets it up). Reads the payload on stdin, prints nothing, exits 0
+    #[command(hide = true)]
+    Record {
+        #[arg(value_enum)]
+        agent: record::Agent,
+    },
+    /// What the agent did after its plan was approved, step by step, and what it changed
+    /// outside the plan
+    Progress {
+        /// A run (its newest approved plan), or an approved plan revision (number, #N, or 8+
+        /// hex digits of its sha256)
+        #[arg(value_name = "RUN|REVISION")]
+        key: String,
+    },
+    /// Mark a step of an approved plan done or not applicable by hand (or clear the mark)
+    Mark {
+        #[arg(value_name = "RUN|REVISION")]
+        key: String,
+        /// The step's number, as `plandesk progress` shows it
+        #[arg(value_name = "STEP")]
+        step: usize,
+        #[arg(value_enum)]
+        mark: progress::Mark,
     },
     /// Show a plan in the desktop app: starts it, or brings the running one forward on it
     Open {
@@ -460,6 +491,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             audit::audit(&engine().await?, what, json).await
         }
         Command::Model { action } => model::model(&engine().await?, action, json).await,
+        Command::Progress { key } => progress::progress(&engine().await?, &key, json).await,
+        Command::Mark { key, step, mark } => {
+            progress::mark(&engine().await?, &key, step, mark, json).await
+        }
         Command::Open { key } => open::open(&engine().await?, &data_dir, &key, json).await,
         Command::Token { action } => tokens::token(&engine().await?, action, json).await,
         Command::Key { action } => keys::key(action, json),
@@ -482,7 +517,15 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             agent,
             uninstall,
             print,
-        } => agents::install(agent.into(), uninstall, print, cli.data_dir.clone()),
+            no_record,
+        } => agents::install(
+            agent.into(),
+            uninstall,
+            print,
+            !no_record,
+            cli.data_dir.clone(),
+        ),
+        Command::Record { agent } => Ok(record::record(agent, &data_dir, given_store).await),
     }
 }
 

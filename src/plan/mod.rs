@@ -4,6 +4,7 @@
 pub mod diff;
 pub mod lines;
 pub mod render;
+pub mod steps;
 
 pub use diff::{
     side_by_side, side_by_side_within, DiffLine, DiffRow, RowKind, Segment, SideBySide,

@@ -10,6 +10,7 @@ mod comments;
 mod edit;
 mod external;
 mod key;
+mod progress;
 mod renders;
 mod types;
 
@@ -24,11 +25,13 @@ use crate::store::{Actor, DecisionRow, Listing, NewDecision, RevisionRow, Store,
 /// Rows hosts meet through the review core: an item's kind, where a plan came from, and the
 /// audit trail's entries.
 pub use crate::store::{AuditRow, ItemKind, SourceKind};
+pub use crate::store::{NewWork, WorkKind, WorkOf};
 pub use audit::{check_chain, check_export, write_export, AuditCheck, HeadCheck};
 pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_COMMENT_CHARS};
 pub use edit::{EditSummary, Edited};
 pub use external::{ExternalPlan, PlanFile, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
+pub use progress::{CommandRun, FileProgress, Progress, StepProgress, StepState};
 pub use renders::{RenderedPlan, PAGE_BYTES};
 pub use types::*;
 
@@ -49,6 +52,8 @@ pub enum ReviewError {
     BadComment(String),
     #[error("{0}")]
     BadEdit(String),
+    #[error("{0}")]
+    BadMark(String),
     #[error("`{key}` is ambiguous: {detail}")]
     Ambiguous { key: String, detail: String },
     #[error(
@@ -71,7 +76,8 @@ impl ReviewError {
             | ReviewError::DifferentPlans { .. }
             | ReviewError::BadLines { .. }
             | ReviewError::BadComment(_)
-            | ReviewError::BadEdit(_) => "invalid-input",
+            | ReviewError::BadEdit(_)
+            | ReviewError::BadMark(_) => "invalid-input",
             ReviewError::NoSuchSha { .. } => "unknown-revision",
             ReviewError::Ambiguous { .. } => "ambiguous",
         }

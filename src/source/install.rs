@@ -118,6 +118,9 @@ pub struct Places {
     pub exe: PathBuf,
     /// Passed on to the hook when the store is not the default one.
     pub data_dir: Option<PathBuf>,
+    /// Also install the hooks that record what an agent does after its plan is approved
+    /// (`plandesk record`); `false` removes them.
+    pub record: bool,
 }
 
 impl Places {
@@ -135,6 +138,7 @@ impl Places {
             project: std::env::current_dir().map_err(|e| file_error(Path::new("."), e))?,
             exe,
             data_dir,
+            record: true,
         })
     }
 
@@ -170,107 +174,130 @@ impl Change {
     }
 }
 
-/// Where an agent's hook goes and how ours looks there.
+/// Where one of an agent's hooks goes and how ours looks there.
 struct HookPlace {
-    file: PathBuf,
     event: &'static str,
     /// Our group's `matcher`; `None`: the group has none (Codex's Stop hooks match nothing).
     matcher: Option<&'static str>,
-    /// The agent `plandesk hook` is told it runs under.
+    /// The `plandesk` command it runs (`hook`, or `record` for what is done after approval).
+    verb: &'static str,
+    /// The agent that command is told it runs under.
     agent: &'static str,
+    /// Ours in the group.
+    hook: Value,
+    /// Whether it is installed (`false`: only removed, as on uninstall).
+    wanted: bool,
 }
+
+/// How long Claude Code waits for a `plandesk record` hook (it answers within milliseconds,
+/// and gives up itself within a few seconds).
+const RECORD_TIMEOUT_SECS: u64 = 10;
+/// The tools whose use after an approval Claude Code's `PostToolUse` hook records (and
+/// `ExitPlanMode`: a plan answered in Claude Code's own dialog).
+const CLAUDE_RECORDED_TOOLS: &str = "ExitPlanMode|Write|Edit|MultiEdit|NotebookEdit|Bash";
 
 /// Computes what installing (or uninstalling) `target` does to its settings file.
 pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, InstallError> {
-    let (place, hook, note) = match target {
+    let command = |verb: &str, agent: &str, timeout: u64| {
+        json!({
+            "type": "command",
+            "command": places.command(&format!("{verb} {agent}")),
+            "timeout": timeout,
+        })
+    };
+    let (file, hooks, note) = match target {
         Target::ClaudeCode => {
             let dir = places
                 .claude_dir
                 .clone()
                 .unwrap_or_else(|| places.home.join(".claude"));
-            let place = HookPlace {
-                file: dir.join("settings.json"),
+            let review = HookPlace {
                 event: "PermissionRequest",
                 matcher: Some("ExitPlanMode"),
+                verb: "hook",
                 agent: "claude-code",
+                hook: command("hook", "claude-code", HOOK_TIMEOUT_SECS),
+                wanted: true,
             };
-            let hook = json!({
-                "type": "command",
-                "command": places.command("hook claude-code"),
-                "timeout": HOOK_TIMEOUT_SECS,
-            });
-            (place, hook, None)
+            let record = |event, matcher| HookPlace {
+                event,
+                matcher,
+                verb: "record",
+                agent: "claude-code",
+                hook: command("record", "claude-code", RECORD_TIMEOUT_SECS),
+                wanted: places.record,
+            };
+            let hooks = vec![
+                review,
+                record("PostToolUse", Some(CLAUDE_RECORDED_TOOLS)),
+                record("Stop", None),
+            ];
+            (dir.join("settings.json"), hooks, None)
         }
         Target::Codex => {
             let dir = places
                 .codex_home
                 .clone()
                 .unwrap_or_else(|| places.home.join(".codex"));
+            let mut hook = command("hook", "codex", HOOK_TIMEOUT_SECS);
+            hook["statusMessage"] = json!("Waiting for the plan review in Plandesk");
             let place = HookPlace {
-                file: dir.join("hooks.json"),
                 event: "Stop",
                 matcher: None,
+                verb: "hook",
                 agent: "codex",
+                hook,
+                wanted: true,
             };
-            let hook = json!({
-                "type": "command",
-                "command": places.command("hook codex"),
-                "timeout": HOOK_TIMEOUT_SECS,
-                "statusMessage": "Waiting for the plan review in Plandesk",
-            });
             let note = (!uninstall).then(|| {
                 "Codex runs a new hook only once you trust it: start Codex and answer \"Hooks need \
                  review\" with \"Trust all and continue\" (or type /hooks)."
                     .to_owned()
             });
-            (place, hook, note)
+            (dir.join("hooks.json"), vec![place], note)
         }
         Target::Gemini => {
             let place = HookPlace {
-                file: places.home.join(".gemini/settings.json"),
                 event: "BeforeTool",
                 matcher: Some("^exit_plan_mode$"),
+                verb: "hook",
                 agent: "gemini",
-            };
-            let hook = json!({
-                "type": "command",
-                "command": places.command("hook gemini"),
                 // Milliseconds here.
-                "timeout": HOOK_TIMEOUT_SECS * 1000,
-            });
-            (place, hook, None)
+                hook: command("hook", "gemini", HOOK_TIMEOUT_SECS * 1000),
+                wanted: true,
+            };
+            (places.home.join(".gemini/settings.json"), vec![place], None)
         }
         Target::Mcp => return plan_mcp(uninstall, places),
     };
-    let HookPlace {
-        file,
-        event,
-        matcher,
-        agent,
-    } = place;
     let target = resolve_links(&file)?;
     let before = read(&target, OFlags::empty())?.map(|existing| existing.text);
     let mut settings = parse(&file, before.as_deref())?;
-    let hooks = object_at(&mut settings, "hooks", &file)?;
-    let groups = hooks
-        .entry(event)
-        .or_insert_with(|| Value::Array(Vec::new()));
-    let Value::Array(groups) = groups else {
-        return Err(file_error(&file, format!("`hooks.{event}` is not a list")));
-    };
-    groups.retain(|g| !is_our_group(g, matcher, agent));
-    if !uninstall {
-        let mut group = Map::new();
-        if let Some(matcher) = matcher {
-            group.insert("matcher".into(), matcher.into());
+    let events: Vec<&str> = hooks.iter().map(|h| h.event).collect();
+    for place in hooks {
+        let event = place.event;
+        let all = object_at(&mut settings, "hooks", &file)?;
+        let groups = all.entry(event).or_insert_with(|| Value::Array(Vec::new()));
+        let Value::Array(groups) = groups else {
+            return Err(file_error(&file, format!("`hooks.{event}` is not a list")));
+        };
+        groups.retain(|g| !is_our_group(g, place.matcher, place.verb, place.agent));
+        if !uninstall && place.wanted {
+            let mut group = Map::new();
+            if let Some(matcher) = place.matcher {
+                group.insert("matcher".into(), matcher.into());
+            }
+            group.insert("hooks".into(), json!([place.hook]));
+            groups.push(Value::Object(group));
         }
-        group.insert("hooks".into(), json!([hook]));
-        groups.push(Value::Object(group));
     }
     // No empty list or `hooks` object left of what install added.
-    let path = ["hooks", event];
-    drop_empty(&mut settings, &path);
-    let after = finished(&target, before.as_deref(), &settings, uninstall, &path);
+    let paths: Vec<[&str; 2]> = events.iter().map(|event| ["hooks", event]).collect();
+    let paths: Vec<&[&str]> = paths.iter().map(|path| &path[..]).collect();
+    for path in &paths {
+        drop_empty(&mut settings, path);
+    }
+    let after = finished(&target, before.as_deref(), &settings, uninstall, &paths);
     Ok(Change {
         after,
         file,
@@ -319,6 +346,7 @@ fn plan_mcp(uninstall: bool, places: &Places) -> Result<Change, InstallError> {
     }
     let path = ["mcpServers"];
     drop_empty(&mut settings, &path);
+    let paths: [&[&str]; 1] = [&path];
     let note = (!uninstall).then(|| {
         "MCP clients time a tool call out (Codex after 60 s, Gemini CLI after 10 min, Claude Code \
          moves it to the background after 2 min): give `submit_plan` a long timeout — Codex: \
@@ -327,7 +355,7 @@ fn plan_mcp(uninstall: bool, places: &Places) -> Result<Change, InstallError> {
             .to_owned()
     });
     Ok(Change {
-        after: finished(&target, before.as_deref(), &settings, uninstall, &path),
+        after: finished(&target, before.as_deref(), &settings, uninstall, &paths),
         file,
         before,
         note,
@@ -339,7 +367,7 @@ fn plan_mcp(uninstall: bool, places: &Places) -> Result<Change, InstallError> {
 /// hook, of type command, running `PROGRAM [--data-dir DIR] hook AGENT`. The program may be any
 /// (the binary may have been renamed or moved since); nothing else is ours, however much it
 /// mentions Plandesk.
-fn is_our_group(group: &Value, matcher: Option<&str>, agent: &str) -> bool {
+fn is_our_group(group: &Value, matcher: Option<&str>, verb: &str, agent: &str) -> bool {
     let Some(group) = group.as_object() else {
         return false;
     };
@@ -361,7 +389,7 @@ fn is_our_group(group: &Value, matcher: Option<&str>, agent: &str) -> bool {
                 let words: Vec<&str> = words.iter().map(String::as_str).collect();
                 matches!(
                     words.as_slice(),
-                    [_, "hook", name] | [_, "--data-dir", _, "hook", name] if *name == agent
+                    [_, v, name] | [_, "--data-dir", _, v, name] if *v == verb && *name == agent
                 )
             })
 }
@@ -415,11 +443,13 @@ fn finished(
     before: Option<&str>,
     settings: &Value,
     uninstall: bool,
-    path: &[&str],
+    paths: &[&[&str]],
 ) -> String {
     let same = |text: &str| {
         serde_json::from_str::<Value>(text).is_ok_and(|mut value| {
-            drop_empty(&mut value, path);
+            for path in paths {
+                drop_empty(&mut value, path);
+            }
             value == *settings
         })
     };

@@ -4,6 +4,7 @@
 //! share how a plan is submitted and waited on (here), and fail closed: any failure of ours is
 //! answered as "not approved", never let through.
 
+pub mod after;
 pub mod claude;
 pub mod codex;
 pub mod gemini;

@@ -26,6 +26,7 @@ mod local_models;
 mod mcp;
 mod parking;
 mod plan_loop;
+mod progress;
 mod providers;
 mod refusals;
 mod review_tools;

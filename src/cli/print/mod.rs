@@ -15,7 +15,7 @@ macro_rules! say {
 
 // After `say!`, which it uses.
 mod stream;
-mod table;
+pub mod table;
 
 use std::borrow::Cow;
 

@@ -10,6 +10,7 @@ fn places(dir: &Path) -> Places {
         project: dir.join("project"),
         exe: PathBuf::from("/opt/Plan Desk/plandesk"),
         data_dir: None,
+        record: true,
     }
 }
 
@@ -38,6 +39,18 @@ fn installing_merges_beside_other_entries_and_twice_changes_nothing() {
         "the path is quoted for the shell"
     );
     assert_eq!(groups[1]["hooks"][0]["timeout"], HOOK_TIMEOUT_SECS);
+    let recorded = &after["hooks"]["PostToolUse"][0];
+    assert_eq!(recorded["matcher"], CLAUDE_RECORDED_TOOLS);
+    assert_eq!(
+        recorded["hooks"][0]["command"],
+        "'/opt/Plan Desk/plandesk' record claude-code"
+    );
+    assert_eq!(recorded["hooks"][0]["timeout"], RECORD_TIMEOUT_SECS);
+    assert_eq!(
+        after["hooks"]["Stop"][0],
+        json!({"hooks": [{"type": "command", "timeout": RECORD_TIMEOUT_SECS,
+                          "command": "'/opt/Plan Desk/plandesk' record claude-code"}]})
+    );
     let backup = apply(&change, 7).unwrap().unwrap();
     assert_eq!(
         std::fs::read_to_string(&backup).unwrap(),
@@ -52,6 +65,29 @@ fn installing_merges_beside_other_entries_and_twice_changes_nothing() {
 
     let removed = plan(Target::ClaudeCode, true, &p).unwrap();
     assert_eq!(settings(&removed), theirs, "uninstall removes only ours");
+}
+
+#[test]
+fn the_hooks_that_record_work_after_an_approval_can_be_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = places(dir.path());
+    apply(&plan(Target::ClaudeCode, false, &p).unwrap(), 1).unwrap();
+    p.record = false;
+    let change = plan(Target::ClaudeCode, false, &p).unwrap();
+    let after = settings(&change);
+    assert_eq!(
+        after["hooks"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["PermissionRequest"],
+        "only the plan's hook is left: {after}"
+    );
+    apply(&change, 2).unwrap();
+    assert!(!plan(Target::ClaudeCode, false, &p)
+        .unwrap()
+        .changes_anything());
 }
 
 #[test]

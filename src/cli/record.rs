@@ -1,0 +1,56 @@
+//! `plandesk record AGENT`: an agent's after-tool hook. It records what the agent did after its
+//! plan was approved and never stands in the agent's way: it prints nothing, always exits 0, and
+//! gives up (saying so on stderr) if the store does not take the record within a moment.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use plandesk::config::StoreLocation;
+use plandesk::source::{self, after};
+use plandesk::Engine;
+
+/// The longest a record may take; then the hook exits (0) without it.
+const LIMIT: Duration = Duration::from_secs(3);
+
+/// The agents whose after-tool hooks are read.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Agent {
+    /// Claude Code (PostToolUse, Stop)
+    ClaudeCode,
+}
+
+pub async fn record(agent: Agent, data_dir: &Path, store: Option<&str>) -> ExitCode {
+    std::thread::spawn(|| {
+        std::thread::sleep(LIMIT);
+        eprintln!("plandesk record: the store did not answer within {LIMIT:?}; nothing recorded");
+        std::process::exit(0);
+    });
+    if let Err(err) = record_one(agent, data_dir, store).await {
+        eprintln!(
+            "plandesk record: {}; nothing recorded",
+            plandesk::text::terminal_safe(&err)
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Result<(), String> {
+    let input = source::read_stdin(source::MAX_HOOK_INPUT)?;
+    let report = match agent {
+        Agent::ClaudeCode => after::claude(&input).map_err(|e| e.to_string())?,
+    };
+    let Some(report) = report else {
+        return Ok(());
+    };
+    let store = StoreLocation::choose(store, data_dir).map_err(|e| e.to_string())?;
+    let engine = Engine::open_at(&store, "record:claude-code")
+        .await
+        .map_err(|e| e.to_string())?;
+    let review = engine.review();
+    review
+        .record_work(&report.work(engine.now_millis()))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}

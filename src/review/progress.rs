@@ -1,0 +1,375 @@
+//! After Approve: what the agent did, held against the plan it was approved for. Each step of
+//! the approved revision (see `plan::steps`) is *done* once a file it names changed or a command
+//! it names ran (or a person marked it), else *not done yet*; each changed file is *planned*
+//! (a step names it) or *unplanned*; and the agent's own "finished" says whether it still works.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Review, ReviewError, Revision};
+use crate::clock::Millis;
+use crate::plan::steps::{self, Step};
+use crate::store::{NewWork, WorkKind, WorkRow};
+
+/// Where a step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepState {
+    Done,
+    NotDoneYet,
+    /// A person said it does not apply.
+    NotApplicable,
+}
+
+/// A step with its state and what shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepProgress {
+    /// Its number, from 1, as `plandesk mark` takes it.
+    pub number: usize,
+    pub line: usize,
+    pub text: String,
+    pub state: StepState,
+    /// A person set the state by hand.
+    pub by_hand: bool,
+    /// Files it names (that exist in the workspace or were changed), workspace-relative.
+    pub files: Vec<String>,
+    /// Commands it names.
+    pub commands: Vec<String>,
+    /// The changed files and the commands run that make it done.
+    pub changed: Vec<String>,
+    pub ran: Vec<String>,
+}
+
+/// A file a step names or the agent changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileProgress {
+    /// Relative to the workspace; absolute when it is outside it (`outside`).
+    pub path: String,
+    /// A step names it.
+    pub planned: bool,
+    pub changed: bool,
+    pub outside: bool,
+}
+
+/// A command the agent ran.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandRun {
+    pub command: String,
+    pub exit_code: Option<i64>,
+    pub planned: bool,
+    pub at: Millis,
+}
+
+/// The work after an approval, against the approved plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub run_id: String,
+    pub revision_id: i64,
+    pub revision_no: i64,
+    pub title: String,
+    pub approved_at: Option<Millis>,
+    pub steps: Vec<StepProgress>,
+    pub files: Vec<FileProgress>,
+    pub commands: Vec<CommandRun>,
+    /// The agent said it finished, and did nothing after.
+    pub finished: bool,
+    /// Its newest record (any kind).
+    pub last_at: Option<Millis>,
+    /// "5 of 6 steps done, 2 files outside the plan".
+    pub summary: String,
+}
+
+impl Progress {
+    pub fn done(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| s.state != StepState::NotDoneYet)
+            .count()
+    }
+
+    pub fn unplanned(&self) -> impl Iterator<Item = &FileProgress> {
+        self.files.iter().filter(|f| f.changed && !f.planned)
+    }
+}
+
+/// Whether a changed file is the path a step names (the same, or the step names its end).
+fn is_named(named: &str, changed: &str) -> bool {
+    changed == named
+        || changed
+            .strip_suffix(named)
+            .is_some_and(|head| head.ends_with('/'))
+}
+
+/// Whether a command run is one a step names: one of its `&&`, `;` or `|` parts is that
+/// command, or it with more arguments.
+fn is_run(named: &str, ran: &str) -> bool {
+    ran.split(['&', ';', '|'])
+        .map(|part| part.split_whitespace().collect::<Vec<_>>().join(" "))
+        .any(|part| part == named || part.starts_with(&format!("{named} ")))
+}
+
+/// Whether `path` (relative, as a plan names it) is something in `workspace`: looked at, never
+/// followed through a link, never read.
+fn in_workspace(workspace: &Path, path: &str) -> bool {
+    let relative = Path::new(path);
+    relative.is_relative()
+        && relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        && workspace.join(relative).symlink_metadata().is_ok()
+}
+
+/// Holds the records `work` against the steps of `markdown` (in `workspace`).
+pub fn hold(
+    revision: &Revision,
+    workspace: &Path,
+    approved_at: Option<Millis>,
+    work: &[WorkRow],
+) -> Progress {
+    let plan_steps = steps::steps(&revision.markdown());
+    let mut changed: Vec<(&str, bool)> = Vec::new();
+    let mut commands = Vec::new();
+    let mut marks: Vec<Option<(StepState, bool)>> = vec![None; plan_steps.len()];
+    let mut finished = false;
+    for record in work {
+        match record.kind {
+            WorkKind::File => {
+                finished = false;
+                if let Some(path) = record.path.as_deref() {
+                    if !changed.iter().any(|(p, _)| *p == path) {
+                        changed.push((path, record.data["outside"] == true));
+                    }
+                }
+            }
+            WorkKind::Command => {
+                finished = false;
+                if let Some(command) = record.command.as_deref() {
+                    commands.push(CommandRun {
+                        command: command.to_owned(),
+                        exit_code: record.exit_code,
+                        planned: false,
+                        at: record.at,
+                    });
+                }
+            }
+            WorkKind::Finished => finished = true,
+            WorkKind::Marked => {
+                let step = record.data["step"].as_u64().unwrap_or(0) as usize;
+                let state = match record.data["mark"].as_str() {
+                    Some("done") => Some((StepState::Done, true)),
+                    Some("not-applicable") => Some((StepState::NotApplicable, true)),
+                    _ => None,
+                };
+                if let Some(slot) = step.checked_sub(1).and_then(|i| marks.get_mut(i)) {
+                    *slot = state;
+                }
+            }
+        }
+    }
+    let steps: Vec<StepProgress> = plan_steps
+        .iter()
+        .zip(&marks)
+        .enumerate()
+        .map(|(i, (step, mark))| step_progress(i + 1, step, *mark, workspace, &changed, &commands))
+        .collect();
+    for command in &mut commands {
+        command.planned = steps.iter().any(|s| s.ran.contains(&command.command));
+    }
+    let mut files: Vec<FileProgress> = Vec::new();
+    for named in steps.iter().flat_map(|s| &s.files) {
+        if !files.iter().any(|f| &f.path == named) {
+            files.push(FileProgress {
+                path: named.clone(),
+                planned: true,
+                changed: false,
+                outside: false,
+            });
+        }
+    }
+    for (path, outside) in &changed {
+        let planned = steps.iter().any(|s| s.changed.iter().any(|c| c == path));
+        match files.iter_mut().find(|f| f.path == *path) {
+            Some(file) => file.changed = true,
+            None => {
+                // A step naming the file's end names it: one entry, under the changed path.
+                files.retain(|f| !(planned && !f.changed && is_named(&f.path, path)));
+                files.push(FileProgress {
+                    path: (*path).to_owned(),
+                    planned,
+                    changed: true,
+                    outside: *outside,
+                });
+            }
+        }
+    }
+    let mut progress = Progress {
+        run_id: revision.run_id.clone(),
+        revision_id: revision.id,
+        revision_no: revision.revision_no,
+        title: revision.title.clone(),
+        approved_at,
+        steps,
+        files,
+        commands,
+        finished,
+        last_at: work.last().map(|w| w.at),
+        summary: String::new(),
+    };
+    let unplanned = progress.unplanned().count();
+    progress.summary = format!(
+        "{} of {} steps done, {}",
+        progress.done(),
+        progress.steps.len(),
+        match unplanned {
+            0 => "no file outside the plan".to_owned(),
+            1 => "1 file outside the plan".to_owned(),
+            n => format!("{n} files outside the plan"),
+        }
+    );
+    progress
+}
+
+fn step_progress(
+    number: usize,
+    step: &Step,
+    mark: Option<(StepState, bool)>,
+    workspace: &Path,
+    changed: &[(&str, bool)],
+    commands: &[CommandRun],
+) -> StepProgress {
+    let touched: Vec<String> = changed
+        .iter()
+        .filter(|(path, _)| step.paths.iter().any(|named| is_named(named, path)))
+        .map(|(path, _)| (*path).to_owned())
+        .collect();
+    let files = step
+        .paths
+        .iter()
+        .filter(|named| {
+            in_workspace(workspace, named) || changed.iter().any(|(p, _)| is_named(named, p))
+        })
+        .cloned()
+        .collect();
+    let mut ran: Vec<String> = commands
+        .iter()
+        .filter(|c| step.commands.iter().any(|named| is_run(named, &c.command)))
+        .map(|c| c.command.clone())
+        .collect();
+    ran.dedup();
+    let (state, by_hand) = match mark {
+        Some(mark) => mark,
+        None if !touched.is_empty() || !ran.is_empty() => (StepState::Done, false),
+        None => (StepState::NotDoneYet, false),
+    };
+    StepProgress {
+        number,
+        line: step.line,
+        text: step.text.clone(),
+        state,
+        by_hand,
+        files,
+        commands: step.commands.clone(),
+        changed: touched,
+        ran,
+    }
+}
+
+impl Review {
+    /// Records what an agent did after its plan was approved (see [`crate::store::Store::record_work`]).
+    pub async fn record_work(&self, work: &NewWork<'_>) -> Result<Option<WorkRow>, ReviewError> {
+        Ok(self.store.record_work(work).await?)
+    }
+
+    /// The run's newest approved revision, if it has one.
+    pub async fn approved(&self, run_id: &str) -> Result<Option<Revision>, ReviewError> {
+        match self.store.approved_revision(run_id).await? {
+            Some(id) => Ok(Some(self.revision_by_id(id).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The work after `revision`'s approval, held against its steps.
+    pub async fn progress(&self, revision: &Revision) -> Result<Progress, ReviewError> {
+        let run = self.store.run(&revision.run_id).await?;
+        let work = self.store.work(revision.id).await?;
+        let approved_at = revision
+            .decision
+            .as_ref()
+            .filter(|d| d.action == crate::store::Action::Approved)
+            .map(|d| d.decided_at);
+        Ok(hold(
+            revision,
+            Path::new(&run.workspace),
+            approved_at,
+            &work,
+        ))
+    }
+
+    /// Marks step `number` of an approved revision done or not applicable by hand (`None`
+    /// clears the mark), in the audit trail too.
+    pub async fn mark_step(
+        &self,
+        revision: &Revision,
+        number: usize,
+        mark: Option<StepState>,
+    ) -> Result<Progress, ReviewError> {
+        let count = steps::steps(&revision.markdown()).len();
+        if number == 0 || number > count {
+            return Err(ReviewError::BadMark(format!(
+                "revision {} has {count} steps; give a number from 1 to {count}",
+                revision.id
+            )));
+        }
+        let word = match mark {
+            Some(StepState::Done) => "done",
+            Some(StepState::NotApplicable) => "not-applicable",
+            Some(StepState::NotDoneYet) | None => "clear",
+        };
+        let by = self.actor().await;
+        let recorded = self
+            .store
+            .mark_step(
+                &NewWork {
+                    of: crate::store::WorkOf::Run(&revision.run_id),
+                    at: self.clock.now(),
+                    kind: WorkKind::Marked,
+                    path: None,
+                    command: None,
+                    exit_code: None,
+                    data: json!({"step": number, "mark": word, "by": by.name}),
+                },
+                (revision.id, &revision.sha256),
+                &by,
+            )
+            .await?;
+        if recorded.is_none() {
+            return Err(ReviewError::BadMark(format!(
+                "revision {} is not its run's approved plan; only that one's steps are marked",
+                revision.id
+            )));
+        }
+        self.progress(revision).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_and_commands_are_matched_by_their_ends_and_parts() {
+        assert!(is_named("cache.rs", "src/cache.rs"));
+        assert!(is_named("src/cache.rs", "src/cache.rs"));
+        assert!(!is_named("ache.rs", "src/cache.rs"));
+        assert!(is_run("cargo test", "cd core && cargo  test --all"));
+        assert!(!is_run("cargo test", "cargo testify"));
+        assert!(!in_workspace(Path::new("/"), "../etc"));
+        assert!(!in_workspace(Path::new("/"), "/etc/passwd"));
+    }
+}

@@ -1,0 +1,195 @@
+//! After Approve through the real binary: Claude Code's after-tool hooks (`plandesk record
+//! claude-code`) record what the agent did after its plan was approved, and `plandesk progress`
+//! holds it against the plan's steps; a person marks a step by hand, audited. Nothing is
+//! recorded before an approval, and a record hook never answers the agent or fails it.
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+const PLAN: &str = "# Add a cache\n\n## Steps\n\n1. Add `src/cache.rs` with an LRU.\n\
+                    2. Use it from src/lib.rs.\n3. Run `cargo test`.\n4. Write the docs.\n";
+
+fn claude(fx: &Fixture, event: &str, tool: &str, input: Value) -> Value {
+    json!({
+        "session_id": "cc-after-1", "transcript_path": "/nonexistent/t.jsonl",
+        "cwd": fx.workspace, "permission_mode": "default", "hook_event_name": event,
+        "tool_name": tool, "tool_input": input, "tool_response": {"success": true},
+    })
+}
+
+/// Runs `plandesk record claude-code` on `payload`: it prints nothing and exits 0.
+fn record(fx: &Fixture, payload: &Value) -> String {
+    let child = spawn_with_input(
+        fx.command(&["record", "claude-code"]),
+        payload.to_string().as_bytes(),
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "a record hook always exits 0");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "and answers nothing"
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn write(fx: &Fixture, rel: &str) -> Value {
+    fx.write(rel, b"x\n");
+    claude(
+        fx,
+        "PostToolUse",
+        "Write",
+        json!({"file_path": fx.workspace.join(rel), "content": "x\n"}),
+    )
+}
+
+#[test]
+fn work_after_an_approval_is_held_against_the_plans_steps() {
+    let fx = Fixture::new(json!([]));
+    // Before any plan, and before its approval, nothing is recorded.
+    record(&fx, &write(&fx, "src/early.rs"));
+    let mut permission = claude(
+        &fx,
+        "PermissionRequest",
+        "ExitPlanMode",
+        json!({"plan": PLAN}),
+    );
+    permission["permission_mode"] = json!("plan");
+    let hook = spawn_with_input(
+        fx.command(&["hook", "claude-code"]),
+        permission.to_string().as_bytes(),
+    );
+    block_on(until_pending(&fx));
+    record(&fx, &write(&fx, "src/too-early.rs"));
+    let run = fx.listing(&["pending"])[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = fx.refused(&["progress", &run]);
+    assert!(refused.contains("no approved plan yet"), "{refused}");
+    fx.ok(&["approve", &run]);
+    let answered = hook.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&answered.stdout).contains("allow"));
+
+    // The agent works: a planned file, an unplanned one, one outside its workspace, a command
+    // (with hostile bytes), a tool that changes nothing; then it stops.
+    record(&fx, &write(&fx, "src/cache.rs"));
+    record(&fx, &write(&fx, "src/extra.rs"));
+    record(
+        &fx,
+        &claude(
+            &fx,
+            "PostToolUse",
+            "Edit",
+            json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
+        ),
+    );
+    let mut bash = claude(
+        &fx,
+        "PostToolUse",
+        "Bash",
+        json!({"command": "cargo test --all \u{1b}[2J"}),
+    );
+    bash["tool_response"] = json!({"stdout": "ok", "stderr": "", "interrupted": false});
+    record(&fx, &bash);
+    record(
+        &fx,
+        &claude(
+            &fx,
+            "PostToolUse",
+            "Read",
+            json!({"file_path": "/etc/passwd"}),
+        ),
+    );
+    let progress = fx.listing(&["progress", &run]);
+    assert_eq!(progress["finished"], false, "still working: {progress}");
+    record(
+        &fx,
+        &json!({"session_id": "cc-after-1", "cwd": fx.workspace, "hook_event_name": "Stop",
+                "stop_hook_active": false}),
+    );
+
+    let progress = fx.listing(&["progress", &run]);
+    let states: Vec<(&str, &str)> = progress["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["text"].as_str().unwrap(), s["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("Add `src/cache.rs` with an LRU.", "done"),
+            ("Use it from src/lib.rs.", "not-done-yet"),
+            ("Run `cargo test`.", "done"),
+            ("Write the docs.", "not-done-yet"),
+        ],
+        "{progress}"
+    );
+    assert_eq!(progress["finished"], true);
+    let files: Vec<(&str, bool, bool)> = progress["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap(),
+                f["planned"].as_bool().unwrap(),
+                f["changed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("src/cache.rs", true, true),
+            ("src/lib.rs", true, false),
+            ("src/extra.rs", false, true),
+            ("/etc/hosts", false, true),
+        ],
+        "nothing recorded before the approval; {progress}"
+    );
+    assert_eq!(progress["files"][3]["outside"], true);
+    assert_eq!(
+        progress["summary"],
+        "2 of 4 steps done, 2 files outside the plan"
+    );
+    assert_eq!(progress["commands"][0]["planned"], true);
+
+    // A person marks the docs step done by hand: audited, and shown as such.
+    let marked = fx.listing(&["mark", &run, "4", "done"]);
+    assert_eq!(marked["steps"][3]["state"], "done");
+    assert_eq!(marked["steps"][3]["byHand"], true);
+    let refused = fx.refused(&["mark", &run, "9", "done"]);
+    assert!(refused.contains("has 4 steps"), "{refused}");
+    let audit = String::from_utf8(fx.ok(&["--json", "audit", &run]).stdout).unwrap();
+    assert!(audit.contains("\"kind\":\"step-marked\""), "{audit}");
+    let human = String::from_utf8(fx.ok(&["progress", &run]).stdout).unwrap();
+    assert!(human.contains("3 of 4 steps done"), "{human}");
+    assert!(human.contains("done (by hand)"), "{human}");
+    assert!(
+        human.contains("/etc/hosts (outside the workspace)"),
+        "{human}"
+    );
+    eprintln!("{human}");
+    assert!(
+        !human.contains('\u{1b}'),
+        "no raw escape reaches the terminal"
+    );
+}
+
+#[test]
+fn a_record_hook_that_cannot_record_still_exits_at_once_and_says_why() {
+    let fx = Fixture::new(json!([]));
+    let stderr = record(&fx, &json!("not a payload"));
+    assert!(stderr.contains("nothing recorded"), "{stderr}");
+    let stderr = record(
+        &fx,
+        &json!({"session_id": "x", "cwd": "/", "hook_event_name": "Stop"}),
+    );
+    assert_eq!(
+        stderr, "",
+        "a session Plandesk does not know: nothing to say"
+    );
+}

@@ -113,6 +113,7 @@ impl Engine {
                 Some((EventKind::Finished, json!({"reason": reason}))),
             )
             .await?;
+            self.record_finished(&run_id).await;
             let output = crate::chunk::StepOutput {
                 text,
                 tool_calls: Vec::new(),

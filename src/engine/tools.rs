@@ -4,17 +4,41 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::drive::{done, status_of};
 use super::{emit, ChunkSink, Engine, EngineError};
 use crate::chunk::ToolCall;
 use crate::run::*;
+use crate::store::{NewWork, WorkKind, WorkOf};
 use crate::tool::{schema, Tool, ToolContext, ToolOutcome, DEFAULT_DECLINE_REASON};
 use crate::workspace::Workspace;
 
 /// The longest a tool call may take; past it the model is told it timed out.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+const WRITE_FILE: &str = "write_file";
+
+/// Whether `path` (as a tool call gives it) is in the plans folder `plans_dir`.
+fn in_plans(path: &str, plans_dir: &str) -> bool {
+    let path = path.trim_start_matches("./");
+    let plans = plans_dir.trim_start_matches("./").trim_end_matches('/');
+    path.strip_prefix(plans)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The hash of a workspace file's text, `None` if there is no such file (or it is no text
+/// file Plandesk reads: a link, a FIFO, too large).
+fn file_sha256(workspace: &Workspace, path: &str) -> Option<String> {
+    let resolved = workspace.resolve_existing(path).ok()?;
+    let text = workspace.read_text(&resolved, path).ok()?;
+    Some(sha256(text.as_bytes()))
+}
 
 /// What a tool is asked to do.
 pub(super) enum ToolAction {
@@ -81,6 +105,10 @@ impl Engine {
         let (run_id, call) = (state.run_id.clone(), call.clone());
         let auto_approve = state.auto_approve;
         let name = tool.name();
+        // A file written outside the plans folder is work to hold against the approved plan.
+        let written = (name == WRITE_FILE && matches!(action, ToolAction::Execute))
+            .then(|| call.args["path"].as_str().unwrap_or("").to_owned())
+            .filter(|path| !in_plans(path, &state.plans_dir));
         let task = tokio::task::spawn_blocking(move || {
             let ctx = ToolContext {
                 workspace: &workspace,
@@ -89,18 +117,70 @@ impl Engine {
                 can_suspend: true,
                 auto_approve,
             };
-            match action {
+            let before = written.as_deref().map(|path| file_sha256(&workspace, path));
+            let outcome = match action {
                 ToolAction::Execute => tool.execute(&ctx, &call.args),
                 ToolAction::Resume(data) => tool.resume(&ctx, &call.args, &data),
-            }
+            };
+            let after = call.args["content"].as_str().map(|c| sha256(c.as_bytes()));
+            let record = match (&outcome, written, before) {
+                (ToolOutcome::Value(_), Some(path), Some(before)) => Some((path, before, after)),
+                _ => None,
+            };
+            (outcome, record)
         });
         match tokio::time::timeout(TOOL_TIMEOUT, task).await {
-            Ok(Ok(outcome)) => outcome,
+            Ok(Ok((outcome, record))) => {
+                if let Some((path, before, after)) = record {
+                    self.record_write(&state.run_id, &path, before, after).await;
+                }
+                outcome
+            }
             Ok(Err(join)) => ToolOutcome::Failed(format!("{name} failed: {join}")),
             Err(_) => ToolOutcome::Failed(format!(
                 "{name} did not finish within {} s and was abandoned",
                 TOOL_TIMEOUT.as_secs()
             )),
+        }
+    }
+
+    /// Records a file the run wrote (with its hashes before and after), held against its
+    /// approved plan if it has one. A record that cannot be made is said, and the run goes on.
+    async fn record_write(
+        &self,
+        run_id: &str,
+        path: &str,
+        before: Option<String>,
+        after: Option<String>,
+    ) {
+        let path = path.trim_start_matches("./");
+        let work = NewWork {
+            of: WorkOf::Run(run_id),
+            at: self.now_millis(),
+            kind: WorkKind::File,
+            path: Some(path),
+            command: None,
+            exit_code: None,
+            data: json!({"tool": WRITE_FILE, "before": before, "after": after, "outside": false}),
+        };
+        if let Err(err) = self.inner.store.record_work(&work).await {
+            eprintln!("plandesk: cannot record the write of {path} after the approval: {err}");
+        }
+    }
+
+    /// Records that the run finished (its model's turn ended), if it has an approved plan.
+    pub(super) async fn record_finished(&self, run_id: &str) {
+        let work = NewWork {
+            of: WorkOf::Run(run_id),
+            at: self.now_millis(),
+            kind: WorkKind::Finished,
+            path: None,
+            command: None,
+            exit_code: None,
+            data: json!({}),
+        };
+        if let Err(err) = self.inner.store.record_work(&work).await {
+            eprintln!("plandesk: cannot record the end of run {run_id}: {err}");
         }
     }
 

@@ -193,3 +193,87 @@ fn a_record_hook_that_cannot_record_still_exits_at_once_and_says_why() {
         "a session Plandesk does not know: nothing to say"
     );
 }
+
+#[test]
+fn an_engine_runs_writes_after_approval_are_held_against_its_plan_with_their_hashes() {
+    let write = |id: &str, path: &str| {
+        json!({"toolCallId": id, "toolName": "write_file",
+               "args": {"path": path, "content": format!("// {path}\n")}})
+    };
+    let fx = Fixture::new(json!([
+        {"toolCalls": [submit("call-1", ".plandesk/plans/cache.md")]},
+        {"toolCalls": [write("w1", "src/cache.rs"), write("w2", "src/lib.rs"),
+                       write("w3", "notes.txt")]},
+        text("Done."),
+    ]));
+    fx.write(".plandesk/plans/cache.md", PLAN.as_bytes());
+    let (run, _) = fx.start(&["--auto-approve"]);
+    let before = sha256(b"pub fn answer() -> u32 { 42 }\n");
+    fx.stream(&["approve", &run]);
+
+    let progress = fx.listing(&["progress", &run]);
+    let states: Vec<&str> = progress["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states,
+        ["done", "done", "not-done-yet", "not-done-yet"],
+        "{progress}"
+    );
+    assert_eq!(progress["finished"], true, "the run ended its turn");
+    assert_eq!(
+        progress["summary"],
+        "2 of 4 steps done, 1 file outside the plan"
+    );
+    let unplanned: Vec<&Value> = progress["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["planned"] == false)
+        .collect();
+    assert_eq!(unplanned.len(), 1);
+    assert_eq!(unplanned[0]["path"], "notes.txt");
+
+    // Each write's hashes before (none for a new file) and after.
+    let records = plandesk_work(&fx, &run);
+    let lib = records
+        .iter()
+        .find(|w| w["path"] == "src/lib.rs")
+        .expect("src/lib.rs recorded");
+    assert_eq!(lib["data"]["before"], before.as_str());
+    assert_eq!(lib["data"]["after"], sha256(b"// src/lib.rs\n").as_str());
+    let cache = records
+        .iter()
+        .find(|w| w["path"] == "src/cache.rs")
+        .unwrap();
+    assert_eq!(cache["data"]["before"], Value::Null, "a new file");
+    assert!(
+        !records.iter().any(|w| w["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with(".plandesk"))),
+        "the plan file is no work: {records:?}"
+    );
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The work records of a run's approved revision, from the store itself.
+fn plandesk_work(fx: &Fixture, run: &str) -> Vec<Value> {
+    block_on(async {
+        let store = fx.store.open().await.unwrap();
+        let revision = store.approved_revision(run).await.unwrap().unwrap();
+        store
+            .work(revision)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|w| serde_json::to_value(w).unwrap())
+            .collect()
+    })
+}

@@ -53,7 +53,7 @@ export function when(millis) {
 }
 
 export function badge(status) {
-  return h('span', { class: `badge ${status}` }, status);
+  return h('span', { class: `badge ${status}` }, String(status).replace(/-/g, ' '));
 }
 
 export function shorten(text, max) {

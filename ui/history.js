@@ -6,12 +6,12 @@ import { showError, showNotice } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
 import { planView } from './plan.js';
 
-const STATUSES = ['all', 'pending', 'approved', 'rejected', 'superseded', 'abandoned', 'expired'];
+const STATUSES = ['all', 'pending', 'approved', 'rejected', 'superseded', 'abandoned', 'expired', 'answered-in-agent'];
 
 async function showHistory(filter = { status: 'all', query: '' }) {
   setView({ name: 'history' });
   const status = h('select', { id: 'history-status', 'aria-label': 'Status' },
-    STATUSES.map((s) => h('option', { value: s, selected: s === filter.status }, s === 'all' ? 'All revisions' : s[0].toUpperCase() + s.slice(1))));
+    STATUSES.map((s) => h('option', { value: s, selected: s === filter.status }, s === 'all' ? 'All revisions' : (s[0].toUpperCase() + s.slice(1)).replace(/-/g, ' '))));
   const query = h('input', { id: 'history-query', type: 'search', value: filter.query, placeholder: 'Search titles and plan text', 'aria-label': 'Search' });
   const rows = h('div', { class: 'rows', id: 'history-rows' });
   // Each change of the filter reads the list again; only the newest read is shown, on this view.

@@ -48,9 +48,15 @@ async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Resul
         .await
         .map_err(|e| e.to_string())?;
     let review = engine.review();
-    review
-        .record_work(&report.work(engine.now_millis()))
-        .await
-        .map_err(|e| e.to_string())?;
+    if report.answered {
+        // The session went on: a plan of it still waiting here was answered in the agent.
+        review
+            .answered_in_agent(&report.source)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    if let Some(work) = report.work(engine.now_millis()) {
+        review.record_work(&work).await.map_err(|e| e.to_string())?;
+    }
     Ok(())
 }

@@ -280,16 +280,57 @@ impl Review {
         Ok(())
     }
 
+    /// An outside agent's session went on without Plandesk's answer (its own dialog answered
+    /// the plan): each of the session's open items is closed as answered in the agent, so it
+    /// leaves the inbox and a decision on it here is refused. How many were.
+    pub async fn answered_in_agent(&self, source: &Source) -> Result<usize, ReviewError> {
+        let mut closed = 0;
+        for item in self.store.open_items(None).await? {
+            if item.source != *source {
+                continue;
+            }
+            let by = crate::source::agent_name(source.kind);
+            match self
+                .close_by(
+                    &item.run_id,
+                    &item.tool_call_id,
+                    Action::AnsweredInAgent,
+                    by,
+                )
+                .await
+            {
+                Ok(_) => closed += 1,
+                Err(ReviewError::Store(
+                    StoreError::AlreadyDecided { .. } | StoreError::NotPending { .. },
+                )) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(closed)
+    }
+
     async fn close(
         &self,
         run_id: &str,
         tool_call_id: &str,
         action: Action,
     ) -> Result<Decision, ReviewError> {
-        let data: Value = json!({"action": action});
         // Nobody decided: Plandesk closes it, in the waiting (or sweeping) process.
+        self.close_by(run_id, tool_call_id, action, "plandesk")
+            .await
+    }
+
+    /// Closes an item undecided by a person: `by` (Plandesk, or the agent) closed it.
+    async fn close_by(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        action: Action,
+        by: &str,
+    ) -> Result<Decision, ReviewError> {
+        let data: Value = json!({"action": action});
         let by = Actor {
-            name: "plandesk".into(),
+            name: by.into(),
             process: self.actor.process.clone(),
         };
         let row = self

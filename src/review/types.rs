@@ -23,6 +23,8 @@ pub enum RevisionStatus {
     Abandoned,
     /// Nobody decided before the source's deadline; the agent was answered with a denial.
     Expired,
+    /// Answered in the agent itself (its own dialog), so not decided here.
+    AnsweredInAgent,
 }
 
 impl RevisionStatus {
@@ -33,6 +35,7 @@ impl RevisionStatus {
         RevisionStatus::Superseded,
         RevisionStatus::Abandoned,
         RevisionStatus::Expired,
+        RevisionStatus::AnsweredInAgent,
     ];
 
     /// The rule: a decision says approved or rejected; without one, an open item is pending and
@@ -44,6 +47,7 @@ impl RevisionStatus {
             Some(Action::Invalid) => RevisionStatus::Superseded,
             Some(Action::Abandoned) => RevisionStatus::Abandoned,
             Some(Action::Expired) => RevisionStatus::Expired,
+            Some(Action::AnsweredInAgent) => RevisionStatus::AnsweredInAgent,
             None if open => RevisionStatus::Pending,
             None => RevisionStatus::Superseded,
         }
@@ -76,6 +80,7 @@ impl RevisionStatus {
             RevisionStatus::Superseded => "superseded",
             RevisionStatus::Abandoned => "abandoned",
             RevisionStatus::Expired => "expired",
+            RevisionStatus::AnsweredInAgent => "answered-in-agent",
         }
     }
 

@@ -10,19 +10,29 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::SourceError;
-use crate::store::{NewWork, SourceKind, WorkKind, WorkOf};
+use crate::store::{NewWork, Source, SourceKind, WorkKind, WorkOf};
 
+/// Claude Code's tool that ends plan mode.
+const PLAN_TOOL: &str = "ExitPlanMode";
 /// The longest path kept (a longer one is not recorded).
 const MAX_PATH: usize = 4096;
 /// The longest command kept (a longer one is cut, with `…`).
 const MAX_COMMAND: usize = 2000;
 
-/// What one hook call reports.
+/// What one hook call says: the session it comes from, whether it shows that session's plan
+/// was answered (its turn ended, or its plan's tool went on: whatever of it still waits for a
+/// person here was answered in the agent), and what it did, if that is work to record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
-    pub kind: SourceKind,
-    pub session: String,
-    pub work: WorkKind,
+    pub source: Source,
+    pub answered: bool,
+    pub work: Option<Work>,
+}
+
+/// One thing an agent did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Work {
+    pub kind: WorkKind,
     pub path: Option<String>,
     pub command: Option<String>,
     pub exit_code: Option<i64>,
@@ -30,20 +40,21 @@ pub struct Report {
 }
 
 impl Report {
-    /// The record to add, at `at`.
-    pub fn work(&self, at: crate::clock::Millis) -> NewWork<'_> {
-        NewWork {
+    /// The record to add, at `at`, if there is one.
+    pub fn work(&self, at: crate::clock::Millis) -> Option<NewWork<'_>> {
+        let work = self.work.as_ref()?;
+        Some(NewWork {
             of: WorkOf::Session {
-                kind: self.kind,
-                session: &self.session,
+                kind: self.source.kind,
+                session: self.source.session.as_deref().unwrap_or_default(),
             },
             at,
-            kind: self.work,
-            path: self.path.as_deref(),
-            command: self.command.as_deref(),
-            exit_code: self.exit_code,
-            data: self.data.clone(),
-        }
+            kind: work.kind,
+            path: work.path.as_deref(),
+            command: work.command.as_deref(),
+            exit_code: work.exit_code,
+            data: work.data.clone(),
+        })
     }
 }
 
@@ -58,27 +69,28 @@ struct ClaudeInput {
     tool_input: Value,
     #[serde(default)]
     tool_response: Value,
+    /// `PostToolUseFailure`'s account of the failure.
+    #[serde(default)]
+    error: Option<String>,
 }
 
-/// Claude Code's `PostToolUse` (a file written or edited, a command run) and `Stop` (its turn
-/// ended). `None`: nothing to record (another tool, another event).
+/// Claude Code's `PostToolUse` and `PostToolUseFailure` (a file written or edited, a command
+/// run, the plan's own tool gone on) and `Stop` (its turn ended). `None`: another event.
 pub fn claude(stdin: &str) -> Result<Option<Report>, SourceError> {
     let input: ClaudeInput = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
         agent: "Claude Code",
         message: e.to_string(),
     })?;
-    let report = |work, path, command, exit_code, data| Report {
-        kind: SourceKind::ClaudeCode,
-        session: input.session_id.clone(),
-        work,
+    let tool = input.tool_name.as_deref().unwrap_or("");
+    let work = |kind, path, command, exit_code, data| Work {
+        kind,
         path,
         command,
         exit_code,
         data,
     };
-    let tool = input.tool_name.as_deref().unwrap_or("");
-    Ok(match (input.hook_event_name.as_str(), tool) {
-        ("Stop", _) => Some(report(WorkKind::Finished, None, None, None, json!({}))),
+    let done = match (input.hook_event_name.as_str(), tool) {
+        ("Stop", _) => Some(work(WorkKind::Finished, None, None, None, json!({}))),
         ("PostToolUse", "Write" | "Edit" | "MultiEdit" | "NotebookEdit") => {
             let named = input.tool_input["file_path"]
                 .as_str()
@@ -86,30 +98,50 @@ pub fn claude(stdin: &str) -> Result<Option<Report>, SourceError> {
             named
                 .and_then(|named| file(&input.cwd, named))
                 .map(|(path, outside)| {
-                    report(
-                        WorkKind::File,
-                        Some(path),
-                        None,
-                        None,
-                        json!({"tool": tool, "outside": outside}),
-                    )
+                    let data = json!({"tool": tool, "outside": outside});
+                    work(WorkKind::File, Some(path), None, None, data)
                 })
         }
-        ("PostToolUse", "Bash") => input.tool_input["command"].as_str().map(|command| {
-            let response = &input.tool_response;
-            let exit_code = ["exit_code", "exitCode", "returnCode"]
-                .iter()
-                .find_map(|key| response[key].as_i64());
-            report(
-                WorkKind::Command,
-                None,
-                Some(crate::text::short(command.trim(), MAX_COMMAND)),
-                exit_code,
-                json!({"tool": tool, "interrupted": response["interrupted"] == true}),
-            )
-        }),
-        _ => None,
-    })
+        (event @ ("PostToolUse" | "PostToolUseFailure"), "Bash") => {
+            input.tool_input["command"].as_str().map(|command| {
+                let response = &input.tool_response;
+                // A command that failed says so only in its error: "Exit code 3\n…".
+                let exit_code = match event {
+                    "PostToolUse" => ["exit_code", "exitCode", "returnCode"]
+                        .iter()
+                        .find_map(|key| response[key].as_i64())
+                        // It went on after a command that succeeded (a failed one is a failure).
+                        .or((response["interrupted"] != true).then_some(0)),
+                    _ => input.error.as_deref().and_then(|error| {
+                        error
+                            .strip_prefix("Exit code ")?
+                            .split(|c: char| !c.is_ascii_digit() && c != '-')
+                            .next()?
+                            .parse()
+                            .ok()
+                    }),
+                };
+                let command = crate::text::short(command.trim(), MAX_COMMAND);
+                let data = json!({"tool": tool, "interrupted": response["interrupted"] == true});
+                work(WorkKind::Command, None, Some(command), exit_code, data)
+            })
+        }
+        ("PostToolUse" | "PostToolUseFailure", _) => None,
+        _ => return Ok(None),
+    };
+    // Only what follows an answer: a plan approved in Claude Code's own dialog goes on (its
+    // tool's PostToolUse), and one refused there ends the turn (Stop). Other tools may be run
+    // by a subagent while the plan waits.
+    let answered = input.hook_event_name == "Stop"
+        || (input.hook_event_name == "PostToolUse" && tool == PLAN_TOOL);
+    Ok(Some(Report {
+        source: Source {
+            kind: SourceKind::ClaudeCode,
+            session: Some(input.session_id),
+        },
+        answered,
+        work: done,
+    }))
 }
 
 /// A file an agent names, as recorded: relative to its workspace `cwd` (worked out on the
@@ -163,22 +195,49 @@ mod tests {
             json!({}),
         ))
         .unwrap()
+        .unwrap()
+        .work
         .unwrap();
-        assert_eq!(write.work, WorkKind::File);
+        assert_eq!(write.kind, WorkKind::File);
         assert_eq!(write.path.as_deref(), Some("src/a.rs"));
         assert_eq!(write.data["outside"], false);
         let bash = claude(&payload(
             "PostToolUse",
             "Bash",
             json!({"command": " cargo test "}),
-            json!({"stdout": "", "exit_code": 101}),
+            json!({"stdout": "", "interrupted": false}),
         ))
         .unwrap()
+        .unwrap()
+        .work
         .unwrap();
         assert_eq!(
             (bash.command.as_deref(), bash.exit_code),
-            (Some("cargo test"), Some(101))
+            (Some("cargo test"), Some(0))
         );
+        let mut failed: Value = serde_json::from_str(&payload(
+            "PostToolUseFailure",
+            "Bash",
+            json!({"command": "exit 3"}),
+            Value::Null,
+        ))
+        .unwrap();
+        failed["error"] = json!("Exit code 3\noops");
+        let failed = claude(&failed.to_string()).unwrap().unwrap().work.unwrap();
+        assert_eq!(failed.exit_code, Some(3));
+        // The plan's own tool gone on: nothing to record, but the session is heard from.
+        let plan = claude(&payload(
+            "PostToolUse",
+            "ExitPlanMode",
+            json!({}),
+            json!({"plan": "x"}),
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(plan.work, None);
+        assert!(plan.answered);
+        assert!(!failed_answered(), "another tool answers nothing");
+        assert_eq!(plan.source.session.as_deref(), Some("s1"));
         let stop = claude(
             &json!({"session_id": "s1", "cwd": "/p", "hook_event_name": "Stop",
                                   "stop_hook_active": false})
@@ -186,18 +245,30 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert_eq!(stop.work, WorkKind::Finished);
-        assert_eq!(
-            claude(&payload(
-                "PostToolUse",
-                "Read",
-                json!({"file_path": "/x"}),
-                json!({})
-            ))
-            .unwrap(),
-            None
-        );
+        assert_eq!(stop.work.unwrap().kind, WorkKind::Finished);
+        assert!(stop.answered);
+        let read = claude(&payload(
+            "PostToolUse",
+            "Read",
+            json!({"file_path": "/x"}),
+            json!({}),
+        ));
+        assert_eq!(read.unwrap().unwrap().work, None);
+        let other = claude(&payload("SessionStart", "", json!({}), json!({})));
+        assert_eq!(other.unwrap(), None);
         assert!(claude("{not json").is_err());
+    }
+
+    fn failed_answered() -> bool {
+        claude(&payload(
+            "PostToolUse",
+            "Bash",
+            json!({"command": "ls"}),
+            json!({}),
+        ))
+        .unwrap()
+        .unwrap()
+        .answered
     }
 
     #[test]

@@ -230,6 +230,7 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
             let hooks = vec![
                 review,
                 record("PostToolUse", Some(CLAUDE_RECORDED_TOOLS)),
+                record("PostToolUseFailure", Some("Bash")),
                 record("Stop", None),
             ];
             (dir.join("settings.json"), hooks, None)

@@ -109,7 +109,8 @@ impl Answer {
                 _ => Answer::Wait,
             },
             Action::Expired | Action::Invalid => Answer::Expired,
-            Action::Abandoned => Answer::Abandoned,
+            // The agent took its own answer and no longer reads this one.
+            Action::Abandoned | Action::AnsweredInAgent => Answer::Abandoned,
         }
     }
 

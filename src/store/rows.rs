@@ -81,6 +81,8 @@ vocabulary! {
         Abandoned = "abandoned",
         /// No decision was made before the source's deadline: answered as a denial.
         Expired = "expired",
+        /// The agent went on without Plandesk's answer (its own dialog answered the plan).
+        AnsweredInAgent = "answered-in-agent",
     }
 }
 

@@ -5,7 +5,7 @@
 // model carries on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
@@ -20,6 +20,8 @@ const FEEDBACK = 'Bound the cache: at most 1000 entries, evicting the least rece
 const PLAN_2 = '# Cache user lookups (bounded)\n\n1. Add an LRU cache of at most 1000 entries in `src/fetch.js`.\n'
   + '2. Invalidate it on writes.\n3. Test the eviction order.\n';
 const FINAL = 'Implementation started: the bounded cache plan is approved.';
+/** What the model does after the approval when a test asks for work (see `brain`). */
+let WORK = [];
 
 /**
  * The fake model. First request of plan mode: write the plan where the system text says, then
@@ -38,6 +40,13 @@ function brain(body, fake) {
     fake.planPath = planPath;
     return [{ type: 'tool_use', name: 'Write', input: { file_path: planPath, content: PLAN_1 } }];
   }
+  // After the approval, with `work`: a planned file, an unplanned one, a command, then done.
+  const done = WORK.findIndex((step) => (step.file_path ?? step.command) === (use.input.file_path ?? use.input.command));
+  if (fake.work && done >= 0) {
+    const next = WORK[done + 1];
+    if (!next) return [{ type: 'text', text: FINAL }];
+    return [{ type: 'tool_use', name: next.command ? 'Bash' : 'Write', input: next }];
+  }
   if (use.name === 'Write') {
     if (result.is_error) return [{ type: 'text', text: `fake model: Write failed: ${result.text}` }];
     return [{ type: 'tool_use', name: 'ExitPlanMode', input: {} }];
@@ -47,6 +56,7 @@ function brain(body, fake) {
       return [{ type: 'tool_use', name: 'Write', input: { file_path: fake.planPath, content: PLAN_2 } }];
     }
     if (result.is_error) return [{ type: 'text', text: 'fake model: stopping as told.' }];
+    if (fake.work) return [{ type: 'tool_use', name: 'Write', input: WORK[0] }];
     return [{ type: 'text', text: FINAL }];
   }
   return [{ type: 'text', text: `fake model: unexpected tool result for ${use.name}` }];
@@ -63,6 +73,9 @@ function checkInstall(w, settingsFile) {
   assert.equal(group.matcher, 'ExitPlanMode');
   assert.match(group.hooks[0].command, /plandesk hook claude-code$/);
   assert.ok(group.hooks[0].command.startsWith(CLI), `the hook runs this build: ${group.hooks[0].command}`);
+  for (const event of ['PostToolUse', 'PostToolUseFailure', 'Stop']) {
+    assert.match(settings.hooks[event][0].hooks[0].command, /plandesk record claude-code$/, event);
+  }
 }
 
 /**
@@ -110,7 +123,8 @@ async function setUp(w, fake, tmux, diagnose, env, { http = false, revoked = fal
     }));
     env = { ...env, PLANDESK_TOKEN: served.token };
   } else {
-    writeFileSync(settingsFile, JSON.stringify({ apiKeyHelper: 'echo sk-test' }));
+    const permissions = fake.work ? { permissions: { allow: ['Write', 'Edit', 'Bash(echo:*)'] } } : {};
+    writeFileSync(settingsFile, JSON.stringify({ apiKeyHelper: 'echo sk-test', ...permissions }));
     checkInstall(w, settingsFile);
   }
   tmux.start([join(BIN, 'claude'), '--permission-mode', 'plan'], {
@@ -130,6 +144,12 @@ async function setUp(w, fake, tmux, diagnose, env, { http = false, revoked = fal
 async function withClaude(name, fn, env = {}, options = {}) {
   const w = world(name);
   const fake = await startFakeAnthropic(brain);
+  fake.work = options.work ?? false;
+  WORK = fake.work ? [
+    { file_path: join(w.ws, 'src/fetch.js'), content: 'export const cache = new Map();\n' },
+    { file_path: join(w.ws, 'src/metrics.js'), content: 'export let hits = 0;\n' },
+    { command: 'echo cached', description: 'Say it is done' },
+  ] : [];
   const tmux = new Tmux(w);
   const diagnose = () => {
     const requests = summarize(fake.requests, (r) => {
@@ -265,20 +285,48 @@ for (const [how, quit] of Object.entries(quits)) {
 }
 
 // Claude Code keeps its hook running (same parent, its pipes open) when the plan is answered
-// in its own dialog, and gives the hook no tool_use id to look for in the transcript.
+// in its own dialog; its PostToolUse hook on ExitPlanMode (`plandesk record`) tells Plandesk.
 test('Claude Code: the plan is answered in its own dialog while Plandesk waits → it leaves the inbox', {
-  timeout: 60_000, todo: 'the hook is not told: it leaves the inbox only when Claude Code quits',
+  timeout: 60_000,
 }, () => withClaude('claude-terminal', async (ctx) => {
   const { w, tmux, diagnose } = ctx;
-  await firstPlan(ctx);
+  const item = await firstPlan(ctx);
   await waitFor('Claude Code\'s own approval dialog', () => tmux.screen().includes('Would you like to proceed?'), { seconds: 20, diagnose });
   await sleep(500);
   tmux.key('Down');
   await sleep(300);
   tmux.key('Enter');
   await waitFor('the model to carry on after the terminal\'s approval', () => tmux.screen().includes(FINAL), { seconds: 20, diagnose });
-  await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'claude-code').length === 0, { seconds: 2, diagnose });
+  await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'claude-code').length === 0, { seconds: 5, diagnose });
+  assert.deepEqual(plandeskJson(w, ['history', item.runId]).map((r) => r.status), ['answered-in-agent']);
+  const refused = spawnSync(CLI, ['--data-dir', w.data, 'approve', item.runId], { encoding: 'utf8' });
+  assert.notEqual(refused.status, 0, 'nobody approves here what was answered there');
+  assert.match(refused.stderr, /answered-in-agent by Claude Code/);
+  await waitFor('the hook to exit', () => processes(w.root, /plandesk hook claude-code/).length === 0, { seconds: 5, diagnose });
 }));
+
+test('Claude Code: after the approval its edits and commands are recorded and held against the plan', {
+  timeout: 90_000,
+}, () => withClaude('claude-work', async (ctx) => {
+  const { w, tmux, diagnose } = ctx;
+  const item = await firstPlan(ctx);
+  plandesk(w, ['approve', item.runId]);
+  await waitFor('the model\'s final text on the screen', () => tmux.screen().includes(FINAL), { seconds: 40, diagnose });
+  const progress = await waitFor('the agent\'s Stop in `plandesk progress`', () => {
+    const p = plandeskJson(w, ['progress', item.runId]);
+    return p.finished ? p : null;
+  }, { seconds: 10, diagnose });
+  assert.deepEqual(progress.steps.map((s) => [s.text, s.state]), [
+    ['Add an in-memory cache in `src/fetch.js`.', 'done'],
+    ['Invalidate it on writes.', 'not-done-yet'],
+  ]);
+  assert.deepEqual(progress.files.map((f) => [f.path, f.planned, f.changed]), [
+    ['src/fetch.js', true, true],
+    ['src/metrics.js', false, true],
+  ]);
+  assert.deepEqual(progress.commands.map((c) => [c.command, c.exitCode]), [['echo cached', 0]]);
+  assert.equal(progress.summary, '1 of 2 steps done, 1 file outside the plan');
+}, {}, { work: true }));
 
 test('Claude Code: nobody decides before the deadline → not approved, the turn stops', { timeout: 60_000 }, () => withClaude('claude-deadline', async (ctx) => {
   const { w, fake, tmux, diagnose } = ctx;

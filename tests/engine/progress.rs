@@ -277,3 +277,65 @@ fn plandesk_work(fx: &Fixture, run: &str) -> Vec<Value> {
             .collect()
     })
 }
+
+#[test]
+fn a_plan_answered_in_claude_codes_own_dialog_leaves_the_inbox_and_is_not_decided_here() {
+    let fx = Fixture::new(json!([]));
+    for (title, went_on) in [
+        // Approved there: its tool went on.
+        (
+            "Approved there",
+            json!({"hook_event_name": "PostToolUse", "tool_name": "ExitPlanMode",
+                                  "tool_input": {}, "tool_response": {"plan": "x"}}),
+        ),
+        // Refused there with feedback: the turn ended.
+        (
+            "Refused there",
+            json!({"hook_event_name": "Stop", "stop_hook_active": false}),
+        ),
+    ] {
+        let plan = format!("# {title}\n\n1. Do it.\n");
+        let mut permission = claude(
+            &fx,
+            "PermissionRequest",
+            "ExitPlanMode",
+            json!({"plan": plan}),
+        );
+        permission["permission_mode"] = json!("plan");
+        let hook = spawn_with_input(
+            fx.command(&["hook", "claude-code"]),
+            permission.to_string().as_bytes(),
+        );
+        block_on(until_pending(&fx));
+        let run = fx.listing(&["pending"])[0]["runId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut event = went_on;
+        event["session_id"] = json!("cc-after-1");
+        event["cwd"] = json!(fx.workspace);
+        record(&fx, &event);
+        assert_eq!(
+            fx.listing(&["pending"]),
+            json!([]),
+            "{title}: out of the inbox"
+        );
+        let refused = fx.refused(&["approve", &run]);
+        assert!(
+            refused.contains("answered-in-agent by Claude Code"),
+            "{refused}"
+        );
+        // The hook that still waited ends; Claude Code no longer reads it.
+        let out = hook.wait_with_output().unwrap();
+        assert!(out.status.success());
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("allow"));
+        let history = fx.listing(&["history"]);
+        let revision = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["title"] == title)
+            .unwrap();
+        assert_eq!(revision["status"], "answered-in-agent", "{history}");
+    }
+}

@@ -37,6 +37,8 @@ const COMMANDS: &[&str] = &[
     "preview",
     "audit",
     "export_audit",
+    "progress",
+    "mark_step",
 ];
 
 fn main() {

@@ -9,6 +9,7 @@ import { showError } from './banner.js';
 import { latest, register, setView, viewEl } from './nav.js';
 import { follow, updateStatus } from './live.js';
 import { renderPending, reviewCardForWarmUp } from './review.js';
+import { renderProgress } from './progress.js';
 
 /** Draws the run `runId`: from `detail` (its `run_detail`) and `revision` (the revision of
  * its pending plan) when given, else as read now. */
@@ -63,7 +64,10 @@ async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
     // The plan is what the person came for: it comes first, the way there folded below it.
     clear(viewEl()).append(head, review, transcriptFold(transcript), status, footer);
   } else {
-    clear(viewEl()).append(head, transcript.el, status, review, footer);
+    // After an approval: the plan's steps and what the agent did, above how it went.
+    const progress = h('div', { id: 'progress-slot' });
+    clear(viewEl()).append(head, progress, transcript.el, status, review, footer);
+    renderProgress(runId, progress);
   }
   if (live) { live.runId = runId; updateStatus(live); }
   if (detail.pending.length) {

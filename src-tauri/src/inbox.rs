@@ -51,6 +51,8 @@ pub fn watch<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     tauri::async_runtime::spawn(async move {
         let mut changes = engine.changes();
         let mut seen: Option<HashSet<Key>> = None;
+        // Runs that finish from now on are told of (those before are old news).
+        let mut finished_after = engine.now_millis();
         // Also now and then with no change: an outside agent that stopped waiting changes
         // nothing in the store until the inbox closes its plan as abandoned.
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
@@ -60,8 +62,45 @@ pub fn watch<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                 _ = sweep.tick() => {}
             }
             refresh(&app, &engine, &mut seen).await;
+            tell_finished(&app, &engine, &mut finished_after).await;
         }
     });
+}
+
+/// A notification for each run whose agent said it finished since `after` (moved past them):
+/// "Done: 5 of 6 steps, 2 files outside the plan".
+async fn tell_finished<R: Runtime>(app: &AppHandle<R>, engine: &Engine, after: &mut i64) {
+    let finished = match view::finished_since(engine, *after).await {
+        Ok(finished) => finished,
+        Err(err) => {
+            eprintln!("plandesk-app: cannot read the runs that finished: {err}");
+            return;
+        }
+    };
+    let Some(last) = finished.last() else {
+        return;
+    };
+    *after = last.at;
+    let settings = Settings::load(engine).await.unwrap_or_default();
+    if !settings.notifications {
+        return;
+    }
+    for done in finished {
+        if watching(app, &done.progress.run_id) {
+            continue;
+        }
+        let title = &done.progress.title;
+        let body = if settings.notification_titles && !title.is_empty() {
+            text::short(title, 120)
+        } else {
+            "Open Plandesk to see what changed.".to_owned()
+        };
+        let open = OpenPlan {
+            run_id: done.progress.run_id.clone(),
+            tool_call_id: None,
+        };
+        show(app, done.summary(), body, "Open", open);
+    }
 }
 
 async fn refresh<R: Runtime>(app: &AppHandle<R>, engine: &Engine, seen: &mut Option<HashSet<Key>>) {
@@ -105,17 +144,7 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
     if !settings.notifications {
         return;
     }
-    let state = crate::state(app);
-    let viewing = state
-        .viewing
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    let focused = app
-        .get_webview_window(WINDOW)
-        .and_then(|w| w.is_focused().ok())
-        .unwrap_or(false);
-    if focused && viewing.as_deref() == Some(item.run_id.as_str()) {
+    if watching(app, &item.run_id) {
         return;
     }
     let title = item.title.clone().unwrap_or_default();
@@ -137,11 +166,37 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
     } else {
         "Open Plandesk to review it.".to_owned()
     };
-    let app = app.clone();
     let open = OpenPlan {
         run_id: item.run_id.clone(),
         tool_call_id: Some(item.tool_call_id.clone()),
     };
+    show(app, summary, body, "Review", open);
+}
+
+/// Whether the person is looking at run `run_id` in the focused window (no need to tell them).
+fn watching<R: Runtime>(app: &AppHandle<R>, run_id: &str) -> bool {
+    let state = crate::state(app);
+    let viewing = state
+        .viewing
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let focused = app
+        .get_webview_window(WINDOW)
+        .and_then(|w| w.is_focused().ok())
+        .unwrap_or(false);
+    focused && viewing.as_deref() == Some(run_id)
+}
+
+/// A desktop notification whose click (`action`) opens `open` in the window.
+fn show<R: Runtime>(
+    app: &AppHandle<R>,
+    summary: String,
+    body: String,
+    action: &'static str,
+    open: OpenPlan,
+) {
+    let app = app.clone();
     // Showing blocks on D-Bus, and waiting for the click blocks until the bubble closes.
     let _ = std::thread::Builder::new()
         .name("notification".into())
@@ -150,11 +205,11 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
                 .appname("Plandesk")
                 .summary(&summary)
                 .body(&body)
-                .action("default", "Review")
+                .action("default", action)
                 .show();
             match shown {
-                Ok(handle) => handle.wait_for_action(|action| {
-                    if action == "default" {
+                Ok(handle) => handle.wait_for_action(|clicked| {
+                    if clicked == "default" {
                         bring_forward(&app, Some(&open));
                     }
                 }),

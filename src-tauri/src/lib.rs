@@ -253,6 +253,8 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             reviewing::preview,
             reviewing::audit,
             reviewing::export_audit,
+            reviewing::progress,
+            reviewing::mark_step,
         ])
 }
 

@@ -3,8 +3,8 @@
 
 use std::io::Write;
 
-use plandesk::review::{Comment, Edited, Lines};
-use plandesk::view::{self, AuditView, PlanPreview};
+use plandesk::review::{Comment, Edited, Lines, Progress};
+use plandesk::view::{self, AuditView, PlanPreview, StepMark};
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
@@ -42,6 +42,23 @@ pub async fn resolve_comment(
     resolved: bool,
 ) -> Result<Comment> {
     Ok(state.engine.review().resolve_comment(id, resolved).await?)
+}
+
+/// The run's approved plan with what its agent did since (`null` before any approval).
+#[tauri::command]
+pub async fn progress(state: State<'_, AppState>, run_id: String) -> Result<Option<Progress>> {
+    Ok(view::run_progress(&state.engine, &run_id).await?)
+}
+
+/// Marks a step of an approved plan done or not applicable by hand (or clears the mark).
+#[tauri::command]
+pub async fn mark_step(
+    state: State<'_, AppState>,
+    revision_id: i64,
+    step: usize,
+    mark: StepMark,
+) -> Result<Progress> {
+    Ok(view::mark_step(&state.engine, revision_id, step, mark).await?)
 }
 
 /// Saves the reviewer's version of an open plan as a revision of their own.

@@ -286,6 +286,16 @@ impl Review {
         Ok(self.store.record_work(work).await?)
     }
 
+    /// The records of `kind` made after `at`, oldest first, at most `limit`.
+    pub async fn work_since(
+        &self,
+        kind: WorkKind,
+        at: Millis,
+        limit: i64,
+    ) -> Result<Vec<WorkRow>, ReviewError> {
+        Ok(self.store.work_since(kind, at, limit).await?)
+    }
+
     /// The run's newest approved revision, if it has one.
     pub async fn approved(&self, run_id: &str) -> Result<Option<Revision>, ReviewError> {
         match self.store.approved_revision(run_id).await? {

@@ -441,6 +441,17 @@ impl<B: Backend> Store for SqlStore<B> {
         ))
     }
 
+    async fn work_since(
+        &self,
+        kind: WorkKind,
+        at: Millis,
+        limit: i64,
+    ) -> Result<Vec<WorkRow>, StoreError> {
+        read!(self, "list recent work", |tx| work::since(
+            &mut tx, kind, at, limit
+        ))
+    }
+
     async fn approved_revision(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
         read!(self, "find the approved revision", |tx| {
             work::approved_revision(&mut tx, run_id)

@@ -326,6 +326,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<Option<WorkRow>, StoreError>;
     /// The work held against a revision, oldest first.
     async fn work(&self, revision_id: i64) -> Result<Vec<WorkRow>, StoreError>;
+    /// The records of `kind` made after `at`, oldest first, at most `limit`.
+    async fn work_since(
+        &self,
+        kind: WorkKind,
+        at: Millis,
+        limit: i64,
+    ) -> Result<Vec<WorkRow>, StoreError>;
     /// A run's newest approved revision, if it has one.
     async fn approved_revision(&self, run_id: &str) -> Result<Option<i64>, StoreError>;
 }

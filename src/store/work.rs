@@ -185,3 +185,22 @@ pub(super) async fn mark(
     log::append(tx, entry).await?;
     Ok(Some(row))
 }
+
+/// The records of `kind` made after `at` (an app's notice of runs that finished), oldest
+/// first, at most `limit`.
+pub(super) async fn since(
+    tx: &mut Tx<impl Conn>,
+    kind: WorkKind,
+    at: Millis,
+    limit: i64,
+) -> Result<Vec<WorkRow>, StoreError> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM work WHERE kind = $1 AND at > $2 ORDER BY at, id LIMIT $3");
+    tx.all(
+        "list recent work",
+        &sql,
+        &[&kind.as_str(), &at, &limit],
+        row,
+    )
+    .await
+}

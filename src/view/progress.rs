@@ -1,0 +1,82 @@
+//! After Approve in a window: a run's approved plan with each step's state, what changed
+//! outside it, steps marked by hand, and the runs that just finished (for the "Done"
+//! notification).
+
+use serde::Deserialize;
+
+use crate::clock::Millis;
+use crate::engine::{Engine, EngineError};
+use crate::review::{Progress, StepState};
+use crate::store::WorkKind;
+
+/// How many finished runs one notice reads at most.
+const MAX_FINISHED: i64 = 20;
+
+/// A mark a person sets on a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepMark {
+    Done,
+    NotApplicable,
+    Clear,
+}
+
+/// The run's newest approved plan with the work held against it; `None` before any approval.
+pub async fn run_progress(engine: &Engine, run_id: &str) -> Result<Option<Progress>, EngineError> {
+    let review = engine.review();
+    let Some(revision) = review.approved(run_id).await? else {
+        return Ok(None);
+    };
+    Ok(Some(review.progress(&revision).await?))
+}
+
+/// Marks step `step` of the approved revision `revision_id` by hand.
+pub async fn mark_step(
+    engine: &Engine,
+    revision_id: i64,
+    step: usize,
+    mark: StepMark,
+) -> Result<Progress, EngineError> {
+    let review = engine.review();
+    let revision = review.revision_by_id(revision_id).await?;
+    let state = match mark {
+        StepMark::Done => Some(StepState::Done),
+        StepMark::NotApplicable => Some(StepState::NotApplicable),
+        StepMark::Clear => None,
+    };
+    Ok(review.mark_step(&revision, step, state).await?)
+}
+
+/// A run whose agent said it finished, with its progress.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub at: Millis,
+    pub progress: Progress,
+}
+
+impl Finished {
+    /// What its notification says: "Done: 5 of 6 steps, 2 files outside the plan".
+    pub fn summary(&self) -> String {
+        format!(
+            "Done: {}",
+            self.progress.summary.replacen(" steps done", " steps", 1)
+        )
+    }
+}
+
+/// The runs whose agents said they finished after `at`, oldest first.
+pub async fn finished_since(engine: &Engine, at: Millis) -> Result<Vec<Finished>, EngineError> {
+    let review = engine.review();
+    let mut finished = Vec::new();
+    for work in review
+        .work_since(WorkKind::Finished, at, MAX_FINISHED)
+        .await?
+    {
+        let revision = review.revision_by_id(work.revision_id).await?;
+        finished.push(Finished {
+            at: work.at,
+            progress: review.progress(&revision).await?,
+        });
+    }
+    Ok(finished)
+}

@@ -1,0 +1,98 @@
+// After Approve: in a run's view, the approved plan with each step's state beside it (live as
+// the agent works), what it changed outside the plan, and marks a person sets by hand.
+import { call, listen } from './api.js';
+import { h, clear, age, when } from './dom.js';
+import { state } from './state.js';
+import { showError } from './banner.js';
+
+const STATE_LABEL = { done: 'Done', 'not-done-yet': 'Not done yet', 'not-applicable': 'Not applicable' };
+const STATE_MARK = { done: '✓', 'not-done-yet': '○', 'not-applicable': '–' };
+
+/** Fills `slot` with the run's progress, if it has an approved plan; keeps it current while the
+ * run is on screen. */
+export async function renderProgress(runId, slot) {
+  let progress;
+  try {
+    progress = await call('progress', { runId });
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  if (!progress || !slot.isConnected) return;
+  draw(slot, progress);
+  slot.dataset.runId = runId;
+  followChanges();
+}
+
+function draw(slot, progress) {
+  const working = progress.finished
+    ? h('span', { class: 'badge finished' }, 'finished')
+    : h('span', { class: 'badge running' }, 'working');
+  const steps = progress.steps.map((step) => stepItem(slot, progress, step));
+  const unplanned = progress.files.filter((f) => f.changed && !f.planned);
+  const commands = progress.commands;
+  clear(slot).append(h('section', { class: 'card progress', id: 'progress', 'aria-label': 'Progress of the approved plan' },
+    h('div', { class: 'progress-head' },
+      h('h2', {}, 'Approved plan'),
+      h('span', { class: 'progress-summary', id: 'progress-summary' }, progress.summary),
+      working),
+    h('div', { class: 'meta-line' },
+      h('span', {}, progress.title),
+      h('span', {}, `revision ${progress.revisionNo}`),
+      progress.approvedAt ? h('span', { title: when(progress.approvedAt) }, `approved ${age(progress.approvedAt)}`) : '',
+      progress.lastAt ? h('span', { title: when(progress.lastAt) }, `last change ${age(progress.lastAt)}`) : ''),
+    steps.length
+      ? h('ol', { class: 'steps', id: 'progress-steps' }, steps)
+      : h('p', { class: 'hint' }, 'The plan has no list of steps: every changed file is listed below.'),
+    unplanned.length ? h('div', { class: 'unplanned', id: 'unplanned' },
+      h('h3', {}, `Changed outside the plan (${unplanned.length})`),
+      h('ul', {}, unplanned.map((f) => h('li', {}, h('code', {}, f.path), f.outside ? h('span', { class: 'hint' }, ' outside the workspace') : '')))) : '',
+    commands.length ? h('details', { class: 'commands' },
+      h('summary', {}, `Commands run (${commands.length})`),
+      h('ul', {}, commands.map((c) => h('li', {}, h('code', {}, c.command),
+        c.exitCode === null || c.exitCode === undefined ? '' : h('span', { class: c.exitCode === 0 ? 'hint' : 'exit-failed' }, ` exit ${c.exitCode}`))))) : ''));
+}
+
+function stepItem(slot, progress, step) {
+  const shown = [...step.changed, ...step.ran];
+  const mark = (value) => async () => {
+    try {
+      draw(slot, await call('mark_step', { revisionId: progress.revisionId, step: step.number, mark: value }));
+    } catch (e) {
+      showError(e);
+    }
+  };
+  const actions = step.byHand
+    ? [h('button', { type: 'button', class: 'link', onclick: mark('clear') }, 'Clear mark')]
+    : step.state === 'not-done-yet'
+      ? [h('button', { type: 'button', class: 'link', onclick: mark('done') }, 'Mark done'),
+        h('button', { type: 'button', class: 'link', onclick: mark('not-applicable') }, 'Not applicable')]
+      : [];
+  return h('li', { class: 'step', dataset: { state: step.state } },
+    h('span', { class: 'step-mark', 'aria-hidden': 'true' }, STATE_MARK[step.state]),
+    h('div', { class: 'step-body' },
+      h('div', { class: 'step-text' }, withCode(step.text)),
+      h('div', { class: 'step-state' },
+        h('span', { class: 'step-label' }, STATE_LABEL[step.state] + (step.byHand ? ' (marked by hand)' : '')),
+        shown.length ? h('span', { class: 'step-shown' }, shown.map((s) => h('code', {}, s))) : '')),
+    h('div', { class: 'step-actions' }, actions));
+}
+
+/** A step's text with its `code spans` shown as code (as text: nothing in it is markup). */
+function withCode(text) {
+  return text.split('`').map((part, i) => (i % 2 ? h('code', {}, part) : part));
+}
+
+let following = false;
+
+/** Live: whatever changes in the store (the agent recorded more work), the progress on screen
+ * is read again. */
+function followChanges() {
+  if (following) return;
+  following = true;
+  listen('inbox-changed', () => {
+    const slot = document.getElementById('progress-slot');
+    const runId = slot?.dataset.runId;
+    if (runId && state.view?.runId === runId) renderProgress(runId, slot);
+  }).catch(() => { following = false; });
+}

@@ -481,3 +481,5 @@ fn lexical_relative(path: &str) -> Option<PathBuf> {
 }
 #[cfg(test)]
 mod tests;
+
+pub mod git;

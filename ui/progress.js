@@ -46,7 +46,9 @@ function draw(slot, progress) {
       : h('p', { class: 'hint' }, 'The plan has no list of steps: every changed file is listed below.'),
     unplanned.length ? h('div', { class: 'unplanned', id: 'unplanned' },
       h('h3', {}, `Changed outside the plan (${unplanned.length})`),
-      h('ul', {}, unplanned.map((f) => h('li', {}, h('code', {}, f.path), f.outside ? h('span', { class: 'hint' }, ' outside the workspace') : '')))) : '',
+      h('ul', {}, unplanned.map((f) => h('li', {}, h('code', {}, f.path), lines(f),
+        f.outside ? h('span', { class: 'hint' }, ' outside the workspace') : '')))) : '',
+    progress.gitError ? h('p', { class: 'hint', id: 'git-error' }, `The workspace's own changes are not shown: ${progress.gitError}.`) : '',
     commands.length ? h('details', { class: 'commands' },
       h('summary', {}, `Commands run (${commands.length})`),
       h('ul', {}, commands.map((c) => h('li', {}, h('code', {}, c.command),
@@ -78,6 +80,12 @@ function stepItem(slot, progress, step) {
     h('div', { class: 'step-actions' }, actions));
 }
 
+/** A file's lines added and removed, when git counted them. */
+function lines(file) {
+  if (file.added === null || file.added === undefined) return '';
+  return h('span', { class: 'hint' }, ` +${file.added} −${file.removed ?? 0}`);
+}
+
 /** A step's text with its `code spans` shown as code (as text: nothing in it is markup). */
 function withCode(text) {
   return text.split('`').map((part, i) => (i % 2 ? h('code', {}, part) : part));
@@ -90,9 +98,24 @@ let following = false;
 function followChanges() {
   if (following) return;
   following = true;
-  listen('inbox-changed', () => {
-    const slot = document.getElementById('progress-slot');
-    const runId = slot?.dataset.runId;
-    if (runId && state.view?.runId === runId) renderProgress(runId, slot);
-  }).catch(() => { following = false; });
+  listen('inbox-changed', refresh).catch(() => { following = false; });
+}
+
+// One read at a time (on a large repository one takes a moment): changes that come meanwhile
+// are read once, after it.
+let reading = false;
+let again = false;
+
+async function refresh() {
+  if (reading) { again = true; return; }
+  const slot = document.getElementById('progress-slot');
+  const runId = slot?.dataset.runId;
+  if (!runId || state.view?.runId !== runId) return;
+  reading = true;
+  try {
+    await renderProgress(runId, slot);
+  } finally {
+    reading = false;
+  }
+  if (again) { again = false; refresh(); }
 }

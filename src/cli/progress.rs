@@ -136,7 +136,20 @@ fn print(progress: &Progress) {
             } else {
                 ""
             };
-            println!("  {}{outside}", terminal_safe(&short(&file.path, 200)));
+            let lines = match (file.added, file.removed) {
+                (Some(added), removed) => format!(" (+{added} -{})", removed.unwrap_or(0)),
+                _ => String::new(),
+            };
+            println!(
+                "  {}{lines}{outside}",
+                terminal_safe(&short(&file.path, 200))
+            );
         }
+    }
+    if let Some(err) = &progress.git_error {
+        println!(
+            "\nThe workspace's own changes are not shown: {}.",
+            terminal_safe(err)
+        );
     }
 }

@@ -184,6 +184,9 @@ impl Engine {
         )
         .await?;
         crash_point("after-suspend");
+        if call.tool_name == SUBMIT_PLAN {
+            self.record_baseline(state, &call.tool_call_id).await;
+        }
         let chunk = match &first.status {
             CallStatus::Suspended { suspend_payload } => {
                 let mode = match &state.phase {

@@ -168,6 +168,32 @@ impl Engine {
         }
     }
 
+    /// Records the workspace's git state for the plan just submitted (see
+    /// `Review::record_baseline`): in a process that shows the plan, beside it (its way to the
+    /// screen waits for nothing); else before the process moves on and may end.
+    pub(super) async fn record_baseline(&self, state: &RunState, tool_call_id: &str) {
+        let review = self.inner.review.clone();
+        let (run_id, call, workspace) = (
+            state.run_id.clone(),
+            tool_call_id.to_owned(),
+            state.workspace.clone(),
+        );
+        let work = async move {
+            if let Ok(Some(revision)) = review.open_revision(&run_id, &call).await {
+                review.record_baseline(revision.id, &workspace).await;
+            }
+        };
+        if self
+            .inner
+            .prerender
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            tokio::spawn(work);
+        } else {
+            work.await;
+        }
+    }
+
     /// Records that the run finished (its model's turn ended), if it has an approved plan.
     pub(super) async fn record_finished(&self, run_id: &str) {
         let work = NewWork {

@@ -12,6 +12,7 @@ use super::{Review, ReviewError, Revision};
 use crate::clock::Millis;
 use crate::plan::steps::{self, Step};
 use crate::store::{NewWork, WorkKind, WorkRow};
+use crate::workspace::git;
 
 /// Where a step stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -53,6 +54,10 @@ pub struct FileProgress {
     pub planned: bool,
     pub changed: bool,
     pub outside: bool,
+    /// Lines added and removed since the plan was submitted, as git counts them (a git
+    /// workspace only).
+    pub added: Option<u64>,
+    pub removed: Option<u64>,
 }
 
 /// A command the agent ran.
@@ -83,6 +88,8 @@ pub struct Progress {
     pub last_at: Option<Millis>,
     /// "5 of 6 steps done, 2 files outside the plan".
     pub summary: String,
+    /// Why the workspace's own changes (git) are not shown, when they are not.
+    pub git_error: Option<String>,
 }
 
 impl Progress {
@@ -125,12 +132,14 @@ fn in_workspace(workspace: &Path, path: &str) -> bool {
         && workspace.join(relative).symlink_metadata().is_ok()
 }
 
-/// Holds the records `work` against the steps of `markdown` (in `workspace`).
+/// Holds the records `work`, and the workspace's own changes since the plan was submitted
+/// (`git`, when it is a repository), against the steps of `revision` (in `workspace`).
 pub fn hold(
     revision: &Revision,
     workspace: &Path,
     approved_at: Option<Millis>,
     work: &[WorkRow],
+    git: &[git::Change],
 ) -> Progress {
     let plan_steps = steps::steps(&revision.markdown());
     let mut changed: Vec<(&str, bool)> = Vec::new();
@@ -159,6 +168,7 @@ pub fn hold(
                 }
             }
             WorkKind::Finished => finished = true,
+            WorkKind::Baseline => {}
             WorkKind::Marked => {
                 let step = record.data["step"].as_u64().unwrap_or(0) as usize;
                 let state = match record.data["mark"].as_str() {
@@ -172,6 +182,18 @@ pub fn hold(
             }
         }
     }
+    // What changed outside any tool call the agent reported (a person's edit, a tool Plandesk
+    // does not hear of) shows in the repository.
+    for change in git {
+        if !changed.iter().any(|(p, _)| *p == change.path) {
+            changed.push((&change.path, false));
+        }
+    }
+    let lines = |path: &str| {
+        git.iter()
+            .find(|c| c.path == path)
+            .map_or((None, None), |c| (c.added, c.removed))
+    };
     let steps: Vec<StepProgress> = plan_steps
         .iter()
         .zip(&marks)
@@ -189,13 +211,19 @@ pub fn hold(
                 planned: true,
                 changed: false,
                 outside: false,
+                added: None,
+                removed: None,
             });
         }
     }
     for (path, outside) in &changed {
         let planned = steps.iter().any(|s| s.changed.iter().any(|c| c == path));
+        let (added, removed) = lines(path);
         match files.iter_mut().find(|f| f.path == *path) {
-            Some(file) => file.changed = true,
+            Some(file) => {
+                file.changed = true;
+                (file.added, file.removed) = (added, removed);
+            }
             None => {
                 // A step naming the file's end names it: one entry, under the changed path.
                 files.retain(|f| !(planned && !f.changed && is_named(&f.path, path)));
@@ -204,6 +232,8 @@ pub fn hold(
                     planned,
                     changed: true,
                     outside: *outside,
+                    added,
+                    removed,
                 });
             }
         }
@@ -220,6 +250,7 @@ pub fn hold(
         finished,
         last_at: work.last().map(|w| w.at),
         summary: String::new(),
+        git_error: None,
     };
     let unplanned = progress.unplanned().count();
     progress.summary = format!(
@@ -313,12 +344,54 @@ impl Review {
             .as_ref()
             .filter(|d| d.action == crate::store::Action::Approved)
             .map(|d| d.decided_at);
-        Ok(hold(
-            revision,
-            Path::new(&run.workspace),
-            approved_at,
-            &work,
-        ))
+        let workspace = std::path::PathBuf::from(&run.workspace);
+        let base = work
+            .iter()
+            .rev()
+            .find(|w| w.kind == WorkKind::Baseline)
+            .and_then(|w| serde_json::from_value::<git::Baseline>(w.data.clone()).ok());
+        let (changes, git_error) = match base {
+            Some(base) => {
+                let dir = workspace.clone();
+                match tokio::task::spawn_blocking(move || git::changes_since(&dir, &base)).await {
+                    Ok(Ok(changes)) => (changes, None),
+                    Ok(Err(err)) => (Vec::new(), Some(err.to_string())),
+                    Err(err) => (Vec::new(), Some(format!("git could not be asked: {err}"))),
+                }
+            }
+            None => (Vec::new(), None),
+        };
+        let mut progress = hold(revision, &workspace, approved_at, &work, &changes);
+        progress.git_error = git_error;
+        Ok(progress)
+    }
+
+    /// Records the workspace's git state for a revision just submitted, so that its changes
+    /// after the approval can be read against it. Nothing for a folder that is no repository;
+    /// a git that fails is said on stderr (the review goes on).
+    pub async fn record_baseline(&self, revision_id: i64, workspace: &Path) {
+        let dir = workspace.to_owned();
+        let base = match tokio::task::spawn_blocking(move || git::baseline(&dir)).await {
+            Ok(Ok(base)) => base,
+            Ok(Err(git::GitError::NotARepository | git::GitError::NotInstalled)) => return,
+            Ok(Err(err)) => {
+                eprintln!("plandesk: the workspace's changes will not be shown: {err}");
+                return;
+            }
+            Err(_) => return,
+        };
+        let work = NewWork {
+            of: crate::store::WorkOf::Revision(revision_id),
+            at: self.clock.now(),
+            kind: WorkKind::Baseline,
+            path: None,
+            command: None,
+            exit_code: None,
+            data: serde_json::to_value(&base).unwrap_or_default(),
+        };
+        if let Err(err) = self.store.record_work(&work).await {
+            eprintln!("plandesk: cannot record the workspace's state: {err}");
+        }
     }
 
     /// Marks step `number` of an approved revision done or not applicable by hand (`None`

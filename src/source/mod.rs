@@ -186,6 +186,18 @@ pub async fn review_plan(
 ) -> Result<Answer, SourceError> {
     let review = engine.review();
     let waiting = review.submit(&plan).await?;
+    // The workspace's git state now, what its changes after an approval are read against: on
+    // this machine only (a plan over HTTP names a folder of another).
+    // Taken beside the wait; awaited before the agent is answered (and may change files).
+    let mut baseline = None;
+    if let (None, Some(revision)) = (&plan.submitter, &waiting.item.revision) {
+        let (review, id, cwd) = (review.clone(), revision.id, PathBuf::from(&plan.cwd));
+        if cwd.is_absolute() {
+            baseline = Some(tokio::spawn(async move {
+                review.record_baseline(id, &cwd).await
+            }));
+        }
+    }
     let title = waiting
         .item
         .revision
@@ -223,6 +235,9 @@ pub async fn review_plan(
             return Err(SourceError::Stopped);
         }
     };
+    if let Some(baseline) = baseline {
+        let _ = baseline.await;
+    }
     let mut answer = Answer::of(&decided);
     if let (Answer::Approve(approval), Some(id)) = (&mut answer, decided.revision_id) {
         let revision = review.revision_by_id(id).await?;

@@ -22,14 +22,19 @@ vocabulary! {
         Finished = "finished",
         /// A person marked a step done or not applicable by hand (`data.step`, `data.mark`).
         Marked = "marked",
+        /// The workspace's git state when the plan was submitted (`data`: commit and dirty
+        /// files), what its changes since are read against.
+        Baseline = "baseline",
     }
 }
 
-/// Whose work a record is: a run, or an outside agent's session (its run found by the store).
+/// Whose work a record is: a run, or an outside agent's session (its run found by the store),
+/// held against its approved revision; or one revision itself (a baseline, before approval).
 #[derive(Debug, Clone, Copy)]
 pub enum WorkOf<'a> {
     Run(&'a str),
     Session { kind: SourceKind, session: &'a str },
+    Revision(i64),
 }
 
 /// A record to add.
@@ -94,6 +99,20 @@ pub(super) async fn record(
     expect: Option<i64>,
 ) -> Result<Option<WorkRow>, StoreError> {
     let run_id = match new.of {
+        WorkOf::Revision(id) => {
+            let run_id = tx
+                .row(
+                    "find the revision's run",
+                    "SELECT run_id FROM plan_revisions WHERE id = $1",
+                    &[&id],
+                    |r| r.get::<String>(0),
+                )
+                .await?;
+            return match run_id {
+                Some(run_id) => insert(tx, new, &run_id, id).await.map(Some),
+                None => Ok(None),
+            };
+        }
         WorkOf::Run(id) => Some(id.to_owned()),
         WorkOf::Session { kind, session } => {
             tx.row(
@@ -114,12 +133,21 @@ pub(super) async fn record(
     if expect.is_some_and(|expected| expected != revision_id) {
         return Ok(None);
     }
+    insert(tx, new, &run_id, revision_id).await.map(Some)
+}
+
+async fn insert(
+    tx: &mut Tx<impl Conn>,
+    new: &NewWork<'_>,
+    run_id: &str,
+    revision_id: i64,
+) -> Result<WorkRow, StoreError> {
     let sql = format!(
         "INSERT INTO work (run_id, revision_id, at, kind, path, command, exit_code, data)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
     );
     let data = new.data.to_string();
-    tx.row(
+    tx.one(
         "record work",
         &sql,
         &[
@@ -132,6 +160,10 @@ pub(super) async fn record(
             &new.exit_code,
             &data,
         ],
+        || StoreError::Query {
+            context: "record work",
+            message: "the insert returned no row".into(),
+        },
         row,
     )
     .await

@@ -339,3 +339,102 @@ fn a_plan_answered_in_claude_codes_own_dialog_leaves_the_inbox_and_is_not_decide
         assert_eq!(revision["status"], "answered-in-agent", "{history}");
     }
 }
+
+/// Runs `script` in the workspace with git's identity set; panics if it fails.
+fn sh(fx: &Fixture, script: &str) {
+    let ok = std::process::Command::new("sh")
+        .args(["-c", script])
+        .current_dir(&fx.workspace)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{script}");
+}
+
+#[test]
+fn a_git_workspaces_changes_outside_any_tool_call_are_held_against_the_plan() {
+    let fx = Fixture::new(json!([]));
+    sh(&fx, "git init -q && git add -A && git commit -qm start");
+    // Changed before the plan: not the agent's work.
+    sh(&fx, "echo '// wip' >> src/lib.rs && echo draft > notes.md");
+    let mut permission = claude(
+        &fx,
+        "PermissionRequest",
+        "ExitPlanMode",
+        json!({"plan": PLAN}),
+    );
+    permission["permission_mode"] = json!("plan");
+    let hook = spawn_with_input(
+        fx.command(&["hook", "claude-code"]),
+        permission.to_string().as_bytes(),
+    );
+    block_on(until_pending(&fx));
+    let run = fx.listing(&["pending"])[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["approve", &run]);
+    hook.wait_with_output().unwrap();
+
+    // After the approval, edits no hook reports: a planned file created, an unplanned one
+    // changed and committed; notes.md (dirty before) left as it was.
+    sh(
+        &fx,
+        "printf 'a\\nb\\n' > src/cache.rs && echo '// more' >> README.txt && git add README.txt \
+         && git commit -qm readme",
+    );
+    let progress = fx.listing(&["progress", &run]);
+    assert_eq!(progress["gitError"], Value::Null, "{progress}");
+    assert_eq!(progress["steps"][0]["state"], "done", "{progress}");
+    let changed: Vec<(&str, bool, Value, Value)> = progress["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["changed"] == true)
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap(),
+                f["planned"].as_bool().unwrap(),
+                f["added"].clone(),
+                f["removed"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            ("src/cache.rs", true, json!(2), json!(0)),
+            ("README.txt", false, json!(1), json!(0)),
+        ],
+        "{progress}"
+    );
+
+    // A git that does not answer is reported, within its time limit, never waited on.
+    let bin = fx.root.join("slow-git");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("git"), "#!/bin/sh\nsleep 60\n").unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", bin.join("git").to_str().unwrap()])
+        .status()
+        .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let started = std::time::Instant::now();
+    let out = fx
+        .command(&["--json", "progress", &run])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let progress: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        progress["gitError"]
+            .as_str()
+            .is_some_and(|e| e.contains("did not answer")),
+        "{progress}"
+    );
+}

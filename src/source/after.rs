@@ -96,7 +96,7 @@ pub fn claude(stdin: &str) -> Result<Option<Report>, SourceError> {
                 .as_str()
                 .or_else(|| input.tool_input["notebook_path"].as_str());
             named
-                .and_then(|named| file(&input.cwd, named))
+                .and_then(|named| workspace_path(&input.cwd, named))
                 .map(|(path, outside)| {
                     let data = json!({"tool": tool, "outside": outside});
                     work(WorkKind::File, Some(path), None, None, data)
@@ -145,10 +145,17 @@ pub fn claude(stdin: &str) -> Result<Option<Report>, SourceError> {
 }
 
 /// A file an agent names, as recorded: relative to its workspace `cwd` (worked out on the
-/// names alone), or absolute and `outside` it. `None` for what is no path to keep.
-fn file(cwd: &str, named: &str) -> Option<(String, bool)> {
+/// names alone), or absolute and `outside` it. With no `cwd` (a client on another machine) a
+/// relative path is the workspace's and any other outside it. `None` for what is no path to
+/// keep.
+pub fn workspace_path(cwd: &str, named: &str) -> Option<(String, bool)> {
     if named.is_empty() || named.len() > MAX_PATH || named.chars().any(char::is_control) {
         return None;
+    }
+    if cwd.is_empty() {
+        let path = lexical(Path::new(named));
+        let inside = path.is_relative() && !path.as_os_str().is_empty() && !path.starts_with("..");
+        return Some((path.to_string_lossy().into_owned(), !inside));
     }
     let cwd = lexical(Path::new(cwd));
     let path = lexical(&cwd.join(named));
@@ -160,14 +167,21 @@ fn file(cwd: &str, named: &str) -> Option<(String, bool)> {
     }
 }
 
-/// `path` with `.` and `..` worked out on its names (no link is followed: nothing is read).
+/// `path` with `.` and `..` worked out on its names (no link is followed: nothing is read); a
+/// relative path keeps the `..` that lead above it.
 fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {
         match part {
             Component::CurDir => {}
             Component::ParentDir => {
-                out.pop();
+                let above = matches!(out.components().next_back(), Some(Component::ParentDir))
+                    || out.as_os_str().is_empty();
+                if above {
+                    out.push("..");
+                } else {
+                    out.pop();
+                }
             }
             other => out.push(other),
         }
@@ -273,6 +287,7 @@ mod tests {
 
     #[test]
     fn paths_outside_the_workspace_are_kept_as_such_and_never_resolved() {
+        let file = workspace_path;
         assert_eq!(
             file("/home/u/proj", "/home/u/proj/../other/x.rs"),
             Some(("/home/u/other/x.rs".into(), true))

@@ -11,6 +11,7 @@
 //! write files with tools of their own. A 2025-11-25 client may instead call the tool as a
 //! task it polls (see `tasks`): on both transports those requests are answered before rmcp.
 
+mod report;
 mod stdio;
 mod tasks;
 mod tool;
@@ -495,11 +496,18 @@ impl ServerHandler for PlanServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![(*self.tool).clone()]))
+        Ok(ListToolsResult::with_all_items(vec![
+            (*self.tool).clone(),
+            report::report_tool(),
+        ]))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == TOOL_ID).then(|| (*self.tool).clone())
+        match name {
+            TOOL_ID => Some((*self.tool).clone()),
+            report::REPORT_ID => Some(report::report_tool()),
+            _ => None,
+        }
     }
 
     async fn call_tool(
@@ -507,11 +515,12 @@ impl ServerHandler for PlanServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if request.name != TOOL_ID {
+        if request.name != TOOL_ID && request.name != report::REPORT_ID {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown tool `{}`; this server has `{TOOL_ID}`",
-                    request.name
+                    "unknown tool `{}`; this server has `{TOOL_ID}` and `{}`",
+                    request.name,
+                    report::REPORT_ID
                 ),
                 None,
             ));
@@ -522,6 +531,9 @@ impl ServerHandler for PlanServer {
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Caller>())
             .cloned();
+        if request.name == report::REPORT_ID {
+            return Ok(self.report(&args, caller.as_ref()).await.into());
+        }
         let (ct, mut stopped) = (context.ct.clone(), self.stopped.clone());
         let stop = async move {
             tokio::select! {

@@ -187,8 +187,9 @@ async fn an_mcp_client_gets_the_engine_contract_and_waits_for_the_decision() {
     let client = connect(&fx).await;
 
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 1);
+    assert_eq!(tools.len(), 2);
     assert_eq!(tools[0].name, "submit_plan");
+    assert_eq!(tools[1].name, "report_progress");
     assert_tool_metadata(&tools[0]);
     let description = tools[0].description.as_deref().unwrap();
     let root = fx.workspace.canonicalize().unwrap();
@@ -438,5 +439,73 @@ async fn a_waiting_call_reports_progress_so_a_client_timeout_can_be_reset() {
     let heard = Heard::default();
     let client = connect_as(&fx, heard.clone(), &[("PLANDESK_MCP_PROGRESS_MS", "300")]).await;
     submit_while_progress_resets_the_timeout(&fx, &client, json!({"path": PLAN}), &heard).await;
+    client.cancel().await.unwrap();
+}
+
+/// Calls `report_progress` with `args`; its text and whether it is an error.
+async fn report(client: &Client, args: Value) -> (String, bool) {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new("report_progress").with_arguments(args))
+        .await
+        .unwrap();
+    let text = result.content[0].as_text().unwrap().text.clone();
+    (text, result.is_error == Some(true))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_reports_its_work_after_the_approval_with_report_progress() {
+    let fx = Fixture::new(json!([]));
+    fx.write(
+        PLAN,
+        b"# Add a cache\n\n1. Add `src/cache.rs`.\n2. Run `cargo test`.\n3. Update the docs.\n",
+    );
+    let client = connect(&fx).await;
+    let (text, is_error) = report(&client, json!({"files": ["src/early.rs"]})).await;
+    assert!(!is_error);
+    assert!(
+        text.starts_with("Nothing recorded: no plan of yours is approved yet"),
+        "{text}"
+    );
+    let ((approved, _), _) = tokio::join!(
+        submit(&client, json!({"path": PLAN})),
+        decide_when_pending(&fx, &["approve"])
+    );
+    assert!(approved["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Plan approved"));
+    let (text, is_error) = report(
+        &client,
+        json!({"files": ["src/cache.rs", "./src/extra.rs", "/etc/hosts"],
+               "commands": [{"command": "cargo test", "exitCode": 0}], "finished": true}),
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "Recorded 5 of 5 against the approved plan.");
+    // Worst input: refused whole, nothing recorded.
+    let (text, is_error) = report(
+        &client,
+        json!({"files": vec!["x"; 201], "commands": [{"command": 7}], "extra": true}),
+    )
+    .await;
+    assert!(is_error, "{text}");
+    let run = fx.listing(&["runs"])[0]["id"].as_str().unwrap().to_owned();
+    let progress = fx.listing(&["progress", &run]);
+    assert_eq!(
+        progress["summary"], "2 of 3 steps done, 2 files outside the plan",
+        "{progress}"
+    );
+    assert_eq!(progress["finished"], true);
+    let outside: Vec<&Value> = progress["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["outside"] == true)
+        .collect();
+    assert_eq!(outside.len(), 1);
+    assert_eq!(outside[0]["path"], "/etc/hosts");
     client.cancel().await.unwrap();
 }

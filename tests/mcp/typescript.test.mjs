@@ -72,7 +72,8 @@ for (const [name, transport] of Object.entries(transports)) {
 
     test('lists submit_plan with its metadata', async () => {
       const { tools } = await client.listTools();
-      assert.equal(tools.length, 1);
+      assert.equal(tools.length, 2);
+      assert.equal(tools[1].name, 'report_progress');
       const [tool] = tools;
       assert.equal(tool.name, 'submit_plan');
       assert.equal(tool.title, 'Submit plan for review');
@@ -166,6 +167,7 @@ for (const [name, transport] of Object.entries(transports)) {
       // The SDK learns here which tools may be called as tasks.
       const { tools } = await client.listTools();
       assert.deepEqual(tools[0].execution, { taskSupport: 'optional' });
+      assert.equal(tools[1].execution, undefined, 'report_progress answers at once');
     });
     after(async () => {
       await client?.close();

@@ -144,12 +144,14 @@ pub(crate) fn declares_tasks(initialize: &Value) -> bool {
     initialize["params"]["capabilities"]["tasks"].is_object()
 }
 
-/// `tools/list`'s result at [`TASKS_VERSION`]: every tool may be called as a task (a client
-/// uses it only where the server declared the capability).
+/// `tools/list`'s result at [`TASKS_VERSION`]: `submit_plan` may be called as a task (a client
+/// uses it only where the server declared the capability); `report_progress` answers at once.
 pub(crate) fn complete_tools(result: &mut Value) {
     if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
         for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
-            tool.insert("execution".into(), json!({"taskSupport": "optional"}));
+            if tool.get("name").and_then(Value::as_str) == Some(crate::tool::submit_plan::TOOL_ID) {
+                tool.insert("execution".into(), json!({"taskSupport": "optional"}));
+            }
         }
     }
 }

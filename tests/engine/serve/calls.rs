@@ -22,8 +22,9 @@ async fn an_mcp_client_over_http_gets_the_contract_and_is_recorded_as_its_token(
     let server = Server::start(&fx, &[]);
     let client = mcp_client(&server.base, &token).await;
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 1);
+    assert_eq!(tools.len(), 2);
     assert_eq!(tools[0].name, "submit_plan");
+    assert_eq!(tools[1].name, "report_progress");
     assert_eq!(
         tools[0].input_schema["required"],
         json!(["path", "plan"]),

@@ -16,8 +16,12 @@ const LIMIT: Duration = Duration::from_secs(3);
 /// The agents whose after-tool hooks are read.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Agent {
-    /// Claude Code (PostToolUse, Stop)
+    /// Claude Code (PostToolUse, PostToolUseFailure, Stop)
     ClaudeCode,
+    /// Codex (PostToolUse, Stop)
+    Codex,
+    /// Gemini CLI (AfterTool, AfterAgent)
+    Gemini,
 }
 
 pub async fn record(agent: Agent, data_dir: &Path, store: Option<&str>) -> ExitCode {
@@ -37,26 +41,31 @@ pub async fn record(agent: Agent, data_dir: &Path, store: Option<&str>) -> ExitC
 
 async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Result<(), String> {
     let input = source::read_stdin(source::MAX_HOOK_INPUT)?;
-    let report = match agent {
-        Agent::ClaudeCode => after::claude(&input).map_err(|e| e.to_string())?,
-    };
-    let Some(report) = report else {
+    let reports = match agent {
+        Agent::ClaudeCode => after::claude(&input).map(|r| r.into_iter().collect()),
+        Agent::Gemini => after::gemini(&input).map(|r| r.into_iter().collect()),
+        Agent::Codex => after::codex(&input).map(Option::unwrap_or_default),
+    }
+    .map_err(|e| e.to_string())?;
+    if reports.is_empty() {
         return Ok(());
-    };
+    }
     let store = StoreLocation::choose(store, data_dir).map_err(|e| e.to_string())?;
-    let engine = Engine::open_at(&store, "record:claude-code")
+    let engine = Engine::open_at(&store, "record")
         .await
         .map_err(|e| e.to_string())?;
     let review = engine.review();
-    if report.answered {
-        // The session went on: a plan of it still waiting here was answered in the agent.
-        review
-            .answered_in_agent(&report.source)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    if let Some(work) = report.work(engine.now_millis()) {
-        review.record_work(&work).await.map_err(|e| e.to_string())?;
+    for report in &reports {
+        if report.answered {
+            // The session went on: a plan of it still waiting here was answered in the agent.
+            review
+                .answered_in_agent(&report.source)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        if let Some(work) = report.work(engine.now_millis()) {
+            review.record_work(&work).await.map_err(|e| e.to_string())?;
+        }
     }
     Ok(())
 }

@@ -144,6 +144,165 @@ pub fn claude(stdin: &str) -> Result<Option<Report>, SourceError> {
     }))
 }
 
+#[derive(Debug, Deserialize)]
+struct HookInput {
+    session_id: String,
+    cwd: String,
+    hook_event_name: String,
+    #[serde(default)]
+    tool_name: Option<String>,
+    #[serde(default)]
+    tool_input: Value,
+    #[serde(default)]
+    tool_response: Value,
+}
+
+fn hook_input(agent: &'static str, stdin: &str) -> Result<HookInput, SourceError> {
+    serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent,
+        message: e.to_string(),
+    })
+}
+
+fn file_work(cwd: &str, named: &str, tool: &str) -> Option<Work> {
+    workspace_path(cwd, named).map(|(path, outside)| Work {
+        kind: WorkKind::File,
+        path: Some(path),
+        command: None,
+        exit_code: None,
+        data: json!({"tool": tool, "outside": outside}),
+    })
+}
+
+fn command_work(command: &str, exit_code: Option<i64>, tool: &str) -> Work {
+    Work {
+        kind: WorkKind::Command,
+        path: None,
+        command: Some(crate::text::short(command.trim(), MAX_COMMAND)),
+        exit_code,
+        data: json!({"tool": tool}),
+    }
+}
+
+fn finished() -> Work {
+    Work {
+        kind: WorkKind::Finished,
+        path: None,
+        command: None,
+        exit_code: None,
+        data: json!({}),
+    }
+}
+
+/// Gemini CLI's `AfterTool` (`write_file`, `replace`: a file; `run_shell_command`: a command,
+/// its exit code read from the `Exit Code: N` line of its output, absent when it succeeded)
+/// and `AfterAgent` (its turn ended). `None`: another event.
+pub fn gemini(stdin: &str) -> Result<Option<Report>, SourceError> {
+    let input = hook_input("Gemini CLI", stdin)?;
+    let tool = input.tool_name.as_deref().unwrap_or("");
+    let response = &input.tool_response;
+    let failed = response.get("error").is_some_and(|e| !e.is_null());
+    let work = match (input.hook_event_name.as_str(), tool) {
+        ("AfterAgent", _) => Some(finished()),
+        ("AfterTool", "write_file" | "replace") if !failed => response["returnDisplay"]["filePath"]
+            .as_str()
+            .or_else(|| input.tool_input["file_path"].as_str())
+            .and_then(|named| file_work(&input.cwd, named, tool)),
+        ("AfterTool", "run_shell_command") => input.tool_input["command"].as_str().map(|command| {
+            let output = response["llmContent"].as_str().unwrap_or_default();
+            let exit = output
+                .lines()
+                .find_map(|line| line.trim().strip_prefix("Exit Code: "))
+                .and_then(|code| code.trim().parse().ok())
+                .or((!failed).then_some(0));
+            command_work(command, exit, tool)
+        }),
+        ("AfterTool", _) => None,
+        _ => return Ok(None),
+    };
+    Ok(Some(Report {
+        source: Source {
+            kind: SourceKind::Gemini,
+            session: Some(input.session_id),
+        },
+        answered: input.hook_event_name == "AfterAgent",
+        work,
+    }))
+}
+
+/// Codex's `PostToolUse` (`apply_patch`: the files its patch adds, updates, moves or deletes;
+/// `Bash`: a command, whose exit code Codex does not report) and `Stop` (its turn ended).
+/// `None`: another event.
+pub fn codex(stdin: &str) -> Result<Option<Vec<Report>>, SourceError> {
+    let input = hook_input("Codex", stdin)?;
+    let tool = input.tool_name.as_deref().unwrap_or("");
+    let works: Vec<Work> = match (input.hook_event_name.as_str(), tool) {
+        ("Stop", _) => vec![finished()],
+        ("PostToolUse", "apply_patch") => {
+            let patch = input.tool_input["command"]
+                .as_str()
+                .or_else(|| input.tool_input["input"].as_str())
+                .unwrap_or_default();
+            patch_files(patch)
+                .iter()
+                .filter_map(|named| file_work(&input.cwd, named, tool))
+                .collect()
+        }
+        ("PostToolUse", "Bash") => input.tool_input["command"]
+            .as_str()
+            .map(|command| vec![command_work(command, None, tool)])
+            .unwrap_or_default(),
+        ("PostToolUse", _) => Vec::new(),
+        _ => return Ok(None),
+    };
+    let source = Source {
+        kind: SourceKind::Codex,
+        session: Some(input.session_id),
+    };
+    // Codex's Stop is also the hook its plan is reviewed by: it answers nothing here.
+    let reports = if works.is_empty() {
+        vec![Report {
+            source,
+            answered: false,
+            work: None,
+        }]
+    } else {
+        works
+            .into_iter()
+            .map(|work| Report {
+                source: source.clone(),
+                answered: false,
+                work: Some(work),
+            })
+            .collect()
+    };
+    Ok(Some(reports))
+}
+
+/// The files an `apply_patch` patch names (`*** Add File: P`, `*** Update File: P`, `*** Move
+/// to: Q`, `*** Delete File: P`), in order, each once; at most a few hundred.
+fn patch_files(patch: &str) -> Vec<String> {
+    const HEADERS: [&str; 4] = [
+        "*** Add File: ",
+        "*** Update File: ",
+        "*** Move to: ",
+        "*** Delete File: ",
+    ];
+    let mut files: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        let named = HEADERS
+            .iter()
+            .find_map(|header| line.strip_prefix(header))
+            .map(str::trim);
+        if let Some(named) = named.filter(|n| !n.is_empty()) {
+            if !files.iter().any(|f| f == named) && files.len() < 500 {
+                files.push(named.to_owned());
+            }
+        }
+    }
+    files
+}
+
 /// A file an agent names, as recorded: relative to its workspace `cwd` (worked out on the
 /// names alone), or absolute and `outside` it. With no `cwd` (a client on another machine) a
 /// relative path is the workspace's and any other outside it. `None` for what is no path to
@@ -283,6 +442,87 @@ mod tests {
         .unwrap()
         .unwrap()
         .answered
+    }
+
+    #[test]
+    fn gemini_and_codex_report_files_commands_and_their_turns_end() {
+        let gemini_payload = |event: &str, tool: &str, input: Value, response: Value| {
+            json!({"session_id": "g1", "transcript_path": "/t", "cwd": "/w", "timestamp": "x",
+                   "hook_event_name": event, "tool_name": tool, "tool_input": input,
+                   "tool_response": response})
+            .to_string()
+        };
+        let written = gemini(&gemini_payload(
+            "AfterTool",
+            "write_file",
+            json!({"file_path": "src/rel.txt", "content": "x"}),
+            json!({"llmContent": "ok", "returnDisplay": {"filePath": "/w/src/rel.txt", "isNewFile": true}}),
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(written.work.unwrap().path.as_deref(), Some("src/rel.txt"));
+        let shell = |content: &str| {
+            gemini(&gemini_payload(
+                "AfterTool",
+                "run_shell_command",
+                json!({"command": "make"}),
+                json!({"llmContent": content, "returnDisplay": ""}),
+            ))
+            .unwrap()
+            .unwrap()
+            .work
+            .unwrap()
+            .exit_code
+        };
+        assert_eq!(
+            shell("<untrusted_context>\nOutput: ok\nProcess Group PGID: 1\n"),
+            Some(0)
+        );
+        assert_eq!(
+            shell("Output: failing\nExit Code: 3\nProcess Group PGID: 1"),
+            Some(3)
+        );
+        let refused = gemini(&gemini_payload(
+            "AfterTool",
+            "replace",
+            json!({"file_path": "a"}),
+            json!({"error": {"message": "no match", "type": "edit_no_occurrence_found"}}),
+        ));
+        assert_eq!(
+            refused.unwrap().unwrap().work,
+            None,
+            "a failed edit changed nothing"
+        );
+        let end = gemini(&gemini_payload("AfterAgent", "", json!({}), json!({})))
+            .unwrap()
+            .unwrap();
+        assert!(end.answered);
+        assert_eq!(end.work.unwrap().kind, WorkKind::Finished);
+
+        let patch = "*** Begin Patch\n*** Add File: src/new.txt\n+hello\n*** Update File: src/fetch.js\n\
+                     *** Move to: src/get.js\n@@\n-a\n+b\n*** Delete File: ../../etc/x\n*** End Patch\n";
+        let codex_payload = json!({"session_id": "c1", "turn_id": "t", "cwd": "/w",
+            "hook_event_name": "PostToolUse", "tool_name": "apply_patch",
+            "tool_input": {"command": patch}, "tool_response": "Exit code: 0"})
+        .to_string();
+        let files: Vec<(String, Value)> = codex(&codex_payload)
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                let work = r.work.unwrap();
+                (work.path.unwrap(), work.data["outside"].clone())
+            })
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("src/new.txt".into(), json!(false)),
+                ("src/fetch.js".into(), json!(false)),
+                ("src/get.js".into(), json!(false)),
+                ("/etc/x".into(), json!(true)),
+            ]
+        );
     }
 
     #[test]

@@ -195,6 +195,8 @@ const RECORD_TIMEOUT_SECS: u64 = 10;
 /// The tools whose use after an approval Claude Code's `PostToolUse` hook records (and
 /// `ExitPlanMode`: a plan answered in Claude Code's own dialog).
 const CLAUDE_RECORDED_TOOLS: &str = "ExitPlanMode|Write|Edit|MultiEdit|NotebookEdit|Bash";
+/// Gemini CLI's tools whose use `AfterTool` records (its matchers are regular expressions).
+const GEMINI_RECORDED_TOOLS: &str = "^(write_file|replace|run_shell_command)$";
 
 /// Computes what installing (or uninstalling) `target` does to its settings file.
 pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, InstallError> {
@@ -255,7 +257,16 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
                  review\" with \"Trust all and continue\" (or type /hooks)."
                     .to_owned()
             });
-            (dir.join("hooks.json"), vec![place], note)
+            let record = |event| HookPlace {
+                event,
+                matcher: None,
+                verb: "record",
+                agent: "codex",
+                hook: command("record", "codex", RECORD_TIMEOUT_SECS),
+                wanted: places.record,
+            };
+            let hooks = vec![place, record("PostToolUse"), record("Stop")];
+            (dir.join("hooks.json"), hooks, note)
         }
         Target::Gemini => {
             let place = HookPlace {
@@ -267,7 +278,20 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
                 hook: command("hook", "gemini", HOOK_TIMEOUT_SECS * 1000),
                 wanted: true,
             };
-            (places.home.join(".gemini/settings.json"), vec![place], None)
+            let record = |event, matcher| HookPlace {
+                event,
+                matcher,
+                verb: "record",
+                agent: "gemini",
+                hook: command("record", "gemini", RECORD_TIMEOUT_SECS * 1000),
+                wanted: places.record,
+            };
+            let hooks = vec![
+                place,
+                record("AfterTool", Some(GEMINI_RECORDED_TOOLS)),
+                record("AfterAgent", None),
+            ];
+            (places.home.join(".gemini/settings.json"), hooks, None)
         }
         Target::Mcp => return plan_mcp(uninstall, places),
     };

@@ -35,6 +35,12 @@ function brain(body, fake) {
   if (!body.tools?.length) return [{ text: 'Cache plan' }]; // a side request
   if (fake.main().length > 12) return [{ text: 'fake model: too many turns, stopping' }];
   const [response] = functionResponses(body);
+  // After the approval, with `work`: a planned file, an unplanned one, a command, then done.
+  if (fake.work?.length && fake.step > 0 && response && response.name !== 'exit_plan_mode') {
+    const next = fake.work[fake.step];
+    fake.step += 1;
+    return next ? [{ functionCall: next }] : [{ text: FINAL }];
+  }
   if (!response) {
     fake.plansDir = plansDir(body);
     if (!fake.plansDir) return [{ text: 'fake model: no plans folder in the request' }];
@@ -48,6 +54,10 @@ function brain(body, fake) {
       return [{ functionCall: { name: 'write_file', args: { file_path: join(fake.plansDir, PLAN_FILE), content: PLAN_2 } } }];
     }
     if (response.text.includes('blocked')) return [{ text: STOPPED }];
+    if (fake.work?.length) {
+      fake.step = 1;
+      return [{ functionCall: fake.work[0] }];
+    }
     return [{ text: FINAL }];
   }
   return [{ text: `fake model: unexpected response from ${response.name}` }];
@@ -77,6 +87,8 @@ function start(w, fake, { env = {}, hookTimeoutMs } = {}) {
   assert.equal(group.matcher, '^exit_plan_mode$');
   assert.ok(group.hooks[0].command.startsWith(CLI), `the hook runs this build: ${group.hooks[0].command}`);
   assert.match(group.hooks[0].command, /plandesk hook gemini$/);
+  assert.match(settings.hooks.AfterTool[0].hooks[0].command, /plandesk record gemini$/);
+  assert.match(settings.hooks.AfterAgent[0].hooks[0].command, /plandesk record gemini$/);
   assert.ok(group.hooks[0].timeout <= 2 ** 31 - 1, 'a timeout Node can keep (milliseconds)');
   if (hookTimeoutMs) {
     group.hooks[0].timeout = hookTimeoutMs;
@@ -104,6 +116,12 @@ function start(w, fake, { env = {}, hookTimeoutMs } = {}) {
 async function withGemini(name, fn, options = {}) {
   const w = world(name);
   const fake = await startFakeGemini(brain);
+  fake.work = options.work ? [
+    { name: 'write_file', args: { file_path: join(w.ws, 'src/fetch.js'), content: 'export const cache = new Map();\n' } },
+    { name: 'write_file', args: { file_path: 'src/metrics.js', content: 'export let hits = 0;\n' } },
+    { name: 'run_shell_command', args: { command: 'echo cached; exit 3', description: 'Say it' } },
+  ] : [];
+  fake.step = 0;
   let cli;
   const diagnose = () => {
     const requests = summarize(fake.requests, (r) => {
@@ -266,3 +284,24 @@ for (const [how, signal] of Object.entries(stops)) {
     await waitFor('the hook to exit', () => processes(w.root, /plandesk hook gemini/).length === 0, { seconds: 5, diagnose });
   }));
 }
+
+test('Gemini CLI: after the approval its writes and commands are recorded and held against the plan', { timeout: 90_000 }, () => withGemini('gemini-work', async (ctx) => {
+  const { w, cli, diagnose } = ctx;
+  const item = await firstPlan(ctx);
+  plandesk(w, ['approve', item.runId]);
+  const { code } = await exit(cli, diagnose);
+  assert.equal(code, 0, diagnose());
+  const progress = await waitFor('the agent\'s end in `plandesk progress`', () => {
+    const p = plandeskJson(w, ['progress', item.runId]);
+    return p.finished ? p : null;
+  }, { seconds: 10, diagnose });
+  assert.deepEqual(progress.steps.map((s) => [s.text, s.state]), [
+    ['Add an in-memory cache in `src/fetch.js`.', 'done'],
+    ['Invalidate it on writes.', 'not-done-yet'],
+  ]);
+  assert.deepEqual(progress.files.map((f) => [f.path, f.planned, f.changed]), [
+    ['src/fetch.js', true, true],
+    ['src/metrics.js', false, true],
+  ]);
+  assert.deepEqual(progress.commands.map((c) => [c.command, c.exitCode]), [['echo cached; exit 3', 3]]);
+}, { work: true }));

@@ -38,6 +38,7 @@ const COMMANDS: &[&str] = &[
     "audit",
     "export_audit",
     "progress",
+    "revision_progress",
     "mark_step",
 ];
 

@@ -5,6 +5,7 @@ import { h, clear, when, badge, shorten, emptyState } from './dom.js';
 import { showError, showNotice } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
 import { planView } from './plan.js';
+import { renderRevisionProgress } from './progress.js';
 
 const STATUSES = ['all', 'pending', 'approved', 'rejected', 'superseded', 'abandoned', 'expired', 'answered-in-agent'];
 
@@ -107,6 +108,7 @@ async function showRevision(id) {
   if (!current()) return;
   setView({ name: 'revision', runId: revision.runId });
   const plan = planView(revision, {});
+  const progress = h('div', { id: 'revision-progress' });
   clear(viewEl()).append(
     h('div', { class: 'page-head' }, h('div', {},
       h('h1', {}, revision.title || 'Untitled plan'),
@@ -117,8 +119,11 @@ async function showRevision(id) {
       revision.revisionsInThread > 1 ? h('button', { type: 'button', onclick: () => go('compare', revision.id, null) }, 'Compare revisions') : '',
       h('button', { type: 'button', onclick: () => go('run', revision.runId) }, 'Open the run'))),
     revision.feedback ? h('div', { class: 'between' }, h('div', { class: 'fb' }, h('strong', {}, 'Feedback: '), revision.feedback)) : '',
+    progress,
     h('div', { class: 'plan-bar' }, plan.toggle),
     h('section', { class: 'review' }, plan.warning, plan.rendered, plan.source));
+  // An approved plan keeps what was done after its approval.
+  if (revision.status === 'approved') renderRevisionProgress(revision.id, progress);
 }
 
 register('history', showHistory);
@@ -138,6 +143,7 @@ function detail(entry) {
     case 'comment-resolved': case 'comment-reopened': return `comment #${d.commentId}`;
     case 'edited': return `${d.path} (revision #${d.revisionId})`;
     case 'answered': return shorten(d.answer, 140);
+    case 'step-marked': return `step ${d.step}: ${d.mark === 'clear' ? 'mark cleared' : d.mark.replace(/-/g, ' ')}`;
     default: return shorten(JSON.stringify(d), 140);
   }
 }

@@ -11,17 +11,29 @@ const STATE_MARK = { done: '✓', 'not-done-yet': '○', 'not-applicable': '–'
 /** Fills `slot` with the run's progress, if it has an approved plan; keeps it current while the
  * run is on screen. */
 export async function renderProgress(runId, slot) {
+  if (await fill(slot, 'progress', { runId })) {
+    slot.dataset.runId = runId;
+    followChanges();
+  }
+}
+
+/** Fills `slot` with what was done on an approved revision (its history keeps it). */
+export function renderRevisionProgress(revisionId, slot) {
+  return fill(slot, 'revision_progress', { revisionId });
+}
+
+/** Reads progress with `command`; draws it in `slot`. Whether there was any. */
+async function fill(slot, command, args) {
   let progress;
   try {
-    progress = await call('progress', { runId });
+    progress = await call(command, args);
   } catch (e) {
     showError(e);
-    return;
+    return false;
   }
-  if (!progress || !slot.isConnected) return;
+  if (!progress || !slot.isConnected) return false;
   draw(slot, progress);
-  slot.dataset.runId = runId;
-  followChanges();
+  return true;
 }
 
 function draw(slot, progress) {

@@ -254,6 +254,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             reviewing::audit,
             reviewing::export_audit,
             reviewing::progress,
+            reviewing::revision_progress,
             reviewing::mark_step,
         ])
 }

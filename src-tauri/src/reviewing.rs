@@ -50,6 +50,15 @@ pub async fn progress(state: State<'_, AppState>, run_id: String) -> Result<Opti
     Ok(view::run_progress(&state.engine, &run_id).await?)
 }
 
+/// An approved revision with what its agent did since (`null` for one not approved).
+#[tauri::command]
+pub async fn revision_progress(
+    state: State<'_, AppState>,
+    revision_id: i64,
+) -> Result<Option<Progress>> {
+    Ok(view::revision_progress(&state.engine, revision_id).await?)
+}
+
 /// Marks a step of an approved plan done or not applicable by hand (or clears the mark).
 #[tauri::command]
 pub async fn mark_step(

@@ -15,7 +15,9 @@ mod settings;
 pub use audit::{audit, AuditView};
 pub use inbox::{inbox, InboxItem};
 pub use preview::{preview, preview_value, LiveChunk, FULL_UP_TO};
-pub use progress::{finished_since, mark_step, run_progress, Finished, StepMark};
+pub use progress::{
+    finished_since, mark_step, revision_progress, run_progress, Finished, StepMark,
+};
 pub use revision::{
     compare, history, plan_pages, plan_preview, plan_thread, revision, revision_pages,
     revision_source, ComparisonView, HistoryPage, PagedRevision, PlanPreview, RevisionSource,

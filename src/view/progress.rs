@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::clock::Millis;
 use crate::engine::{Engine, EngineError};
-use crate::review::{Progress, StepState};
+use crate::review::{Progress, RevisionStatus, StepState};
 use crate::store::WorkKind;
 
 /// How many finished runs one notice reads at most.
@@ -27,6 +27,20 @@ pub async fn run_progress(engine: &Engine, run_id: &str) -> Result<Option<Progre
     let Some(revision) = review.approved(run_id).await? else {
         return Ok(None);
     };
+    Ok(Some(review.progress(&revision).await?))
+}
+
+/// An approved revision with the work held against it, as its history keeps it; `None` for a
+/// revision that was not approved.
+pub async fn revision_progress(
+    engine: &Engine,
+    revision_id: i64,
+) -> Result<Option<Progress>, EngineError> {
+    let review = engine.review();
+    let revision = review.revision_by_id(revision_id).await?;
+    if revision.status != RevisionStatus::Approved {
+        return Ok(None);
+    }
     Ok(Some(review.progress(&revision).await?))
 }
 

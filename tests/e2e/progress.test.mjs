@@ -92,6 +92,13 @@ test('after approval the run shows its steps live, the changes outside the plan,
     record(fx, 'Stop', undefined);
     for (let i = 0; i < 100 && !monitor.text().includes('Done: 4 of 4 steps, 1 file outside the plan'); i += 1) await sleep(100);
     assert.ok(monitor.text().includes('Done: 4 of 4 steps, 1 file outside the plan'), monitor.text().slice(-2000));
+
+    // The history keeps it with the revision.
+    await app.find('#history-rows .row-item');
+    await app.click('#history-rows .row-item');
+    await app.find('#revision-progress #progress');
+    assert.equal(await app.text('#revision-progress #progress-summary'), '4 of 4 steps done, 1 file outside the plan');
+    await app.screenshot(join(ARTIFACTS, 'progress-history.png'));
   } finally {
     monitor.stop();
     await app.close();

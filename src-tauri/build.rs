@@ -39,6 +39,7 @@ const COMMANDS: &[&str] = &[
     "export_audit",
     "progress",
     "revision_progress",
+    "file_diff",
     "mark_step",
 ];
 

@@ -177,6 +177,15 @@ impl Tokens {
 
     /// The active token an `Authorization` header value names; `None` when the header is
     /// malformed, or the token unknown or revoked.
+    /// Whether the token `caller` came with is still active (not revoked since).
+    pub async fn is_active(&self, caller: &Caller) -> Result<bool, TokenError> {
+        Ok(self.store.tokens().await?.iter().any(|row| {
+            row.name == caller.name
+                && row.created_at == caller.created_at
+                && row.revoked_at.is_none()
+        }))
+    }
+
     pub async fn authenticate(&self, header: &str) -> Result<Option<TokenRow>, TokenError> {
         let Some(secret) = bearer(header) else {
             return Ok(None);

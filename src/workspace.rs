@@ -465,7 +465,7 @@ fn temp_name() -> String {
 }
 
 /// Normalises `a/./b/../c` to `a/c`; `None` if the path climbs above its start or is absolute.
-fn lexical_relative(path: &str) -> Option<PathBuf> {
+pub fn lexical_relative(path: &str) -> Option<PathBuf> {
     let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
     for component in Path::new(path).components() {
         match component {

@@ -58,8 +58,7 @@ function draw(slot, progress) {
       : h('p', { class: 'hint' }, 'The plan has no list of steps: every changed file is listed below.'),
     unplanned.length ? h('div', { class: 'unplanned', id: 'unplanned' },
       h('h3', {}, `Changed outside the plan (${unplanned.length})`),
-      h('ul', {}, unplanned.map((f) => h('li', {}, h('code', {}, f.path), lines(f),
-        f.outside ? h('span', { class: 'hint' }, ' outside the workspace') : '')))) : '',
+      h('ul', {}, unplanned.map((f) => changedFile(progress, f)))) : '',
     progress.gitError ? h('p', { class: 'hint', id: 'git-error' }, `The workspace's own changes are not shown: ${progress.gitError}.`) : '',
     commands.length ? h('details', { class: 'commands' },
       h('summary', {}, `Commands run (${commands.length})`),
@@ -90,6 +89,30 @@ function stepItem(slot, progress, step) {
         h('span', { class: 'step-label' }, STATE_LABEL[step.state] + (step.byHand ? ' (marked by hand)' : '')),
         shown.length ? h('span', { class: 'step-shown' }, shown.map((s) => h('code', {}, s))) : '')),
     h('div', { class: 'step-actions' }, actions));
+}
+
+/** A file changed outside the plan: a click shows its diff below it (as git or the agent
+ * says it), a second one hides it. */
+function changedFile(progress, file) {
+  const diff = h('pre', { class: 'file-diff', hidden: true });
+  const open = async () => {
+    if (!diff.hidden) { diff.hidden = true; return; }
+    let found;
+    try {
+      found = await call('file_diff', { revisionId: progress.revisionId, path: file.path });
+    } catch (e) {
+      showError(e);
+      return;
+    }
+    clear(diff).append(...(found
+      ? found.text.split('\n').map((line) => h('span', { class: line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : '' }, `${line}\n`))
+      : [h('span', { class: 'hint' }, 'No diff is known for this file: the workspace is no git repository and the agent reported none.')]));
+    diff.hidden = false;
+  };
+  return h('li', {},
+    h('button', { type: 'button', class: 'link file-link', onclick: open, title: 'Show what changed' }, h('code', {}, file.path)),
+    lines(file), file.outside ? h('span', { class: 'hint' }, ' outside the workspace') : '',
+    diff);
 }
 
 /** A file's lines added and removed, when git counted them. */

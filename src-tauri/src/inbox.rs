@@ -2,7 +2,7 @@
 //! process's, such as the `plandesk` CLI), tells the webview, keeps the window title and tray
 //! count, and sends a desktop notification when a plan becomes pending.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use futures::StreamExt;
 use plandesk::review::{ItemKind, SourceKind};
@@ -48,11 +48,10 @@ fn key(item: &InboxItem) -> Key {
 
 /// Follows the store's changes (from this app or any other process) for as long as the app runs.
 pub fn watch<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    tauri::async_runtime::spawn(watch_finished(app.clone(), engine.clone()));
     tauri::async_runtime::spawn(async move {
         let mut changes = engine.changes();
         let mut seen: Option<HashSet<Key>> = None;
-        // Runs that finish from now on are told of (those before are old news).
-        let mut finished_after = engine.now_millis();
         // Also now and then with no change: an outside agent that stopped waiting changes
         // nothing in the store until the inbox closes its plan as abandoned.
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
@@ -62,30 +61,59 @@ pub fn watch<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                 _ = sweep.tick() => {}
             }
             refresh(&app, &engine, &mut seen).await;
-            tell_finished(&app, &engine, &mut finished_after).await;
         }
     });
 }
 
+/// Tells of each run whose agent says it finished, from now on: a loop of its own, since
+/// reading a run's progress may ask git (a moment on a large repository) and the inbox must
+/// not wait for it.
+async fn watch_finished<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    let mut changes = engine.changes();
+    // Those before are old news.
+    let mut after = match view::newest_finished(&engine).await {
+        Ok(after) => after,
+        Err(err) => {
+            eprintln!("plandesk-app: cannot read the runs that finished: {err}");
+            return;
+        }
+    };
+    // What each run's last notice said: a turn that ends with nothing new tells nothing.
+    let mut told: HashMap<String, String> = HashMap::new();
+    while changes.next().await.is_some() {
+        tell_finished(&app, &engine, &mut after, &mut told).await;
+    }
+}
+
 /// A notification for each run whose agent said it finished since `after` (moved past them):
 /// "Done: 5 of 6 steps, 2 files outside the plan".
-async fn tell_finished<R: Runtime>(app: &AppHandle<R>, engine: &Engine, after: &mut i64) {
-    let finished = match view::finished_since(engine, *after).await {
+async fn tell_finished<R: Runtime>(
+    app: &AppHandle<R>,
+    engine: &Engine,
+    after: &mut i64,
+    told: &mut HashMap<String, String>,
+) {
+    let finished = match view::finished_after(engine, *after).await {
         Ok(finished) => finished,
         Err(err) => {
             eprintln!("plandesk-app: cannot read the runs that finished: {err}");
             return;
         }
     };
-    let Some(last) = finished.last() else {
+    let Some(newest) = finished.iter().map(|f| f.id).max() else {
         return;
     };
-    *after = last.at;
+    *after = newest;
     let settings = Settings::load(engine).await.unwrap_or_default();
     if !settings.notifications {
         return;
     }
     for done in finished {
+        let summary = done.summary();
+        if told.get(&done.progress.run_id) == Some(&summary) {
+            continue;
+        }
+        told.insert(done.progress.run_id.clone(), summary.clone());
         if watching(app, &done.progress.run_id) {
             continue;
         }
@@ -99,7 +127,7 @@ async fn tell_finished<R: Runtime>(app: &AppHandle<R>, engine: &Engine, after: &
             run_id: done.progress.run_id.clone(),
             tool_call_id: None,
         };
-        show(app, done.summary(), body, "Open", open);
+        show(app, summary, body, "Open", open);
     }
 }
 

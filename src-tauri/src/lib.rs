@@ -255,6 +255,7 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
             reviewing::export_audit,
             reviewing::progress,
             reviewing::revision_progress,
+            reviewing::file_diff,
             reviewing::mark_step,
         ])
 }

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use plandesk::review::{Comment, Edited, Lines, Progress};
+use plandesk::review::{Comment, Edited, FileDiff, Lines, Progress};
 use plandesk::view::{self, AuditView, PlanPreview, StepMark};
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
@@ -57,6 +57,16 @@ pub async fn revision_progress(
     revision_id: i64,
 ) -> Result<Option<Progress>> {
     Ok(view::revision_progress(&state.engine, revision_id).await?)
+}
+
+/// One changed file's diff since the approval (`null` when it is not known).
+#[tauri::command]
+pub async fn file_diff(
+    state: State<'_, AppState>,
+    revision_id: i64,
+    path: String,
+) -> Result<Option<FileDiff>> {
+    Ok(view::file_diff(&state.engine, revision_id, &path).await?)
 }
 
 /// Marks a step of an approved plan done or not applicable by hand (or clears the mark).

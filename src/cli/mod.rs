@@ -256,6 +256,9 @@ enum Command {
         /// hex digits of its sha256)
         #[arg(value_name = "RUN|REVISION")]
         key: String,
+        /// Print this changed file's diff since the approval instead (a path as listed)
+        #[arg(long, value_name = "PATH")]
+        diff: Option<String>,
     },
     /// Mark a step of an approved plan done or not applicable by hand (or clear the mark)
     Mark {
@@ -491,7 +494,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             audit::audit(&engine().await?, what, json).await
         }
         Command::Model { action } => model::model(&engine().await?, action, json).await,
-        Command::Progress { key } => progress::progress(&engine().await?, &key, json).await,
+        Command::Progress { key, diff } => match diff {
+            Some(path) => progress::diff(&engine().await?, &key, &path, json).await,
+            None => progress::progress(&engine().await?, &key, json).await,
+        },
         Command::Mark { key, step, mark } => {
             progress::mark(&engine().await?, &key, step, mark, json).await
         }

@@ -60,6 +60,26 @@ pub async fn progress(engine: &Engine, key: &str, json: bool) -> Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
+/// `plandesk progress RUN|REVISION --diff PATH`
+pub async fn diff(engine: &Engine, key: &str, path: &str, json: bool) -> Result<ExitCode> {
+    let revision = approved(engine, key).await?;
+    let Some(diff) = engine.review().file_diff(&revision, path).await? else {
+        bail!(
+            "no diff is known for {}: the workspace is no git repository and the agent reported \
+             none",
+            terminal_safe(&short(path, 200))
+        );
+    };
+    if json {
+        println!("{}", serde_json::to_value(&diff)?);
+    } else {
+        for line in diff.text.lines() {
+            println!("{}", terminal_safe(line));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `plandesk mark RUN|REVISION STEP done|n/a|clear`
 pub async fn mark(
     engine: &Engine,

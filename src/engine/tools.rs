@@ -1,6 +1,7 @@
 //! Running a step's tool calls: checked against the tool's schema, held for approval where the
 //! tool asks for it, executed on a blocking thread with a deadline.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,12 +20,16 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
 const WRITE_FILE: &str = "write_file";
 
-/// Whether `path` (as a tool call gives it) is in the plans folder `plans_dir`.
+/// `path` as a tool call gives it, relative to the workspace and normalised (`a/../b` is `b`);
+/// `None` if it is none (the write was refused then).
+fn workspace_relative(path: &str) -> Option<String> {
+    crate::workspace::lexical_relative(path).map(|p| p.to_string_lossy().into_owned())
+}
+
+/// Whether `path` (normalised) is in the plans folder `plans_dir`.
 fn in_plans(path: &str, plans_dir: &str) -> bool {
-    let path = path.trim_start_matches("./");
-    let plans = plans_dir.trim_start_matches("./").trim_end_matches('/');
-    path.strip_prefix(plans)
-        .is_some_and(|rest| rest.starts_with('/'))
+    let plans = workspace_relative(plans_dir).unwrap_or_default();
+    Path::new(path).starts_with(&plans) && Path::new(path) != Path::new(&plans)
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -107,7 +112,8 @@ impl Engine {
         let name = tool.name();
         // A file written outside the plans folder is work to hold against the approved plan.
         let written = (name == WRITE_FILE && matches!(action, ToolAction::Execute))
-            .then(|| call.args["path"].as_str().unwrap_or("").to_owned())
+            .then(|| workspace_relative(call.args["path"].as_str().unwrap_or("")))
+            .flatten()
             .filter(|path| !in_plans(path, &state.plans_dir));
         let task = tokio::task::spawn_blocking(move || {
             let ctx = ToolContext {
@@ -153,7 +159,6 @@ impl Engine {
         before: Option<String>,
         after: Option<String>,
     ) {
-        let path = path.trim_start_matches("./");
         let work = NewWork {
             of: WorkOf::Run(run_id),
             at: self.now_millis(),
@@ -164,7 +169,10 @@ impl Engine {
             data: json!({"tool": WRITE_FILE, "before": before, "after": after, "outside": false}),
         };
         if let Err(err) = self.inner.store.record_work(&work).await {
-            eprintln!("plandesk: cannot record the write of {path} after the approval: {err}");
+            eprintln!(
+                "plandesk: cannot record the write of {} after the approval: {err}",
+                crate::text::terminal_safe(path)
+            );
         }
     }
 

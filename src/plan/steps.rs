@@ -133,15 +133,18 @@ pub fn steps(markdown: &str) -> Vec<Step> {
                         )
                     })
                 });
-                if !has_items {
+                // Sub-headings are steps of their own; a section that names no file and no
+                // command (context, risks) is prose, not a step.
+                let has_subsections = section
+                    .iter()
+                    .any(|n| matches!(n.data.borrow().value, NodeValue::Heading(_)));
+                if !has_items && !has_subsections {
                     let mut parts = vec![node];
-                    parts.extend(
-                        section
-                            .iter()
-                            .copied()
-                            .filter(|n| !matches!(n.data.borrow().value, NodeValue::Heading(_))),
-                    );
-                    steps.push(step(node, &parts));
+                    parts.extend(section.iter().copied());
+                    let found = step(node, &parts);
+                    if !found.paths.is_empty() || !found.commands.is_empty() {
+                        steps.push(found);
+                    }
                 }
             }
             _ => {}
@@ -224,7 +227,7 @@ pub fn command(text: &str) -> Option<String> {
 /// `text` (a code span) as a path, if it looks like one: one word, not a URL, with a `/` or a
 /// known file name ending.
 fn path(text: &str) -> Option<String> {
-    let text = text.trim_start_matches("./");
+    let text = without_position(text.trim_start_matches("./"));
     let fits = !text.is_empty()
         && text.len() <= MAX_NAME
         && !text.contains("://")
@@ -238,6 +241,24 @@ fn path(text: &str) -> Option<String> {
         .rsplit_once('.')
         .is_some_and(|(stem, ext)| !stem.is_empty() && EXTENSIONS.contains(&ext));
     (text.contains('/') && text.len() > 1 || known_ending).then(|| text.to_owned())
+}
+
+/// `src/a.rs:42` or `src/a.rs:42:7` without its line and column.
+fn without_position(text: &str) -> &str {
+    let mut text = text;
+    for _ in 0..2 {
+        match text.rsplit_once(':') {
+            Some((head, tail))
+                if !head.is_empty()
+                    && !tail.is_empty()
+                    && tail.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                text = head;
+            }
+            _ => break,
+        }
+    }
+    text
 }
 
 /// A word of plain text as a path: as [`path`], without the punctuation around it.
@@ -311,6 +332,14 @@ mod tests {
             assert_eq!(path(word), None, "{word}");
         }
         assert_eq!(path("./src/a.rs").as_deref(), Some("src/a.rs"));
+        assert_eq!(path("src/a.rs:42:7").as_deref(), Some("src/a.rs"));
+        let plan = "# T\n\n## Context\n\nWhy we do it.\n\n## Steps\n\n### One\n\nEdit `a.rs`.\n\n### Two\n\nRun `cargo test`.\n";
+        let texts: Vec<String> = steps(plan).into_iter().map(|s| s.text).collect();
+        assert_eq!(
+            texts,
+            ["One Edit `a.rs`.", "Two Run `cargo test`."],
+            "no prose, no parent section"
+        );
         assert_eq!(command("Store"), None);
         assert_eq!(command("cargo  test").as_deref(), Some("cargo test"));
         assert!(steps("# Only a title\n\nNo steps here.").is_empty());

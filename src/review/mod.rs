@@ -31,7 +31,9 @@ pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_
 pub use edit::{EditSummary, Edited};
 pub use external::{ExternalPlan, PlanFile, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
-pub use progress::{CommandRun, FileProgress, Progress, StepProgress, StepState};
+pub use progress::{
+    CommandRun, DiffSource, FileDiff, FileProgress, Progress, StepProgress, StepState,
+};
 pub use renders::{RenderedPlan, PAGE_BYTES};
 pub use types::*;
 

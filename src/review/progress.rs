@@ -70,6 +70,25 @@ pub struct CommandRun {
     pub at: Millis,
 }
 
+/// Where a file's diff comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DiffSource {
+    /// The workspace's repository, against the state when the plan was submitted.
+    Git,
+    /// The agent's own report of each change (its after-tool hook).
+    Agent,
+}
+
+/// One changed file's diff, unified.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileDiff {
+    pub path: String,
+    pub from: DiffSource,
+    pub text: String,
+}
+
 /// The work after an approval, against the approved plan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -116,8 +135,14 @@ fn is_named(named: &str, changed: &str) -> bool {
 /// Whether a command run is one a step names: one of its `&&`, `;` or `|` parts is that
 /// command, or it with more arguments.
 fn is_run(named: &str, ran: &str) -> bool {
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let whole = words(ran);
+    // A compound command a step names, run as written (or with more after it).
+    if whole == named || whole.starts_with(&format!("{named} ")) {
+        return true;
+    }
     ran.split(['&', ';', '|'])
-        .map(|part| part.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(words)
         .any(|part| part == named || part.starts_with(&format!("{named} ")))
 }
 
@@ -274,16 +299,20 @@ fn step_progress(
     changed: &[(&str, bool)],
     commands: &[CommandRun],
 ) -> StepProgress {
+    // A file outside the workspace is nothing a step names, whatever its name ends with.
     let touched: Vec<String> = changed
         .iter()
-        .filter(|(path, _)| step.paths.iter().any(|named| is_named(named, path)))
+        .filter(|(path, outside)| !outside && step.paths.iter().any(|named| is_named(named, path)))
         .map(|(path, _)| (*path).to_owned())
         .collect();
     let files = step
         .paths
         .iter()
         .filter(|named| {
-            in_workspace(workspace, named) || changed.iter().any(|(p, _)| is_named(named, p))
+            in_workspace(workspace, named)
+                || changed
+                    .iter()
+                    .any(|(p, outside)| !outside && is_named(named, p))
         })
         .cloned()
         .collect();
@@ -317,17 +346,17 @@ impl Review {
         Ok(self.store.record_work(work).await?)
     }
 
-    /// The records of `kind` made after `at`, oldest first, at most `limit`.
-    pub async fn work_since(
+    /// The records of `kind` after record `after`, oldest first, at most `limit`.
+    pub async fn work_after(
         &self,
         kind: WorkKind,
-        at: Millis,
+        after: i64,
         limit: i64,
     ) -> Result<Vec<WorkRow>, ReviewError> {
-        Ok(self.store.work_since(kind, at, limit).await?)
+        Ok(self.store.work_after(kind, after, limit).await?)
     }
 
-    /// The run's newest approved revision, if it has one.
+    /// The run's newest revision, if it is approved (the plan its agent works on).
     pub async fn approved(&self, run_id: &str) -> Result<Option<Revision>, ReviewError> {
         match self.store.approved_revision(run_id).await? {
             Some(id) => Ok(Some(self.revision_by_id(id).await?)),
@@ -364,6 +393,46 @@ impl Review {
         let mut progress = hold(revision, &workspace, approved_at, &work, &changes);
         progress.git_error = git_error;
         Ok(progress)
+    }
+
+    /// One changed file's diff since the approval: from git when the workspace is a
+    /// repository (its baseline kept), else as the agent reported its changes (Claude Code's
+    /// and Gemini CLI's hooks do), oldest first. `None` when neither knows it.
+    pub async fn file_diff(
+        &self,
+        revision: &Revision,
+        path: &str,
+    ) -> Result<Option<FileDiff>, ReviewError> {
+        let run = self.store.run(&revision.run_id).await?;
+        let work = self.store.work(revision.id).await?;
+        let base = work
+            .iter()
+            .rev()
+            .find(|w| w.kind == WorkKind::Baseline)
+            .and_then(|w| serde_json::from_value::<git::Baseline>(w.data.clone()).ok());
+        if let Some(base) = base {
+            let (dir, named) = (std::path::PathBuf::from(&run.workspace), path.to_owned());
+            let read = tokio::task::spawn_blocking(move || git::file_diff(&dir, &base, &named));
+            if let Ok(Ok(text)) = read.await {
+                if !text.is_empty() {
+                    return Ok(Some(FileDiff {
+                        path: path.to_owned(),
+                        from: DiffSource::Git,
+                        text,
+                    }));
+                }
+            }
+        }
+        let reported: Vec<&str> = work
+            .iter()
+            .filter(|w| w.kind == WorkKind::File && w.path.as_deref() == Some(path))
+            .filter_map(|w| w.data["diff"].as_str())
+            .collect();
+        Ok((!reported.is_empty()).then(|| FileDiff {
+            path: path.to_owned(),
+            from: DiffSource::Agent,
+            text: reported.join(""),
+        }))
     }
 
     /// Records the workspace's git state for a revision just submitted, so that its changes
@@ -452,6 +521,10 @@ mod tests {
         assert!(!is_named("ache.rs", "src/cache.rs"));
         assert!(is_run("cargo test", "cd core && cargo  test --all"));
         assert!(!is_run("cargo test", "cargo testify"));
+        assert!(is_run(
+            "cargo fmt && cargo clippy",
+            "cargo fmt && cargo clippy"
+        ));
         assert!(!in_workspace(Path::new("/"), "../etc"));
         assert!(!in_workspace(Path::new("/"), "/etc/passwd"));
     }

@@ -98,7 +98,10 @@ pub fn claude(stdin: &str) -> Result<Option<Report>, SourceError> {
             named
                 .and_then(|named| workspace_path(&input.cwd, named))
                 .map(|(path, outside)| {
-                    let data = json!({"tool": tool, "outside": outside});
+                    let mut data = json!({"tool": tool, "outside": outside});
+                    if let Some(diff) = claude_diff(&input.tool_response) {
+                        data["diff"] = json!(diff);
+                    }
                     work(WorkKind::File, Some(path), None, None, data)
                 })
         }
@@ -207,7 +210,13 @@ pub fn gemini(stdin: &str) -> Result<Option<Report>, SourceError> {
         ("AfterTool", "write_file" | "replace") if !failed => response["returnDisplay"]["filePath"]
             .as_str()
             .or_else(|| input.tool_input["file_path"].as_str())
-            .and_then(|named| file_work(&input.cwd, named, tool)),
+            .and_then(|named| file_work(&input.cwd, named, tool))
+            .map(|mut work| {
+                if let Some(diff) = response["returnDisplay"]["fileDiff"].as_str() {
+                    work.data["diff"] = json!(bounded_diff(diff.to_owned()));
+                }
+                work
+            }),
         ("AfterTool", "run_shell_command") => input.tool_input["command"].as_str().map(|command| {
             let output = response["llmContent"].as_str().unwrap_or_default();
             let exit = output
@@ -277,6 +286,60 @@ pub fn codex(stdin: &str) -> Result<Option<Vec<Report>>, SourceError> {
             .collect()
     };
     Ok(Some(reports))
+}
+
+/// The most of one change's diff kept.
+const MAX_DIFF: usize = 32 * 1024;
+
+/// `diff`, cut to [`MAX_DIFF`] (on a character boundary, saying so).
+fn bounded_diff(mut diff: String) -> String {
+    if diff.len() > MAX_DIFF {
+        let mut cut = MAX_DIFF;
+        while !diff.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        diff.truncate(cut);
+        diff.push_str("\n… (cut: the change is longer)\n");
+    }
+    diff
+}
+
+/// What Claude Code says a Write or Edit changed, as a unified diff: its `structuredPatch`
+/// hunks, or a created file's content.
+fn claude_diff(response: &Value) -> Option<String> {
+    let mut diff = String::new();
+    if let Some(hunks) = response["structuredPatch"]
+        .as_array()
+        .filter(|h| !h.is_empty())
+    {
+        for hunk in hunks.iter().take(200) {
+            let n = |key: &str| hunk[key].as_u64().unwrap_or(0);
+            diff.push_str(&format!(
+                "@@ -{},{} +{},{} @@\n",
+                n("oldStart"),
+                n("oldLines"),
+                n("newStart"),
+                n("newLines")
+            ));
+            for line in hunk["lines"].as_array().into_iter().flatten() {
+                diff.push_str(line.as_str().unwrap_or_default());
+                diff.push('\n');
+            }
+            if diff.len() > MAX_DIFF {
+                break;
+            }
+        }
+    } else if let Some(content) = response["content"].as_str() {
+        for line in content.lines() {
+            diff.push('+');
+            diff.push_str(line);
+            diff.push('\n');
+            if diff.len() > MAX_DIFF {
+                break;
+            }
+        }
+    }
+    (!diff.is_empty()).then(|| bounded_diff(diff))
 }
 
 /// The files an `apply_patch` patch names (`*** Add File: P`, `*** Update File: P`, `*** Move
@@ -374,6 +437,18 @@ mod tests {
         assert_eq!(write.kind, WorkKind::File);
         assert_eq!(write.path.as_deref(), Some("src/a.rs"));
         assert_eq!(write.data["outside"], false);
+        let edit = claude(&payload(
+            "PostToolUse",
+            "Edit",
+            json!({"file_path": "/home/u/proj/src/a.rs"}),
+            json!({"structuredPatch": [{"oldStart": 1, "oldLines": 1, "newStart": 1,
+                                        "newLines": 1, "lines": ["-a", "+b"]}]}),
+        ))
+        .unwrap()
+        .unwrap()
+        .work
+        .unwrap();
+        assert_eq!(edit.data["diff"], "@@ -1,1 +1,1 @@\n-a\n+b\n");
         let bash = claude(&payload(
             "PostToolUse",
             "Bash",

@@ -361,6 +361,18 @@ impl PlanServer {
             Ok(answer) => answer,
             Err(err) => return failed(&err.to_string()),
         };
+        if let Some(caller) = caller {
+            // Revoked while the plan waited (before `serve` ended the call): no answer goes out.
+            if !self
+                .engine
+                .tokens()
+                .is_active(caller)
+                .await
+                .unwrap_or(false)
+            {
+                return failed(&SourceError::Revoked.to_string());
+            }
+        }
         let mut data = json!({"path": path, "title": title, "plan": body});
         match answer {
             Answer::Approve(approval) => {

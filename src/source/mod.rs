@@ -141,6 +141,10 @@ pub enum SourceError {
     Engine(#[from] crate::engine::EngineError),
     #[error("told to stop while waiting for a decision")]
     Stopped,
+    #[error(
+        "the token this request came with was revoked while the plan waited; it is not approved"
+    )]
+    Revoked,
     #[error("no answer within the hook's deadline of {0:?}")]
     Deadline(Duration),
     #[error("internal failure: {0}")]

@@ -441,14 +441,14 @@ impl<B: Backend> Store for SqlStore<B> {
         ))
     }
 
-    async fn work_since(
+    async fn work_after(
         &self,
         kind: WorkKind,
-        at: Millis,
+        after: i64,
         limit: i64,
     ) -> Result<Vec<WorkRow>, StoreError> {
-        read!(self, "list recent work", |tx| work::since(
-            &mut tx, kind, at, limit
+        read!(self, "list recent work", |tx| work::after(
+            &mut tx, kind, after, limit
         ))
     }
 

@@ -317,7 +317,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// approved revision; `None` (nothing recorded) if the run is unknown or has none.
     async fn record_work(&self, work: &NewWork<'_>) -> Result<Option<WorkRow>, StoreError>;
     /// Records a person's mark on a step of `revision` (id, sha256) with its audit entry;
-    /// `None` (nothing recorded) unless it is its run's newest approved revision.
+    /// `None` (nothing recorded) unless it is its run's newest revision, approved.
     async fn mark_step(
         &self,
         mark: &NewWork<'_>,
@@ -326,13 +326,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<Option<WorkRow>, StoreError>;
     /// The work held against a revision, oldest first.
     async fn work(&self, revision_id: i64) -> Result<Vec<WorkRow>, StoreError>;
-    /// The records of `kind` made after `at`, oldest first, at most `limit`.
-    async fn work_since(
+    /// The records of `kind` after record `after` (ids follow the order of commits), oldest
+    /// first, at most `limit`.
+    async fn work_after(
         &self,
         kind: WorkKind,
-        at: Millis,
+        after: i64,
         limit: i64,
     ) -> Result<Vec<WorkRow>, StoreError>;
-    /// A run's newest approved revision, if it has one.
+    /// A run's newest revision, if it is approved (the plan its agent works on).
     async fn approved_revision(&self, run_id: &str) -> Result<Option<i64>, StoreError>;
 }

@@ -91,7 +91,7 @@ fn row(r: &dyn Row) -> Result<WorkRow, StoreError> {
     })
 }
 
-/// Adds a record to the run's newest approved revision; `None` (nothing written) when the run
+/// Adds a record to the run's newest revision if it is approved; `None` (nothing written) when the run
 /// is unknown or has no approved revision, or (with `expect`) when that is another revision.
 pub(super) async fn record(
     tx: &mut Tx<impl Conn>,
@@ -169,16 +169,18 @@ async fn insert(
     .await
 }
 
-/// The run's newest approved revision, if it has one.
+/// The run's newest revision, if it is approved: the plan its agent now works on. A newer
+/// plan not approved (pending, refused, answered in the agent) means the work is no longer the
+/// approved one's.
 pub(super) async fn approved_revision(
     tx: &mut Tx<impl Conn>,
     run_id: &str,
 ) -> Result<Option<i64>, StoreError> {
     tx.row(
         "find the approved revision",
-        "SELECT revision_id FROM decisions
-         WHERE run_id = $1 AND action = $2 AND revision_id IS NOT NULL
-         ORDER BY id DESC LIMIT 1",
+        "SELECT d.revision_id FROM decisions d
+         WHERE d.run_id = $1 AND d.action = $2
+           AND d.revision_id = (SELECT MAX(id) FROM plan_revisions WHERE run_id = $1)",
         &[&run_id, &Action::Approved.as_str()],
         |r| r.get::<i64>(0),
     )
@@ -218,20 +220,20 @@ pub(super) async fn mark(
     Ok(Some(row))
 }
 
-/// The records of `kind` made after `at` (an app's notice of runs that finished), oldest
-/// first, at most `limit`.
-pub(super) async fn since(
+/// The records of `kind` after record `after` (ids follow the order of commits), oldest first,
+/// at most `limit`.
+pub(super) async fn after(
     tx: &mut Tx<impl Conn>,
     kind: WorkKind,
-    at: Millis,
+    after: i64,
     limit: i64,
 ) -> Result<Vec<WorkRow>, StoreError> {
     let sql =
-        format!("SELECT {COLUMNS} FROM work WHERE kind = $1 AND at > $2 ORDER BY at, id LIMIT $3");
+        format!("SELECT {COLUMNS} FROM work WHERE kind = $1 AND id > $2 ORDER BY id LIMIT $3");
     tx.all(
         "list recent work",
         &sql,
-        &[&kind.as_str(), &at, &limit],
+        &[&kind.as_str(), &after, &limit],
         row,
     )
     .await

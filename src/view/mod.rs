@@ -16,7 +16,8 @@ pub use audit::{audit, AuditView};
 pub use inbox::{inbox, InboxItem};
 pub use preview::{preview, preview_value, LiveChunk, FULL_UP_TO};
 pub use progress::{
-    finished_since, mark_step, revision_progress, run_progress, Finished, StepMark,
+    file_diff, finished_after, mark_step, newest_finished, revision_progress, run_progress,
+    Finished, StepMark,
 };
 pub use revision::{
     compare, history, plan_pages, plan_preview, plan_thread, revision, revision_pages,

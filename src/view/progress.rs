@@ -4,9 +4,8 @@
 
 use serde::Deserialize;
 
-use crate::clock::Millis;
 use crate::engine::{Engine, EngineError};
-use crate::review::{Progress, RevisionStatus, StepState};
+use crate::review::{FileDiff, Progress, RevisionStatus, StepState};
 use crate::store::WorkKind;
 
 /// How many finished runs one notice reads at most.
@@ -44,6 +43,18 @@ pub async fn revision_progress(
     Ok(Some(review.progress(&revision).await?))
 }
 
+/// One changed file's diff since revision `revision_id` was approved (see
+/// `Review::file_diff`).
+pub async fn file_diff(
+    engine: &Engine,
+    revision_id: i64,
+    path: &str,
+) -> Result<Option<FileDiff>, EngineError> {
+    let review = engine.review();
+    let revision = review.revision_by_id(revision_id).await?;
+    Ok(review.file_diff(&revision, path).await?)
+}
+
 /// Marks step `step` of the approved revision `revision_id` by hand.
 pub async fn mark_step(
     engine: &Engine,
@@ -64,7 +75,8 @@ pub async fn mark_step(
 /// A run whose agent said it finished, with its progress.
 #[derive(Debug, Clone)]
 pub struct Finished {
-    pub at: Millis,
+    /// Its record's id: later ones are newer.
+    pub id: i64,
     pub progress: Progress,
 }
 
@@ -78,19 +90,37 @@ impl Finished {
     }
 }
 
-/// The runs whose agents said they finished after `at`, oldest first.
-pub async fn finished_since(engine: &Engine, at: Millis) -> Result<Vec<Finished>, EngineError> {
+/// The id of the newest "finished" record: what a watcher starting now has seen.
+pub async fn newest_finished(engine: &Engine) -> Result<i64, EngineError> {
     let review = engine.review();
-    let mut finished = Vec::new();
-    for work in review
-        .work_since(WorkKind::Finished, at, MAX_FINISHED)
-        .await?
-    {
+    let mut after = 0;
+    loop {
+        let page = review.work_after(WorkKind::Finished, after, 1000).await?;
+        match page.last() {
+            Some(last) => after = last.id,
+            None => return Ok(after),
+        }
+    }
+}
+
+/// The runs whose agents said they finished after record `after`, oldest first, each run once
+/// (its newest), with its progress.
+pub async fn finished_after(engine: &Engine, after: i64) -> Result<Vec<Finished>, EngineError> {
+    let review = engine.review();
+    let records = review
+        .work_after(WorkKind::Finished, after, MAX_FINISHED)
+        .await?;
+    let mut finished: Vec<Finished> = Vec::new();
+    for work in records.iter().rev() {
+        if finished.iter().any(|f| f.progress.run_id == work.run_id) {
+            continue;
+        }
         let revision = review.revision_by_id(work.revision_id).await?;
         finished.push(Finished {
-            at: work.at,
+            id: work.id,
             progress: review.progress(&revision).await?,
         });
     }
+    finished.reverse();
     Ok(finished)
 }

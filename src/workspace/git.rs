@@ -53,11 +53,65 @@ pub enum GitError {
     Failed(String),
 }
 
-/// Runs `git ARGS` in `dir`, bounded; its output.
-fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
+/// A workspace as git is asked about it: its folder, and the configuration that keeps git from
+/// running anything the repository names. Its clean and process filters would run when git
+/// compares the working tree with a commit (`.gitattributes` and `filter.*` are the
+/// repository's, so whoever can write to the workspace, an agent included, names them): each
+/// driver the configuration defines is set to nothing for Plandesk's calls.
+struct Repo<'a> {
+    dir: &'a Path,
+    overrides: Vec<String>,
+}
+
+impl<'a> Repo<'a> {
+    fn open(dir: &'a Path) -> Result<Self, GitError> {
+        let mut repo = Self {
+            dir,
+            overrides: Vec::new(),
+        };
+        // Exit 1: no such setting.
+        let config = repo.git_ok(&["config", "-z", "--get-regexp", r"^filter\."], &[0, 1])?;
+        let mut drivers: Vec<String> = config
+            .split(|b| *b == 0)
+            .filter_map(|entry| {
+                let key =
+                    String::from_utf8_lossy(entry.split(|b| *b == b'\n').next()?).into_owned();
+                let driver = key.strip_prefix("filter.")?.rsplit_once('.')?.0.to_owned();
+                Some(driver)
+            })
+            .collect();
+        drivers.sort();
+        drivers.dedup();
+        for driver in drivers {
+            for var in ["clean", "smudge", "process"] {
+                repo.overrides.push("-c".into());
+                repo.overrides.push(format!("filter.{driver}.{var}="));
+            }
+            repo.overrides.push("-c".into());
+            repo.overrides
+                .push(format!("filter.{driver}.required=false"));
+        }
+        Ok(repo)
+    }
+
+    /// Runs `git ARGS` in the workspace, bounded; its output.
+    fn git(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        self.git_ok(args, &[0])
+    }
+
+    /// [`Repo::git`], taking each of `ok` for an exit code that succeeded (`diff --no-index`
+    /// exits 1 when the files differ).
+    fn git_ok(&self, args: &[&str], ok: &[i32]) -> Result<Vec<u8>, GitError> {
+        run(self.dir, &self.overrides, args, ok)
+    }
+}
+
+/// Runs `git OVERRIDES ARGS` in `dir`, bounded; its output.
+fn run(dir: &Path, overrides: &[String], args: &[&str], ok: &[i32]) -> Result<Vec<u8>, GitError> {
     let mut child = Command::new("git")
         .arg("-C")
         .arg(dir)
+        .args(overrides)
         .args([
             "-c",
             "core.fsmonitor=false",
@@ -68,6 +122,8 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
         ])
         .args(args)
         .env("GIT_OPTIONAL_LOCKS", "0")
+        // A path is a path, never pathspec magic (`:(top)`, `*`).
+        .env("GIT_LITERAL_PATHSPECS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
@@ -106,14 +162,17 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
         }
     };
     let out = reader.join().unwrap_or_default();
-    if status.success() {
+    if status.code().is_some_and(|code| ok.contains(&code)) {
         return Ok(out);
     }
     let err = String::from_utf8_lossy(&errors.join().unwrap_or_default()).into_owned();
     if err.contains("not a git repository") {
         return Err(GitError::NotARepository);
     }
-    Err(GitError::Failed(crate::text::short(err.trim(), 300)))
+    // git's own words may carry what a filter or a hook printed: never raw to a terminal.
+    Err(GitError::Failed(
+        crate::text::terminal_safe(&crate::text::short(err.trim(), 300)).into_owned(),
+    ))
 }
 
 /// NUL-separated names.
@@ -125,25 +184,32 @@ fn names(out: &[u8]) -> impl Iterator<Item = String> + '_ {
 
 /// The workspace's state now, for what changes after it (paths relative to it).
 pub fn baseline(dir: &Path) -> Result<Baseline, GitError> {
-    let commit = match git(dir, &["rev-parse", "--verify", "-q", "HEAD"]) {
+    let repo = Repo::open(dir)?;
+    let commit = match repo.git(&["rev-parse", "--verify", "-q", "HEAD"]) {
         Ok(out) => Some(String::from_utf8_lossy(&out).trim().to_owned()),
         Err(GitError::Failed(_)) => None,
         Err(err) => return Err(err),
     };
     let mut dirty = BTreeMap::new();
     let changed = match &commit {
-        Some(commit) => git(
-            dir,
-            &["diff", "--name-only", "-z", "--no-renames", commit.as_str()],
-        )?,
+        Some(commit) => repo.git(&[
+            "diff",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            "--relative",
+            "--no-ext-diff",
+            "--no-textconv",
+            commit.as_str(),
+        ])?,
         None => Vec::new(),
     };
-    let untracked = git(dir, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+    let untracked = repo.git(&["ls-files", "--others", "--exclude-standard", "-z"])?;
     let paths: Vec<String> = names(&changed)
         .chain(names(&untracked))
         .take(MAX_FILES)
         .collect();
-    let hashes = hash_objects(dir, &paths)?;
+    let hashes = hash_objects(&repo, &paths)?;
     for (path, hash) in paths.into_iter().zip(hashes) {
         dirty.insert(path, hash);
     }
@@ -151,7 +217,8 @@ pub fn baseline(dir: &Path) -> Result<Baseline, GitError> {
 }
 
 /// The git hashes of `paths`' contents now (`None`: no such file), relative to `dir`.
-fn hash_objects(dir: &Path, paths: &[String]) -> Result<Vec<Option<String>>, GitError> {
+fn hash_objects(repo: &Repo, paths: &[String]) -> Result<Vec<Option<String>>, GitError> {
+    let dir = repo.dir;
     let present: Vec<&String> = paths
         .iter()
         .filter(|p| dir.join(p).symlink_metadata().is_ok_and(|m| m.is_file()))
@@ -160,7 +227,7 @@ fn hash_objects(dir: &Path, paths: &[String]) -> Result<Vec<Option<String>>, Git
     if !present.is_empty() {
         let mut args = vec!["hash-object", "--no-filters", "--"];
         args.extend(present.iter().map(|p| p.as_str()));
-        let out = git(dir, &args)?;
+        let out = repo.git(&args)?;
         for (path, hash) in present.iter().zip(String::from_utf8_lossy(&out).lines()) {
             hashes.insert((*path).clone(), hash.to_owned());
         }
@@ -172,21 +239,19 @@ fn hash_objects(dir: &Path, paths: &[String]) -> Result<Vec<Option<String>>, Git
 /// not), and files new since; a file already changed at the baseline counts only if its content
 /// moved on since. At most [`MAX_FILES`].
 pub fn changes_since(dir: &Path, base: &Baseline) -> Result<Vec<Change>, GitError> {
+    let repo = Repo::open(dir)?;
     let mut changes = Vec::new();
     if let Some(commit) = &base.commit {
-        let out = git(
-            dir,
-            &[
-                "diff",
-                "--numstat",
-                "-z",
-                "--no-renames",
-                "--no-ext-diff",
-                "--no-textconv",
-                "--relative",
-                commit.as_str(),
-            ],
-        )?;
+        let out = repo.git(&[
+            "diff",
+            "--numstat",
+            "-z",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--relative",
+            commit.as_str(),
+        ])?;
         for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
             let entry = String::from_utf8_lossy(entry);
             let mut fields = entry.splitn(3, '\t');
@@ -202,8 +267,8 @@ pub fn changes_since(dir: &Path, base: &Baseline) -> Result<Vec<Change>, GitErro
             });
         }
     }
-    let untracked = git(dir, &["ls-files", "--others", "--exclude-standard", "-z"])?;
-    for path in names(&untracked) {
+    let untracked = repo.git(&["ls-files", "--others", "--exclude-standard", "-z"])?;
+    for path in names(&untracked).take(MAX_FILES) {
         let added = count_lines(&dir.join(&path));
         changes.push(Change {
             path,
@@ -217,7 +282,7 @@ pub fn changes_since(dir: &Path, base: &Baseline) -> Result<Vec<Change>, GitErro
         .filter(|c| base.dirty.contains_key(&c.path))
         .map(|c| c.path.clone())
         .collect();
-    let now = hash_objects(dir, &known)?;
+    let now = hash_objects(&repo, &known)?;
     let moved: BTreeMap<&String, bool> = known
         .iter()
         .zip(&now)
@@ -228,14 +293,94 @@ pub fn changes_since(dir: &Path, base: &Baseline) -> Result<Vec<Change>, GitErro
     Ok(changes)
 }
 
-/// The lines of a new file, read without following a link and only up to a limit.
+/// The most of one file's diff shown.
+pub const MAX_DIFF: usize = 256 * 1024;
+
+/// One file's changes since `base` as a unified diff (cut at [`MAX_DIFF`]); `path` is relative
+/// to the workspace and must stay inside it.
+pub fn file_diff(dir: &Path, base: &Baseline, path: &str) -> Result<String, GitError> {
+    let clean = !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !clean {
+        return Err(GitError::Failed(format!(
+            "{} is not a path in the workspace",
+            crate::text::short(path, 100)
+        )));
+    }
+    let repo = Repo::open(dir)?;
+    let tracked = match &base.commit {
+        Some(commit) => {
+            let spec = format!("{commit}:./{path}");
+            repo.git(&["cat-file", "-e", spec.as_str()]).is_ok()
+        }
+        None => false,
+    };
+    let out = match (&base.commit, tracked) {
+        (Some(commit), true) => repo.git(&[
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "--relative",
+            commit.as_str(),
+            "--",
+            path,
+        ])?,
+        _ => {
+            // Read by git only if it is a file (not a link to follow, not a FIFO to block on).
+            let meta = dir.join(path).symlink_metadata();
+            if !meta.as_ref().is_ok_and(|m| m.is_file()) {
+                return Err(GitError::Failed(format!(
+                    "{} is no regular file",
+                    crate::text::short(path, 100)
+                )));
+            }
+            repo.git_ok(
+                &[
+                    "diff",
+                    "--no-index",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    "--no-color",
+                    "--",
+                    "/dev/null",
+                    path,
+                ],
+                &[0, 1],
+            )?
+        }
+    };
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if text.len() > MAX_DIFF {
+        let mut cut = MAX_DIFF;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n… (cut: the diff is longer)\n");
+    }
+    Ok(text)
+}
+
+/// The lines of a new file: opened without following a link or waiting on a FIFO, only a
+/// regular file, read up to a limit.
 fn count_lines(path: &Path) -> Option<u64> {
-    let meta = path.symlink_metadata().ok()?;
-    if !meta.is_file() || meta.len() > crate::workspace::MAX_FILE_BYTES {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty()).ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return None;
     }
-    let bytes = std::fs::read(path).ok()?;
-    Some(bytes.iter().filter(|b| **b == b'\n').count() as u64)
+    let limit = crate::workspace::MAX_FILE_BYTES;
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= limit).then(|| bytes.iter().filter(|b| **b == b'\n').count() as u64)
 }
 
 #[cfg(test)]
@@ -300,6 +445,76 @@ mod tests {
             .map(|c| c.path)
             .collect();
         assert_eq!(paths, ["src/a.txt", "new.txt"]);
+    }
+
+    #[test]
+    fn a_files_diff_since_the_baseline_is_read_by_git_and_bounded_to_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(
+            d,
+            "git init -q && printf 'a\\n' > a.txt && git add . && git commit -qm one",
+        );
+        let base = baseline(d).unwrap();
+        sh(d, "printf 'b\\n' >> a.txt && printf 'n\\n' > ':(top)x'");
+        let diff = file_diff(d, &base, "a.txt").unwrap();
+        assert!(diff.contains("+b"), "{diff}");
+        let new = file_diff(d, &base, ":(top)x").unwrap();
+        assert!(
+            new.contains("+n"),
+            "a new file, its name taken literally: {new}"
+        );
+        for bad in ["../etc/passwd", "/etc/passwd", "", "a/../../b"] {
+            assert!(file_diff(d, &base, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nothing_the_repository_configures_is_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let marker = d.join("ran");
+        sh(
+            d,
+            "git init -q && echo a > a.txt && git add . && git commit -qm one",
+        );
+        // What an agent in the workspace could write: a filter driver and what it applies to.
+        sh(
+            d,
+            &format!(
+                "printf '* filter=pwn diff=pwn\\n' > .gitattributes && \
+                 git config filter.pwn.clean 'touch {m}; cat' && \
+                 git config filter.pwn.process 'touch {m}' && \
+                 git config diff.pwn.textconv 'touch {m}; cat' && \
+                 git config diff.external 'touch {m}' && \
+                 git config core.fsmonitor 'touch {m}'",
+                m = marker.display()
+            ),
+        );
+        let base = baseline(d).unwrap();
+        sh(d, "echo b >> a.txt && echo n > new.txt");
+        changes_since(d, &base).unwrap();
+        file_diff(d, &base, "a.txt").unwrap();
+        file_diff(d, &base, "new.txt").unwrap();
+        assert!(!marker.exists(), "git ran what the repository configures");
+    }
+
+    #[test]
+    fn a_file_changed_before_the_baseline_below_the_top_is_not_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(d, "git init -q && mkdir -p ws && echo a > ws/a.txt && echo c > ws/c.txt && git add . && git commit -qm one");
+        sh(d, "echo dirty >> ws/a.txt");
+        let ws = d.join("ws");
+        let base = baseline(&ws).unwrap();
+        assert_eq!(base.dirty.keys().collect::<Vec<_>>(), ["a.txt"]);
+        sh(d, "echo more >> ws/c.txt");
+        let paths: Vec<String> = changes_since(&ws, &base)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        assert_eq!(paths, ["c.txt"]);
     }
 
     #[test]

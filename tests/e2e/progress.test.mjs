@@ -42,7 +42,13 @@ function record(fx, event, tool, input = {}) {
   execFileSync(CLI, ['--data-dir', fx.data, 'record', 'claude-code'], { input: payload(fx, event, tool, input) });
 }
 
-const write = (fx, path) => record(fx, 'PostToolUse', 'Write', { file_path: join(fx.workspace, path), content: 'x' });
+/** A file written, as Claude Code reports it (its response carries the new content). */
+function write(fx, path) {
+  execFileSync(CLI, ['--data-dir', fx.data, 'record', 'claude-code'], { input: JSON.stringify({
+    ...JSON.parse(payload(fx, 'PostToolUse', 'Write', { file_path: join(fx.workspace, path), content: 'x' })),
+    tool_response: { type: 'create', content: 'x\n' },
+  }) });
+}
 
 test('after approval the run shows its steps live, the changes outside the plan, a mark by hand and a Done notification', async () => {
   const fx = fixture();
@@ -72,6 +78,10 @@ test('after approval the run shows its steps live, the changes outside the plan,
     await app.waitFor("document.querySelector('#progress-summary').textContent === '3 of 4 steps done, 1 file outside the plan'",
       { what: 'the recorded work on screen' });
     assert.match(await app.text('#unplanned'), /src\/metrics\.rs/);
+    // Its diff, as the agent reported it, opens below it.
+    await app.click('#unplanned .file-link');
+    await app.waitFor("!document.querySelector('#unplanned .file-diff').hidden", { what: 'the diff' });
+    assert.match(await app.text('#unplanned .file-diff'), /\+x/);
     await app.screenshot(join(ARTIFACTS, 'progress-working.png'));
 
     // The last step has nothing to show for it: marked by hand, in the audit trail.
@@ -85,19 +95,26 @@ test('after approval the run shows its steps live, the changes outside the plan,
     await app.waitFor("document.querySelector('#progress .badge').textContent === 'finished'", { what: 'finished' });
     await app.screenshot(join(ARTIFACTS, 'progress.png'));
     // The window is focused on this run: no notification for what the person is looking at.
-    // Away from it, the next finish is told.
+    // Away from it, the next finish that says something new is told.
     await app.exec("document.querySelector('#history-btn').click(); return true;");
-    await sleep(500);
-    record(fx, 'PostToolUse', 'Write', { file_path: join(fx.workspace, 'src/limit.rs'), content: 'y' });
+    await app.find('#history-rows');
+    await sleep(300); // the window tells the app it left the run (fire and forget)
+    assert.ok(!monitor.text().includes('Done:'), 'nothing told while the person looked at it');
+    write(fx, 'src/extra.rs');
     record(fx, 'Stop', undefined);
-    for (let i = 0; i < 100 && !monitor.text().includes('Done: 4 of 4 steps, 1 file outside the plan'); i += 1) await sleep(100);
-    assert.ok(monitor.text().includes('Done: 4 of 4 steps, 1 file outside the plan'), monitor.text().slice(-2000));
+    const told = 'Done: 4 of 4 steps, 2 files outside the plan';
+    for (let i = 0; i < 100 && !monitor.text().includes(told); i += 1) await sleep(100);
+    assert.ok(monitor.text().includes(told), monitor.text().slice(-2000));
+    // A turn that ends with nothing new tells nothing more.
+    record(fx, 'Stop', undefined);
+    await sleep(1000);
+    assert.equal(monitor.text().split(told).length - 1, 1, 'told once');
 
     // The history keeps it with the revision.
     await app.find('#history-rows .row-item');
     await app.click('#history-rows .row-item');
     await app.find('#revision-progress #progress');
-    assert.equal(await app.text('#revision-progress #progress-summary'), '4 of 4 steps done, 1 file outside the plan');
+    assert.equal(await app.text('#revision-progress #progress-summary'), '4 of 4 steps done, 2 files outside the plan');
     await app.screenshot(join(ARTIFACTS, 'progress-history.png'));
   } finally {
     monitor.stop();

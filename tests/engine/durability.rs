@@ -117,7 +117,7 @@ noting_store! {
     record_work(work: &NewWork<'_>) -> Option<WorkRow>;
     mark_step(mark: &NewWork<'_>, revision: (i64, &str), by: &Actor) -> Option<WorkRow>;
     work(revision_id: i64) -> Vec<WorkRow>;
-    work_since(kind: WorkKind, at: Millis, limit: i64) -> Vec<WorkRow>;
+    work_after(kind: WorkKind, after: i64, limit: i64) -> Vec<WorkRow>;
     approved_revision(run_id: &str) -> Option<i64>;
 }
 

@@ -36,12 +36,14 @@ fn record(fx: &Fixture, payload: &Value) -> String {
 
 fn write(fx: &Fixture, rel: &str) -> Value {
     fx.write(rel, b"x\n");
-    claude(
+    let mut payload = claude(
         fx,
         "PostToolUse",
         "Write",
         json!({"file_path": fx.workspace.join(rel), "content": "x\n"}),
-    )
+    );
+    payload["tool_response"] = json!({"type": "create", "content": "x\n"});
+    payload
 }
 
 #[test]
@@ -173,6 +175,12 @@ fn work_after_an_approval_is_held_against_the_plans_steps() {
         "{human}"
     );
     eprintln!("{human}");
+    // An unplanned file's diff, as the agent reported it (no git here).
+    let diff =
+        String::from_utf8(fx.ok(&["progress", &run, "--diff", "src/extra.rs"]).stdout).unwrap();
+    assert_eq!(diff, "+x\n");
+    let none = fx.refused(&["progress", &run, "--diff", "../../etc/passwd"]);
+    assert!(none.contains("no diff is known"), "{none}");
     assert!(
         !human.contains('\u{1b}'),
         "no raw escape reaches the terminal"
@@ -413,6 +421,14 @@ fn a_git_workspaces_changes_outside_any_tool_call_are_held_against_the_plan() {
         "{progress}"
     );
 
+    // Its diff, from git: the whole change since the plan was submitted.
+    let diff = fx.listing(&["progress", &run, "--diff", "README.txt"]);
+    assert_eq!(diff["from"], "git");
+    assert!(
+        diff["text"].as_str().unwrap().contains("+// more"),
+        "{diff}"
+    );
+
     // A git that does not answer is reported, within its time limit, never waited on.
     let bin = fx.root.join("slow-git");
     std::fs::create_dir_all(&bin).unwrap();
@@ -437,4 +453,50 @@ fn a_git_workspaces_changes_outside_any_tool_call_are_held_against_the_plan() {
             .is_some_and(|e| e.contains("did not answer")),
         "{progress}"
     );
+}
+
+#[test]
+fn work_after_a_newer_plan_is_not_held_against_the_older_approval() {
+    let fx = Fixture::new(json!([]));
+    let submit = |plan: &str| {
+        let mut permission = claude(
+            &fx,
+            "PermissionRequest",
+            "ExitPlanMode",
+            json!({"plan": plan}),
+        );
+        permission["permission_mode"] = json!("plan");
+        spawn_with_input(
+            fx.command(&["hook", "claude-code"]),
+            permission.to_string().as_bytes(),
+        )
+    };
+    let first = submit(PLAN);
+    block_on(until_pending(&fx));
+    let run = fx.listing(&["pending"])[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["approve", &run]);
+    first.wait_with_output().unwrap();
+    record(&fx, &write(&fx, "src/cache.rs"));
+    let approved = fx.listing(&["history", &run])[0]["id"].as_i64().unwrap();
+
+    // The agent plans again: what it does now is not the first plan's work.
+    let second = submit("# Another plan\n\n1. Touch `src/cache.rs` again.\n");
+    block_on(until_pending(&fx));
+    record(&fx, &write(&fx, "src/other.rs"));
+    let refused = fx.refused(&["progress", &run]);
+    assert!(refused.contains("no approved plan yet"), "{refused}");
+    let first_work = fx.listing(&["progress", &format!("#{approved}")]);
+    let changed: Vec<&str> = first_work["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["changed"] == true)
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["src/cache.rs"], "{first_work}");
+    fx.ok(&["reject", &run]);
+    second.wait_with_output().unwrap();
 }

@@ -36,6 +36,7 @@ pub(super) async fn claude(
         Err(err) => return answer(Some(claude::failure(&err))),
     };
     let token = caller.token_key();
+    let checked = caller.clone();
     let engine = state.engine.clone().with_actor(Actor {
         name: caller.name,
         process: "serve:claude-code".into(),
@@ -60,6 +61,10 @@ pub(super) async fn claude(
         review_plan(&engine, plan, &wait, stop).await
     });
     let reply = match review.await {
+        // Revoked while the plan waited (before the watcher ended the wait): no answer goes out.
+        Ok(Ok(_)) if !state.tokens.is_active(&checked).await.unwrap_or(false) => {
+            Some(claude::failure(&SourceError::Revoked))
+        }
         Ok(Ok(decided)) => claude::answer(&call, &decided),
         Ok(Err(err)) => Some(claude::failure(&err)),
         Err(join) => Some(claude::failure(&SourceError::Internal(format!(

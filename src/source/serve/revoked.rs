@@ -37,7 +37,8 @@ pub(super) async fn watch(state: std::sync::Arc<State>, keys: watch::Sender<Hash
     loop {
         sweep(&state, &keys).await;
         tokio::select! {
-            _ = changes.next() => {}
+            // A stream that ended is disabled here: then only the fallback reads.
+            Some(()) = changes.next() => {}
             () = tokio::time::sleep(FALLBACK) => {}
             _ = stopped.wait_for(|stop| *stop) => return,
         }

@@ -146,6 +146,21 @@ fn is_run(named: &str, ran: &str) -> bool {
         .any(|part| part == named || part.starts_with(&format!("{named} ")))
 }
 
+/// A recorded path as the run's `workspace` sees it: an absolute one below it, relative; any
+/// other absolute one outside it; a relative one as recorded (`outside` as recorded).
+fn against(workspace: &Path, path: &str, outside: bool) -> (String, bool) {
+    let named = Path::new(path);
+    if !named.is_absolute() {
+        return (path.to_owned(), outside);
+    }
+    match named.strip_prefix(workspace) {
+        Ok(inside) if !inside.as_os_str().is_empty() => {
+            (inside.to_string_lossy().into_owned(), false)
+        }
+        _ => (path.to_owned(), true),
+    }
+}
+
 /// Whether `path` (relative, as a plan names it) is something in `workspace`: looked at, never
 /// followed through a link, never read.
 fn in_workspace(workspace: &Path, path: &str) -> bool {
@@ -167,7 +182,7 @@ pub fn hold(
     git: &[git::Change],
 ) -> Progress {
     let plan_steps = steps::steps(&revision.markdown());
-    let mut changed: Vec<(&str, bool)> = Vec::new();
+    let mut changed: Vec<(String, bool)> = Vec::new();
     let mut commands = Vec::new();
     let mut marks: Vec<Option<(StepState, bool)>> = vec![None; plan_steps.len()];
     let mut finished = false;
@@ -176,8 +191,9 @@ pub fn hold(
             WorkKind::File => {
                 finished = false;
                 if let Some(path) = record.path.as_deref() {
+                    let (path, outside) = against(workspace, path, record.data["outside"] == true);
                     if !changed.iter().any(|(p, _)| *p == path) {
-                        changed.push((path, record.data["outside"] == true));
+                        changed.push((path, outside));
                     }
                 }
             }
@@ -211,7 +227,7 @@ pub fn hold(
     // does not hear of) shows in the repository.
     for change in git {
         if !changed.iter().any(|(p, _)| *p == change.path) {
-            changed.push((&change.path, false));
+            changed.push((change.path.clone(), false));
         }
     }
     let lines = |path: &str| {
@@ -296,14 +312,14 @@ fn step_progress(
     step: &Step,
     mark: Option<(StepState, bool)>,
     workspace: &Path,
-    changed: &[(&str, bool)],
+    changed: &[(String, bool)],
     commands: &[CommandRun],
 ) -> StepProgress {
     // A file outside the workspace is nothing a step names, whatever its name ends with.
     let touched: Vec<String> = changed
         .iter()
         .filter(|(path, outside)| !outside && step.paths.iter().any(|named| is_named(named, path)))
-        .map(|(path, _)| (*path).to_owned())
+        .map(|(path, _)| path.clone())
         .collect();
     let files = step
         .paths
@@ -423,9 +439,15 @@ impl Review {
                 }
             }
         }
+        let workspace = Path::new(&run.workspace);
         let reported: Vec<&str> = work
             .iter()
-            .filter(|w| w.kind == WorkKind::File && w.path.as_deref() == Some(path))
+            .filter(|w| w.kind == WorkKind::File)
+            .filter(|w| {
+                w.path
+                    .as_deref()
+                    .is_some_and(|p| against(workspace, p, w.data["outside"] == true).0 == path)
+            })
             .filter_map(|w| w.data["diff"].as_str())
             .collect();
         Ok((!reported.is_empty()).then(|| FileDiff {

@@ -34,6 +34,27 @@ fn record(fx: &Fixture, payload: &Value) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Claude Code's plan hook on `plan`, waiting; returns it and the plan's run once it is pending.
+fn plan_waiting(fx: &Fixture, plan: &str) -> (std::process::Child, String) {
+    let mut permission = claude(
+        fx,
+        "PermissionRequest",
+        "ExitPlanMode",
+        json!({"plan": plan}),
+    );
+    permission["permission_mode"] = json!("plan");
+    let hook = spawn_with_input(
+        fx.command(&["hook", "claude-code"]),
+        permission.to_string().as_bytes(),
+    );
+    block_on(until_pending(fx));
+    let run = fx.listing(&["pending"])[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (hook, run)
+}
+
 fn write(fx: &Fixture, rel: &str) -> Value {
     fx.write(rel, b"x\n");
     let mut payload = claude(
@@ -51,23 +72,8 @@ fn work_after_an_approval_is_held_against_the_plans_steps() {
     let fx = Fixture::new(json!([]));
     // Before any plan, and before its approval, nothing is recorded.
     record(&fx, &write(&fx, "src/early.rs"));
-    let mut permission = claude(
-        &fx,
-        "PermissionRequest",
-        "ExitPlanMode",
-        json!({"plan": PLAN}),
-    );
-    permission["permission_mode"] = json!("plan");
-    let hook = spawn_with_input(
-        fx.command(&["hook", "claude-code"]),
-        permission.to_string().as_bytes(),
-    );
-    block_on(until_pending(&fx));
+    let (hook, run) = plan_waiting(&fx, PLAN);
     record(&fx, &write(&fx, "src/too-early.rs"));
-    let run = fx.listing(&["pending"])[0]["runId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let refused = fx.refused(&["progress", &run]);
     assert!(refused.contains("no approved plan yet"), "{refused}");
     fx.ok(&["approve", &run]);
@@ -303,22 +309,7 @@ fn a_plan_answered_in_claude_codes_own_dialog_leaves_the_inbox_and_is_not_decide
         ),
     ] {
         let plan = format!("# {title}\n\n1. Do it.\n");
-        let mut permission = claude(
-            &fx,
-            "PermissionRequest",
-            "ExitPlanMode",
-            json!({"plan": plan}),
-        );
-        permission["permission_mode"] = json!("plan");
-        let hook = spawn_with_input(
-            fx.command(&["hook", "claude-code"]),
-            permission.to_string().as_bytes(),
-        );
-        block_on(until_pending(&fx));
-        let run = fx.listing(&["pending"])[0]["runId"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let (hook, run) = plan_waiting(&fx, &plan);
         let mut event = went_on;
         event["session_id"] = json!("cc-after-1");
         event["cwd"] = json!(fx.workspace);
@@ -369,22 +360,7 @@ fn a_git_workspaces_changes_outside_any_tool_call_are_held_against_the_plan() {
     sh(&fx, "git init -q && git add -A && git commit -qm start");
     // Changed before the plan: not the agent's work.
     sh(&fx, "echo '// wip' >> src/lib.rs && echo draft > notes.md");
-    let mut permission = claude(
-        &fx,
-        "PermissionRequest",
-        "ExitPlanMode",
-        json!({"plan": PLAN}),
-    );
-    permission["permission_mode"] = json!("plan");
-    let hook = spawn_with_input(
-        fx.command(&["hook", "claude-code"]),
-        permission.to_string().as_bytes(),
-    );
-    block_on(until_pending(&fx));
-    let run = fx.listing(&["pending"])[0]["runId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (hook, run) = plan_waiting(&fx, PLAN);
     fx.ok(&["approve", &run]);
     hook.wait_with_output().unwrap();
 
@@ -458,33 +434,14 @@ fn a_git_workspaces_changes_outside_any_tool_call_are_held_against_the_plan() {
 #[test]
 fn work_after_a_newer_plan_is_not_held_against_the_older_approval() {
     let fx = Fixture::new(json!([]));
-    let submit = |plan: &str| {
-        let mut permission = claude(
-            &fx,
-            "PermissionRequest",
-            "ExitPlanMode",
-            json!({"plan": plan}),
-        );
-        permission["permission_mode"] = json!("plan");
-        spawn_with_input(
-            fx.command(&["hook", "claude-code"]),
-            permission.to_string().as_bytes(),
-        )
-    };
-    let first = submit(PLAN);
-    block_on(until_pending(&fx));
-    let run = fx.listing(&["pending"])[0]["runId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (first, run) = plan_waiting(&fx, PLAN);
     fx.ok(&["approve", &run]);
     first.wait_with_output().unwrap();
     record(&fx, &write(&fx, "src/cache.rs"));
     let approved = fx.listing(&["history", &run])[0]["id"].as_i64().unwrap();
 
     // The agent plans again: what it does now is not the first plan's work.
-    let second = submit("# Another plan\n\n1. Touch `src/cache.rs` again.\n");
-    block_on(until_pending(&fx));
+    let (second, _) = plan_waiting(&fx, "# Another plan\n\n1. Touch `src/cache.rs` again.\n");
     record(&fx, &write(&fx, "src/other.rs"));
     let refused = fx.refused(&["progress", &run]);
     assert!(refused.contains("no approved plan yet"), "{refused}");
@@ -499,4 +456,38 @@ fn work_after_a_newer_plan_is_not_held_against_the_older_approval() {
     assert_eq!(changed, ["src/cache.rs"], "{first_work}");
     fx.ok(&["reject", &run]);
     second.wait_with_output().unwrap();
+}
+
+#[test]
+fn files_are_held_against_the_runs_workspace_wherever_the_agent_cds() {
+    let fx = Fixture::new(json!([]));
+    let (hook, run) = plan_waiting(&fx, PLAN);
+    fx.ok(&["approve", &run]);
+    hook.wait_with_output().unwrap();
+    // The agent went into src/: its hooks' cwd follows it.
+    let inside = fx.workspace.join("src");
+    for named in [inside.join("cache.rs"), fx.workspace.join("README.md")] {
+        let mut payload = claude(&fx, "PostToolUse", "Write", json!({"file_path": named}));
+        payload["cwd"] = json!(inside);
+        record(&fx, &payload);
+    }
+    let progress = fx.listing(&["progress", &run]);
+    let changed: Vec<(&str, bool, bool)> = progress["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["changed"] == true)
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap(),
+                f["planned"].as_bool().unwrap(),
+                f["outside"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [("src/cache.rs", true, false), ("README.md", false, false)],
+        "{progress}"
+    );
 }

@@ -1,0 +1,215 @@
+//! The after-tool hooks' payloads as the real CLIs send them, and the paths they name.
+
+use super::*;
+
+fn payload(event: &str, tool: &str, input: Value, response: Value) -> String {
+    json!({"session_id": "s1", "transcript_path": "/t.jsonl", "cwd": "/home/u/proj",
+           "hook_event_name": event, "tool_name": tool, "tool_input": input,
+           "tool_response": response})
+    .to_string()
+}
+
+#[test]
+fn files_commands_and_the_end_of_a_turn_are_reported() {
+    let write = claude(&payload(
+        "PostToolUse",
+        "Write",
+        json!({"file_path": "/home/u/proj/src/a.rs", "content": "x"}),
+        json!({}),
+    ))
+    .unwrap()
+    .unwrap()
+    .work
+    .unwrap();
+    assert_eq!(write.kind, WorkKind::File);
+    // Kept absolute: progress reads it against the run's workspace.
+    assert_eq!(write.path.as_deref(), Some("/home/u/proj/src/a.rs"));
+    assert_eq!(write.data["outside"], false);
+    let edit = claude(&payload(
+        "PostToolUse",
+        "Edit",
+        json!({"file_path": "/home/u/proj/src/a.rs"}),
+        json!({"structuredPatch": [{"oldStart": 1, "oldLines": 1, "newStart": 1,
+                                    "newLines": 1, "lines": ["-a", "+b"]}]}),
+    ))
+    .unwrap()
+    .unwrap()
+    .work
+    .unwrap();
+    assert_eq!(edit.data["diff"], "@@ -1,1 +1,1 @@\n-a\n+b\n");
+    let bash = claude(&payload(
+        "PostToolUse",
+        "Bash",
+        json!({"command": " cargo test "}),
+        json!({"stdout": "", "interrupted": false}),
+    ))
+    .unwrap()
+    .unwrap()
+    .work
+    .unwrap();
+    assert_eq!(
+        (bash.command.as_deref(), bash.exit_code),
+        (Some("cargo test"), Some(0))
+    );
+    let mut failed: Value = serde_json::from_str(&payload(
+        "PostToolUseFailure",
+        "Bash",
+        json!({"command": "exit 3"}),
+        Value::Null,
+    ))
+    .unwrap();
+    failed["error"] = json!("Exit code 3\noops");
+    let failed = claude(&failed.to_string()).unwrap().unwrap().work.unwrap();
+    assert_eq!(failed.exit_code, Some(3));
+    // The plan's own tool gone on: nothing to record, but the session is heard from.
+    let plan = claude(&payload(
+        "PostToolUse",
+        "ExitPlanMode",
+        json!({}),
+        json!({"plan": "x"}),
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(plan.work, None);
+    assert!(plan.answered);
+    assert!(!failed_answered(), "another tool answers nothing");
+    assert_eq!(plan.source.session.as_deref(), Some("s1"));
+    let stop = claude(
+        &json!({"session_id": "s1", "cwd": "/p", "hook_event_name": "Stop",
+                              "stop_hook_active": false})
+        .to_string(),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(stop.work.unwrap().kind, WorkKind::Finished);
+    assert!(stop.answered);
+    let read = claude(&payload(
+        "PostToolUse",
+        "Read",
+        json!({"file_path": "/x"}),
+        json!({}),
+    ));
+    assert_eq!(read.unwrap().unwrap().work, None);
+    let other = claude(&payload("SessionStart", "", json!({}), json!({})));
+    assert_eq!(other.unwrap(), None);
+    assert!(claude("{not json").is_err());
+}
+
+fn failed_answered() -> bool {
+    claude(&payload(
+        "PostToolUse",
+        "Bash",
+        json!({"command": "ls"}),
+        json!({}),
+    ))
+    .unwrap()
+    .unwrap()
+    .answered
+}
+
+#[test]
+fn gemini_and_codex_report_files_commands_and_their_turns_end() {
+    let gemini_payload = |event: &str, tool: &str, input: Value, response: Value| {
+        json!({"session_id": "g1", "transcript_path": "/t", "cwd": "/w", "timestamp": "x",
+               "hook_event_name": event, "tool_name": tool, "tool_input": input,
+               "tool_response": response})
+        .to_string()
+    };
+    let written = gemini(&gemini_payload(
+        "AfterTool",
+        "write_file",
+        json!({"file_path": "src/rel.txt", "content": "x"}),
+        json!({"llmContent": "ok", "returnDisplay": {"filePath": "/w/src/rel.txt", "isNewFile": true}}),
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        written.work.unwrap().path.as_deref(),
+        Some("/w/src/rel.txt")
+    );
+    let shell = |content: &str| {
+        gemini(&gemini_payload(
+            "AfterTool",
+            "run_shell_command",
+            json!({"command": "make"}),
+            json!({"llmContent": content, "returnDisplay": ""}),
+        ))
+        .unwrap()
+        .unwrap()
+        .work
+        .unwrap()
+        .exit_code
+    };
+    assert_eq!(
+        shell("<untrusted_context>\nOutput: ok\nProcess Group PGID: 1\n"),
+        Some(0)
+    );
+    assert_eq!(
+        shell("Output: failing\nExit Code: 3\nProcess Group PGID: 1"),
+        Some(3)
+    );
+    let refused = gemini(&gemini_payload(
+        "AfterTool",
+        "replace",
+        json!({"file_path": "a"}),
+        json!({"error": {"message": "no match", "type": "edit_no_occurrence_found"}}),
+    ));
+    assert_eq!(
+        refused.unwrap().unwrap().work,
+        None,
+        "a failed edit changed nothing"
+    );
+    let end = gemini(&gemini_payload("AfterAgent", "", json!({}), json!({})))
+        .unwrap()
+        .unwrap();
+    assert!(end.answered);
+    assert_eq!(end.work.unwrap().kind, WorkKind::Finished);
+
+    let patch = "*** Begin Patch\n*** Add File: src/new.txt\n+hello\n*** Update File: src/fetch.js\n\
+                 *** Move to: src/get.js\n@@\n-a\n+b\n*** Delete File: ../../etc/x\n*** End Patch\n";
+    let codex_payload = json!({"session_id": "c1", "turn_id": "t", "cwd": "/w",
+        "hook_event_name": "PostToolUse", "tool_name": "apply_patch",
+        "tool_input": {"command": patch}, "tool_response": "Exit code: 0"})
+    .to_string();
+    let files: Vec<(String, Value)> = codex(&codex_payload)
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            let work = r.work.unwrap();
+            (work.path.unwrap(), work.data["outside"].clone())
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("/w/src/new.txt".into(), json!(false)),
+            ("/w/src/fetch.js".into(), json!(false)),
+            ("/w/src/get.js".into(), json!(false)),
+            ("/etc/x".into(), json!(true)),
+        ]
+    );
+}
+
+#[test]
+fn paths_outside_the_workspace_are_kept_as_such_and_never_resolved() {
+    let file = workspace_path;
+    assert_eq!(
+        file("/home/u/proj", "/home/u/proj/../other/x.rs"),
+        Some(("/home/u/other/x.rs".into(), true))
+    );
+    assert_eq!(
+        file("/home/u/proj", "/etc/passwd"),
+        Some(("/etc/passwd".into(), true))
+    );
+    assert_eq!(
+        file("/home/u/proj", "lib/./b.rs"),
+        Some(("lib/b.rs".into(), false))
+    );
+    assert_eq!(file("/home/u/proj", "a\u{1b}[2J.rs"), None);
+    assert_eq!(file("/home/u/proj", &"a".repeat(MAX_PATH + 1)), None);
+    assert_eq!(
+        file("/home/u/proj", "/home/u/proj"),
+        Some(("/home/u/proj".into(), true))
+    );
+}

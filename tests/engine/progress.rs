@@ -55,6 +55,18 @@ fn plan_waiting(fx: &Fixture, plan: &str) -> (std::process::Child, String) {
     (hook, run)
 }
 
+/// The files of a progress (only the changed ones, with `changed_only`), each as the JSON list
+/// of its `keys`.
+fn files_of(progress: &Value, changed_only: bool, keys: &[&str]) -> Vec<Value> {
+    progress["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !changed_only || f["changed"] == true)
+        .map(|f| Value::Array(keys.iter().map(|k| f[*k].clone()).collect()))
+        .collect()
+}
+
 fn write(fx: &Fixture, rel: &str) -> Value {
     fx.write(rel, b"x\n");
     let mut payload = claude(
@@ -136,25 +148,13 @@ fn work_after_an_approval_is_held_against_the_plans_steps() {
         "{progress}"
     );
     assert_eq!(progress["finished"], true);
-    let files: Vec<(&str, bool, bool)> = progress["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap(),
-                f["planned"].as_bool().unwrap(),
-                f["changed"].as_bool().unwrap(),
-            )
-        })
-        .collect();
     assert_eq!(
-        files,
+        files_of(&progress, false, &["path", "planned", "changed"]),
         [
-            ("src/cache.rs", true, true),
-            ("src/lib.rs", true, false),
-            ("src/extra.rs", false, true),
-            ("/etc/hosts", false, true),
+            json!(["src/cache.rs", true, true]),
+            json!(["src/lib.rs", true, false]),
+            json!(["src/extra.rs", false, true]),
+            json!(["/etc/hosts", false, true]),
         ],
         "nothing recorded before the approval; {progress}"
     );
@@ -374,25 +374,11 @@ fn a_git_workspaces_changes_outside_any_tool_call_are_held_against_the_plan() {
     let progress = fx.listing(&["progress", &run]);
     assert_eq!(progress["gitError"], Value::Null, "{progress}");
     assert_eq!(progress["steps"][0]["state"], "done", "{progress}");
-    let changed: Vec<(&str, bool, Value, Value)> = progress["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["changed"] == true)
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap(),
-                f["planned"].as_bool().unwrap(),
-                f["added"].clone(),
-                f["removed"].clone(),
-            )
-        })
-        .collect();
     assert_eq!(
-        changed,
+        files_of(&progress, true, &["path", "planned", "added", "removed"]),
         [
-            ("src/cache.rs", true, json!(2), json!(0)),
-            ("README.txt", false, json!(1), json!(0)),
+            json!(["src/cache.rs", true, 2, 0]),
+            json!(["README.txt", false, 1, 0]),
         ],
         "{progress}"
     );
@@ -446,14 +432,11 @@ fn work_after_a_newer_plan_is_not_held_against_the_older_approval() {
     let refused = fx.refused(&["progress", &run]);
     assert!(refused.contains("no approved plan yet"), "{refused}");
     let first_work = fx.listing(&["progress", &format!("#{approved}")]);
-    let changed: Vec<&str> = first_work["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["changed"] == true)
-        .map(|f| f["path"].as_str().unwrap())
-        .collect();
-    assert_eq!(changed, ["src/cache.rs"], "{first_work}");
+    assert_eq!(
+        files_of(&first_work, true, &["path"]),
+        [json!(["src/cache.rs"])],
+        "{first_work}"
+    );
     fx.ok(&["reject", &run]);
     second.wait_with_output().unwrap();
 }
@@ -472,22 +455,12 @@ fn files_are_held_against_the_runs_workspace_wherever_the_agent_cds() {
         record(&fx, &payload);
     }
     let progress = fx.listing(&["progress", &run]);
-    let changed: Vec<(&str, bool, bool)> = progress["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["changed"] == true)
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap(),
-                f["planned"].as_bool().unwrap(),
-                f["outside"].as_bool().unwrap(),
-            )
-        })
-        .collect();
     assert_eq!(
-        changed,
-        [("src/cache.rs", true, false), ("README.md", false, false)],
+        files_of(&progress, true, &["path", "planned", "outside"]),
+        [
+            json!(["src/cache.rs", true, false]),
+            json!(["README.md", false, false]),
+        ],
         "{progress}"
     );
 }

@@ -75,7 +75,9 @@ function stepItem(slot, progress, step) {
       showError(e);
     }
   };
-  const actions = step.byHand
+  // Only the plan its agent works on now is marked (an older approval is history).
+  const actions = !progress.current ? []
+    : step.byHand
     ? [h('button', { type: 'button', class: 'link', onclick: mark('clear') }, 'Clear mark')]
     : step.state === 'not-done-yet'
       ? [h('button', { type: 'button', class: 'link', onclick: mark('done') }, 'Mark done'),

@@ -109,6 +109,9 @@ pub struct Progress {
     pub summary: String,
     /// Why the workspace's own changes (git) are not shown, when they are not.
     pub git_error: Option<String>,
+    /// It is the plan its run's agent works on now (the run's newest revision): only its steps
+    /// are marked by hand, and only its work is recorded.
+    pub current: bool,
 }
 
 impl Progress {
@@ -292,6 +295,7 @@ pub fn hold(
         last_at: work.last().map(|w| w.at),
         summary: String::new(),
         git_error: None,
+        current: false,
     };
     let unplanned = progress.unplanned().count();
     progress.summary = format!(
@@ -408,6 +412,8 @@ impl Review {
         };
         let mut progress = hold(revision, &workspace, approved_at, &work, &changes);
         progress.git_error = git_error;
+        progress.current =
+            self.store.approved_revision(&revision.run_id).await? == Some(revision.id);
         Ok(progress)
     }
 

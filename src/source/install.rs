@@ -404,7 +404,9 @@ fn is_our_group(group: &Value, matcher: Option<&str>, verb: &str, agent: &str) -
     let Some([hook]) = hooks.map(Vec::as_slice) else {
         return false;
     };
-    same_matcher
+    // A record hook is ours by its command alone: its matcher may have been edited, or written
+    // by an older Plandesk with other tools.
+    (same_matcher || verb == "record")
         && hook.get("type").and_then(Value::as_str) == Some("command")
         && hook
             .get("command")

@@ -88,6 +88,23 @@ fn the_hooks_that_record_work_after_an_approval_can_be_left_out() {
     assert!(!plan(Target::ClaudeCode, false, &p)
         .unwrap()
         .changes_anything());
+
+    // A record hook whose matcher a person (or an older Plandesk) changed is still ours.
+    p.record = true;
+    apply(&plan(Target::ClaudeCode, false, &p).unwrap(), 3).unwrap();
+    let file = p.home.join(".claude/settings.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace(CLAUDE_RECORDED_TOOLS, "Write|Edit")).unwrap();
+    let again = settings(&plan(Target::ClaudeCode, false, &p).unwrap());
+    assert_eq!(
+        again["hooks"]["PostToolUse"].as_array().unwrap().len(),
+        1,
+        "{again}"
+    );
+    assert_eq!(
+        again["hooks"]["PostToolUse"][0]["matcher"],
+        CLAUDE_RECORDED_TOOLS
+    );
 }
 
 #[test]

@@ -136,12 +136,36 @@ pub(super) async fn record(
     insert(tx, new, &run_id, revision_id).await.map(Some)
 }
 
+/// The most records one revision keeps: an agent (or a client) that reports more is refused,
+/// so that no report can grow the store without end.
+pub const MAX_WORK_PER_REVISION: i64 = 20_000;
+
 async fn insert(
     tx: &mut Tx<impl Conn>,
     new: &NewWork<'_>,
     run_id: &str,
     revision_id: i64,
 ) -> Result<WorkRow, StoreError> {
+    let kept = tx
+        .one(
+            "count work",
+            "SELECT COUNT(*) FROM work WHERE revision_id = $1",
+            &[&revision_id],
+            || StoreError::Query {
+                context: "count work",
+                message: "no count".into(),
+            },
+            |r| r.get::<i64>(0),
+        )
+        .await?;
+    if kept >= MAX_WORK_PER_REVISION {
+        return Err(StoreError::Invalid {
+            run_id: run_id.to_owned(),
+            message: format!(
+                "its approved plan already holds {MAX_WORK_PER_REVISION} records of work; no more are kept"
+            ),
+        });
+    }
     let sql = format!(
         "INSERT INTO work (run_id, revision_id, at, kind, path, command, exit_code, data)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"

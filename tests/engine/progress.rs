@@ -464,3 +464,31 @@ fn files_are_held_against_the_runs_workspace_wherever_the_agent_cds() {
         "{progress}"
     );
 }
+
+#[test]
+fn a_plans_record_of_work_is_bounded() {
+    let fx = Fixture::new(json!([]));
+    if sqlite_only("a_plans_record_of_work_is_bounded") {
+        return;
+    }
+    let (hook, run) = plan_waiting(&fx, PLAN);
+    fx.ok(&["approve", &run]);
+    hook.wait_with_output().unwrap();
+    record(&fx, &write(&fx, "src/cache.rs"));
+    // Fill the plan's record to its bound at once, as a runaway agent would in time.
+    let db = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+    db.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 19999)
+         INSERT INTO work (run_id, revision_id, at, kind, path, command, exit_code, data)
+         SELECT run_id, revision_id, at, 'command', NULL, 'echo', 0, '{}' FROM work, n",
+    )
+    .unwrap();
+    let stderr = record(&fx, &write(&fx, "src/one-more.rs"));
+    assert!(stderr.contains("no more are kept"), "{stderr}");
+    let progress = fx.listing(&["progress", &run]);
+    assert_eq!(
+        files_of(&progress, true, &["path"]),
+        [json!(["src/cache.rs"])],
+        "{progress}"
+    );
+}

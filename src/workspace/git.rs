@@ -121,6 +121,12 @@ fn run(dir: &Path, overrides: &[String], args: &[&str], ok: &[i32]) -> Result<Ve
             "core.quotePath=false",
         ])
         .args(args)
+        // The workspace's own repository, whatever the environment names.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_OBJECT_DIRECTORY")
+        .env_remove("GIT_CEILING_DIRECTORIES")
         .env("GIT_OPTIONAL_LOCKS", "0")
         // A path is a path, never pathspec magic (`:(top)`, `*`).
         .env("GIT_LITERAL_PATHSPECS", "1")
@@ -182,8 +188,18 @@ fn names(out: &[u8]) -> impl Iterator<Item = String> + '_ {
         .map(|name| String::from_utf8_lossy(name).into_owned())
 }
 
+/// Whether `dir` is in a git repository, by looking (a `.git` in it or a folder above it):
+/// most workspaces that are not cost no git process.
+fn in_repository(dir: &Path) -> bool {
+    dir.ancestors()
+        .any(|folder| folder.join(".git").symlink_metadata().is_ok())
+}
+
 /// The workspace's state now, for what changes after it (paths relative to it).
 pub fn baseline(dir: &Path) -> Result<Baseline, GitError> {
+    if !in_repository(dir) {
+        return Err(GitError::NotARepository);
+    }
     let repo = Repo::open(dir)?;
     let commit = match repo.git(&["rev-parse", "--verify", "-q", "HEAD"]) {
         Ok(out) => Some(String::from_utf8_lossy(&out).trim().to_owned()),

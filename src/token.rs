@@ -25,9 +25,8 @@ const MAX_HEADER: usize = 256;
 pub struct Caller {
     /// The token's name, what its plans are submitted as.
     pub name: String,
-    /// When the token was created: with the name, which token it is (a revoked token's name
-    /// may be given to a new one).
-    pub created_at: crate::clock::Millis,
+    /// The token itself (a revoked token's name may be given to a new one).
+    pub token_id: i64,
 }
 
 impl Caller {
@@ -35,22 +34,21 @@ impl Caller {
     pub fn of(row: &TokenRow) -> Self {
         Self {
             name: row.name.clone(),
-            created_at: row.created_at,
+            token_id: row.id,
         }
     }
 
     /// The one token this caller came with, among every token there ever was.
     pub fn token_key(&self) -> String {
-        token_key(&self.name, self.created_at)
+        token_key(self.token_id)
     }
 }
 
-/// A token's key: its name and creation time (see [`Caller::token_key`]).
-pub fn token_key(name: &str, created_at: crate::clock::Millis) -> String {
-    format!("{name}#{created_at}")
+/// A token's key (see [`Caller::token_key`]).
+pub fn token_key(id: i64) -> String {
+    format!("token-{id}")
 }
 
-/// A token's secret. `Debug` prints `[redacted]`; `expose` is for printing it once.
 pub struct TokenSecret(String);
 
 impl TokenSecret {
@@ -179,11 +177,12 @@ impl Tokens {
     /// malformed, or the token unknown or revoked.
     /// Whether the token `caller` came with is still active (not revoked since).
     pub async fn is_active(&self, caller: &Caller) -> Result<bool, TokenError> {
-        Ok(self.store.tokens().await?.iter().any(|row| {
-            row.name == caller.name
-                && row.created_at == caller.created_at
-                && row.revoked_at.is_none()
-        }))
+        Ok(self
+            .store
+            .tokens()
+            .await?
+            .iter()
+            .any(|row| row.id == caller.token_id && row.revoked_at.is_none()))
     }
 
     pub async fn authenticate(&self, header: &str) -> Result<Option<TokenRow>, TokenError> {

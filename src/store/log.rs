@@ -167,14 +167,15 @@ pub(super) async fn set_setting(
     Ok(())
 }
 
-const TOKEN_COLUMNS: &str = "name, created_at, created_by, revoked_at";
+const TOKEN_COLUMNS: &str = "id, name, created_at, created_by, revoked_at";
 
 fn token(r: &dyn Row) -> Result<TokenRow, StoreError> {
     Ok(TokenRow {
-        name: r.get(0)?,
-        created_at: r.get(1)?,
-        created_by: r.get(2)?,
-        revoked_at: r.get(3)?,
+        id: r.get(0)?,
+        name: r.get(1)?,
+        created_at: r.get(2)?,
+        created_by: r.get(3)?,
+        revoked_at: r.get(4)?,
     })
 }
 
@@ -213,14 +214,22 @@ pub(super) async fn create_token(
     if active.is_some() {
         return Err(StoreError::TokenExists(new.name.to_owned()));
     }
-    tx.execute(
-        "create a token",
-        "INSERT INTO tokens (name, sha256, created_at, created_by) VALUES ($1, $2, $3, $4)",
-        &[&new.name, &new.sha256, &new.at, &new.by.name],
-    )
-    .await?;
+    let id = tx
+        .one(
+            "create a token",
+            "INSERT INTO tokens (name, sha256, created_at, created_by) VALUES ($1, $2, $3, $4)
+             RETURNING id",
+            &[&new.name, &new.sha256, &new.at, &new.by.name],
+            || StoreError::Query {
+                context: "create a token",
+                message: "the insert returned no id".into(),
+            },
+            |r| r.get::<i64>(0),
+        )
+        .await?;
     token_changed(tx, AuditKind::TokenCreated, new.name, new.by, new.at).await?;
     Ok(TokenRow {
+        id,
         name: new.name.to_owned(),
         created_at: new.at,
         created_by: new.by.name.clone(),

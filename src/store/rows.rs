@@ -571,6 +571,9 @@ pub struct NewEdit<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenRow {
+    /// Which token it is, for good: a revoked token's name may be given to a new one.
+    #[serde(skip)]
+    pub id: i64,
     pub name: String,
     pub created_at: Millis,
     /// Who created it (`Actor::name`).

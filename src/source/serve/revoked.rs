@@ -60,7 +60,7 @@ async fn sweep(state: &State, keys: &watch::Sender<HashSet<String>>) {
     let revoked: Vec<(String, &str)> = rows
         .iter()
         .filter(|row| row.revoked_at.is_some())
-        .map(|row| (token_key(&row.name, row.created_at), row.name.as_str()))
+        .map(|row| (token_key(row.id), row.name.as_str()))
         .collect();
     let new: Vec<&(String, &str)> = {
         let seen = keys.borrow();

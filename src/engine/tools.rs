@@ -11,7 +11,7 @@ use super::drive::{done, status_of};
 use super::{emit, ChunkSink, Engine, EngineError};
 use crate::chunk::ToolCall;
 use crate::run::*;
-use crate::store::{NewWork, WorkKind, WorkOf};
+use crate::store::{NewWork, Work, WorkKind, WorkOf};
 use crate::tool::{schema, Tool, ToolContext, ToolOutcome, DEFAULT_DECLINE_REASON};
 use crate::workspace::Workspace;
 
@@ -159,21 +159,8 @@ impl Engine {
         before: Option<String>,
         after: Option<String>,
     ) {
-        let work = NewWork {
-            of: WorkOf::Run(run_id),
-            at: self.now_millis(),
-            kind: WorkKind::File,
-            path: Some(path),
-            command: None,
-            exit_code: None,
-            data: json!({"tool": WRITE_FILE, "before": before, "after": after, "outside": false}),
-        };
-        if let Err(err) = self.inner.store.record_work(&work).await {
-            eprintln!(
-                "plandesk: cannot record the write of {} after the approval: {err}",
-                crate::text::terminal_safe(path)
-            );
-        }
+        let data = json!({"tool": WRITE_FILE, "before": before, "after": after, "outside": false});
+        self.record_work(run_id, Work::file(path, data)).await;
     }
 
     /// Records the workspace's git state for the plan just submitted (see
@@ -204,17 +191,24 @@ impl Engine {
 
     /// Records that the run finished (its model's turn ended), if it has an approved plan.
     pub(super) async fn record_finished(&self, run_id: &str) {
-        let work = NewWork {
+        self.record_work(run_id, Work::of_kind(WorkKind::Finished, json!({})))
+            .await;
+    }
+
+    /// Records `work` of the run against its approved plan, if it has one. A record that cannot
+    /// be made is said, and the run goes on.
+    async fn record_work(&self, run_id: &str, work: Work) {
+        let new = NewWork {
             of: WorkOf::Run(run_id),
             at: self.now_millis(),
-            kind: WorkKind::Finished,
-            path: None,
-            command: None,
-            exit_code: None,
-            data: json!({}),
+            work,
         };
-        if let Err(err) = self.inner.store.record_work(&work).await {
-            eprintln!("plandesk: cannot record the end of run {run_id}: {err}");
+        if let Err(err) = self.inner.store.record_work(&new).await {
+            let what = new.work.path.as_deref().unwrap_or(new.work.kind.as_str());
+            eprintln!(
+                "plandesk: cannot record {} of run {run_id}: {err}",
+                crate::text::terminal_safe(what)
+            );
         }
     }
 

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::{Review, ReviewError, Revision};
 use crate::clock::Millis;
 use crate::plan::steps::{self, Step};
-use crate::store::{NewWork, WorkKind, WorkRow};
+use crate::store::{NewWork, Work, WorkKind, WorkRow};
 use crate::workspace::git;
 
 /// Where a step stands.
@@ -162,6 +162,14 @@ fn against(workspace: &Path, path: &str, outside: bool) -> (String, bool) {
         }
         _ => (path.to_owned(), true),
     }
+}
+
+/// The workspace's git state kept when the revision was submitted, if it was.
+fn baseline_of(work: &[WorkRow]) -> Option<git::Baseline> {
+    work.iter()
+        .rev()
+        .find(|w| w.kind == WorkKind::Baseline)
+        .and_then(|w| serde_json::from_value(w.data.clone()).ok())
 }
 
 /// Whether `path` (relative, as a plan names it) is something in `workspace`: looked at, never
@@ -394,11 +402,7 @@ impl Review {
             .filter(|d| d.action == crate::store::Action::Approved)
             .map(|d| d.decided_at);
         let workspace = std::path::PathBuf::from(&run.workspace);
-        let base = work
-            .iter()
-            .rev()
-            .find(|w| w.kind == WorkKind::Baseline)
-            .and_then(|w| serde_json::from_value::<git::Baseline>(w.data.clone()).ok());
+        let base = baseline_of(&work);
         let (changes, git_error) = match base {
             Some(base) => {
                 let dir = workspace.clone();
@@ -427,11 +431,7 @@ impl Review {
     ) -> Result<Option<FileDiff>, ReviewError> {
         let run = self.store.run(&revision.run_id).await?;
         let work = self.store.work(revision.id).await?;
-        let base = work
-            .iter()
-            .rev()
-            .find(|w| w.kind == WorkKind::Baseline)
-            .and_then(|w| serde_json::from_value::<git::Baseline>(w.data.clone()).ok());
+        let base = baseline_of(&work);
         if let Some(base) = base {
             let (dir, named) = (std::path::PathBuf::from(&run.workspace), path.to_owned());
             let read = tokio::task::spawn_blocking(move || git::file_diff(&dir, &base, &named));
@@ -480,11 +480,10 @@ impl Review {
         let work = NewWork {
             of: crate::store::WorkOf::Revision(revision_id),
             at: self.clock.now(),
-            kind: WorkKind::Baseline,
-            path: None,
-            command: None,
-            exit_code: None,
-            data: serde_json::to_value(&base).unwrap_or_default(),
+            work: Work::of_kind(
+                WorkKind::Baseline,
+                serde_json::to_value(&base).unwrap_or_default(),
+            ),
         };
         if let Err(err) = self.store.record_work(&work).await {
             eprintln!("plandesk: cannot record the workspace's state: {err}");
@@ -518,11 +517,10 @@ impl Review {
                 &NewWork {
                     of: crate::store::WorkOf::Run(&revision.run_id),
                     at: self.clock.now(),
-                    kind: WorkKind::Marked,
-                    path: None,
-                    command: None,
-                    exit_code: None,
-                    data: json!({"step": number, "mark": word, "by": by.name}),
+                    work: Work::of_kind(
+                        WorkKind::Marked,
+                        json!({"step": number, "mark": word, "by": by.name}),
+                    ),
                 },
                 (revision.id, &revision.sha256),
                 &by,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::SourceError;
-use crate::store::{NewWork, Source, SourceKind, WorkKind, WorkOf};
+use crate::store::{NewWork, Source, SourceKind, Work, WorkKind, WorkOf};
 
 /// Claude Code's tool that ends plan mode.
 const PLAN_TOOL: &str = "ExitPlanMode";
@@ -29,31 +29,16 @@ pub struct Report {
     pub work: Option<Work>,
 }
 
-/// One thing an agent did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Work {
-    pub kind: WorkKind,
-    pub path: Option<String>,
-    pub command: Option<String>,
-    pub exit_code: Option<i64>,
-    pub data: Value,
-}
-
 impl Report {
     /// The record to add, at `at`, if there is one.
     pub fn work(&self, at: crate::clock::Millis) -> Option<NewWork<'_>> {
-        let work = self.work.as_ref()?;
         Some(NewWork {
             of: WorkOf::Session {
                 kind: self.source.kind,
                 session: self.source.session.as_deref().unwrap_or_default(),
             },
             at,
-            kind: work.kind,
-            path: work.path.as_deref(),
-            command: work.command.as_deref(),
-            exit_code: work.exit_code,
-            data: work.data.clone(),
+            work: self.work.clone()?,
         })
     }
 }
@@ -143,8 +128,8 @@ fn hook_input(agent: &'static str, stdin: &str) -> Result<HookInput, SourceError
     })
 }
 
-/// A file a hook reports: kept absolute (the payload's `cwd` follows the agent's `cd`; the run's
-/// own workspace is what progress reads it against).
+/// A file a hook reports: kept absolute when `cwd` is (the payload's `cwd`
+/// follows the agent's `cd`; the run's own workspace is what progress reads it against).
 fn file_work(cwd: &str, named: &str, tool: &str) -> Option<Work> {
     workspace_path(cwd, named).map(|(path, outside)| {
         let path = match outside || !Path::new(cwd).is_absolute() {
@@ -153,34 +138,18 @@ fn file_work(cwd: &str, named: &str, tool: &str) -> Option<Work> {
                 .to_string_lossy()
                 .into_owned(),
         };
-        Work {
-            kind: WorkKind::File,
-            path: Some(path),
-            command: None,
-            exit_code: None,
-            data: json!({"tool": tool, "outside": outside}),
-        }
+        Work::file(path, json!({"tool": tool, "outside": outside}))
     })
 }
 
-fn command_work(command: &str, exit_code: Option<i64>, tool: &str) -> Work {
-    Work {
-        kind: WorkKind::Command,
-        path: None,
-        command: Some(crate::text::short(command.trim(), MAX_COMMAND)),
-        exit_code,
-        data: json!({"tool": tool}),
-    }
+/// A command run (cut to a bound), with its exit code when known.
+pub(crate) fn command_work(command: &str, exit_code: Option<i64>, tool: &str) -> Work {
+    let command = crate::text::short(command.trim(), MAX_COMMAND);
+    Work::command(command, exit_code, json!({"tool": tool}))
 }
 
 fn finished() -> Work {
-    Work {
-        kind: WorkKind::Finished,
-        path: None,
-        command: None,
-        exit_code: None,
-        data: json!({}),
-    }
+    Work::of_kind(WorkKind::Finished, json!({}))
 }
 
 /// Gemini CLI's `AfterTool` (`write_file`, `replace`: a file; `run_shell_command`: a command,

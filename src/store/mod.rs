@@ -32,7 +32,7 @@ pub use db::SqlStore;
 pub use postgres::PostgresStore;
 pub use rows::*;
 pub use sqlite::SqliteStore;
-pub use work::{NewWork, WorkKind, WorkOf, WorkRow};
+pub use work::{NewWork, Work, WorkKind, WorkOf, WorkRow};
 
 pub const DB_FILE: &str = "plandesk.db";
 #[derive(Debug, thiserror::Error)]

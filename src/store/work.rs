@@ -37,18 +37,55 @@ pub enum WorkOf<'a> {
     Revision(i64),
 }
 
-/// A record to add.
+/// One thing done after an approval, as it is recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Work {
+    pub kind: WorkKind,
+    /// A file's path: relative to the workspace, or absolute (read against the run's
+    /// workspace; outside it, or said to be in `data.outside`).
+    pub path: Option<String>,
+    pub command: Option<String>,
+    pub exit_code: Option<i64>,
+    /// What else is known (the tool's name, the file's hashes, a mark's step), as JSON.
+    pub data: Value,
+}
+
+impl Work {
+    /// A file written, edited or created.
+    pub fn file(path: impl Into<String>, data: Value) -> Self {
+        Self {
+            path: Some(path.into()),
+            ..Self::of_kind(WorkKind::File, data)
+        }
+    }
+
+    /// A command run, with its exit code when known.
+    pub fn command(command: impl Into<String>, exit_code: Option<i64>, data: Value) -> Self {
+        Self {
+            command: Some(command.into()),
+            exit_code,
+            ..Self::of_kind(WorkKind::Command, data)
+        }
+    }
+
+    /// A record that names no file and no command (finished, marked, baseline).
+    pub fn of_kind(kind: WorkKind, data: Value) -> Self {
+        Self {
+            kind,
+            path: None,
+            command: None,
+            exit_code: None,
+            data,
+        }
+    }
+}
+
+/// A record to add: `work`, done by `of` at `at`.
 #[derive(Debug, Clone)]
 pub struct NewWork<'a> {
     pub of: WorkOf<'a>,
     pub at: Millis,
-    pub kind: WorkKind,
-    /// A file's path: relative to the workspace, or absolute when it is outside it.
-    pub path: Option<&'a str>,
-    pub command: Option<&'a str>,
-    pub exit_code: Option<i64>,
-    /// What else is known (the tool's name, the file's hashes, a mark's step), as JSON.
-    pub data: Value,
+    pub work: Work,
 }
 
 /// A stored record.
@@ -170,7 +207,7 @@ async fn insert(
         "INSERT INTO work (run_id, revision_id, at, kind, path, command, exit_code, data)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
     );
-    let data = new.data.to_string();
+    let data = new.work.data.to_string();
     tx.one(
         "record work",
         &sql,
@@ -178,10 +215,10 @@ async fn insert(
             &run_id,
             &revision_id,
             &new.at,
-            &new.kind.as_str(),
-            &new.path,
-            &new.command,
-            &new.exit_code,
+            &new.work.kind.as_str(),
+            &new.work.path,
+            &new.work.command,
+            &new.work.exit_code,
             &data,
         ],
         || StoreError::Query {
@@ -238,7 +275,7 @@ pub(super) async fn mark(
         run_id: &row.run_id,
         kind: AuditKind::StepMarked,
         revision_sha: Some(revision.1),
-        data: new.data.clone(),
+        data: new.work.data.clone(),
     };
     log::append(tx, entry).await?;
     Ok(Some(row))

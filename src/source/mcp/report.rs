@@ -7,7 +7,7 @@
 use super::tool::object;
 use super::*;
 use crate::source::after;
-use crate::store::{NewWork, WorkKind, WorkOf};
+use crate::store::{NewWork, Work, WorkKind, WorkOf};
 
 pub(super) const REPORT_ID: &str = "report_progress";
 /// The most files and commands one report takes.
@@ -84,19 +84,15 @@ impl PlanServer {
             kind: SourceKind::Mcp,
             session: &session,
         };
-        let mut records = Vec::new();
+        let mut records: Vec<Work> = Vec::new();
         for named in args["files"].as_array().into_iter().flatten() {
-            let Some((path, outside)) = named.as_str().and_then(|n| after::workspace_path(&cwd, n))
-            else {
-                continue;
-            };
-            records.push((
-                WorkKind::File,
-                Some(path),
-                None,
-                None,
-                json!({"tool": REPORT_ID, "outside": outside}),
-            ));
+            // Relative to the workspace as given: its paths are the client's names for its files.
+            if let Some((path, outside)) =
+                named.as_str().and_then(|n| after::workspace_path(&cwd, n))
+            {
+                let data = json!({"tool": REPORT_ID, "outside": outside});
+                records.push(Work::file(path, data));
+            }
         }
         for command in args["commands"].as_array().into_iter().flatten() {
             let text = command["command"].as_str().unwrap_or_default().trim();
@@ -104,34 +100,21 @@ impl PlanServer {
                 continue;
             }
             let exit = command["exitCode"].as_i64();
-            records.push((
-                WorkKind::Command,
-                None,
-                Some(text.to_owned()),
-                exit,
-                json!({"tool": REPORT_ID}),
-            ));
+            records.push(after::command_work(text, exit, REPORT_ID));
         }
         if args["finished"] == true {
-            records.push((
+            records.push(Work::of_kind(
                 WorkKind::Finished,
-                None,
-                None,
-                None,
                 json!({"tool": REPORT_ID}),
             ));
         }
         let review = self.engine.review();
         let mut recorded = 0;
-        for (kind, path, command, exit_code, data) in &records {
+        for work in &records {
             let work = NewWork {
                 of,
                 at: self.engine.now_millis(),
-                kind: *kind,
-                path: path.as_deref(),
-                command: command.as_deref(),
-                exit_code: *exit_code,
-                data: data.clone(),
+                work: work.clone(),
             };
             match review.record_work(&work).await {
                 Ok(Some(_)) => recorded += 1,

@@ -167,6 +167,20 @@ pub fn shell_quote(arg: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Cuts `text` to at most `max_bytes` bytes on a character boundary, ending it with `note` when
+/// anything was cut (for a long block kept whole otherwise, such as a diff).
+pub fn cut_to(mut text: String, max_bytes: usize, note: &str) -> String {
+    if text.len() > max_bytes {
+        let mut cut = max_bytes;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(note);
+    }
+    text
+}
+
 /// A one-line summary of `text`: runs of whitespace (newlines included) become one space, the
 /// ends are trimmed, and a summary longer than `max_chars` characters is cut on a character
 /// boundary to `max_chars - 1` characters followed by `…` (so it is never longer than
@@ -226,6 +240,17 @@ pub(crate) mod testing {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_long_block_is_cut_on_a_character_boundary_and_says_so() {
+        assert_eq!(cut_to("abc".into(), 3, " (cut)"), "abc");
+        assert_eq!(
+            cut_to("aé".into(), 2, " (cut)"),
+            "a (cut)",
+            "é takes two bytes"
+        );
+        assert_eq!(cut_to("abcd".into(), 2, " (cut)"), "ab (cut)");
+    }
 
     #[test]
     fn terminal_safe_escapes_every_control_but_newline_and_tab() {

@@ -247,16 +247,8 @@ pub fn codex(stdin: &str) -> Result<Option<Vec<Report>>, SourceError> {
 const MAX_DIFF: usize = 32 * 1024;
 
 /// `diff`, cut to [`MAX_DIFF`] (on a character boundary, saying so).
-fn bounded_diff(mut diff: String) -> String {
-    if diff.len() > MAX_DIFF {
-        let mut cut = MAX_DIFF;
-        while !diff.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        diff.truncate(cut);
-        diff.push_str("\n… (cut: the change is longer)\n");
-    }
-    diff
+fn bounded_diff(diff: String) -> String {
+    crate::text::cut_to(diff, MAX_DIFF, "\n… (cut: the change is longer)\n")
 }
 
 /// What Claude Code says a Write or Edit changed, as a unified diff: its `structuredPatch`

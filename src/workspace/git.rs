@@ -368,16 +368,12 @@ pub fn file_diff(dir: &Path, base: &Baseline, path: &str) -> Result<String, GitE
             )?
         }
     };
-    let mut text = String::from_utf8_lossy(&out).into_owned();
-    if text.len() > MAX_DIFF {
-        let mut cut = MAX_DIFF;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push_str("\n… (cut: the diff is longer)\n");
-    }
-    Ok(text)
+    let text = String::from_utf8_lossy(&out).into_owned();
+    Ok(crate::text::cut_to(
+        text,
+        MAX_DIFF,
+        "\n… (cut: the diff is longer)\n",
+    ))
 }
 
 /// The lines of a new file: opened without following a link or waiting on a FIFO, only a

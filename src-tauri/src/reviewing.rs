@@ -3,8 +3,8 @@
 
 use std::io::Write;
 
-use plandesk::review::{Comment, Edited, FileDiff, Lines, Progress};
-use plandesk::view::{self, AuditView, PlanPreview, StepMark};
+use plandesk::review::{Comment, Edited, FileDiff, Lines, Progress, StepMark};
+use plandesk::view::{self, AuditView, PlanPreview};
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 

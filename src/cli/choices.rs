@@ -66,3 +66,25 @@ impl From<Provider> for KeyProvider {
         }
     }
 }
+
+/// How a person marks a step of an approved plan by hand (`plandesk mark`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StepMark {
+    /// Done, though no file or command shows it
+    Done,
+    /// Not applicable
+    #[value(name = "n/a", alias = "not-applicable")]
+    NotApplicable,
+    /// Back to what the work shows
+    Clear,
+}
+
+impl From<StepMark> for plandesk::review::StepMark {
+    fn from(mark: StepMark) -> Self {
+        match mark {
+            StepMark::Done => Self::Done,
+            StepMark::NotApplicable => Self::NotApplicable,
+            StepMark::Clear => Self::Clear,
+        }
+    }
+}

@@ -268,7 +268,7 @@ enum Command {
         #[arg(value_name = "STEP")]
         step: usize,
         #[arg(value_enum)]
-        mark: progress::Mark,
+        mark: choices::StepMark,
     },
     /// Show a plan in the desktop app: starts it, or brings the running one forward on it
     Open {

@@ -9,19 +9,8 @@ use plandesk::review::{Progress, Revision, RevisionStatus, StepState};
 use plandesk::text::{short, terminal_safe};
 use plandesk::Engine;
 
+use super::choices::StepMark;
 use super::print::table::Table;
-
-/// How a person marks a step by hand.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Mark {
-    /// Done, though no file or command shows it
-    Done,
-    /// Not applicable
-    #[value(name = "n/a", alias = "not-applicable")]
-    NotApplicable,
-    /// Back to what the work shows
-    Clear,
-}
 
 /// The approved revision `key` names: a revision (which must be approved), or a run's newest
 /// approved one.
@@ -85,16 +74,14 @@ pub async fn mark(
     engine: &Engine,
     key: &str,
     step: usize,
-    mark: Mark,
+    mark: StepMark,
     json: bool,
 ) -> Result<ExitCode> {
     let revision = approved(engine, key).await?;
-    let state = match mark {
-        Mark::Done => Some(StepState::Done),
-        Mark::NotApplicable => Some(StepState::NotApplicable),
-        Mark::Clear => None,
-    };
-    let progress = engine.review().mark_step(&revision, step, state).await?;
+    let progress = engine
+        .review()
+        .mark_step(&revision, step, mark.into())
+        .await?;
     if json {
         println!("{}", serde_json::to_value(&progress)?);
     } else {

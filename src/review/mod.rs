@@ -32,7 +32,7 @@ pub use edit::{EditSummary, Edited};
 pub use external::{ExternalPlan, PlanFile, WaitEvent, Waiting};
 pub use key::{sha_prefix, RevisionKey, MIN_SHA_PREFIX};
 pub use progress::{
-    CommandRun, DiffSource, FileDiff, FileProgress, Progress, StepProgress, StepState,
+    CommandRun, DiffSource, FileDiff, FileProgress, Progress, StepMark, StepProgress, StepState,
 };
 pub use renders::{RenderedPlan, PAGE_BYTES};
 pub use types::*;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{Review, ReviewError, Revision};
@@ -22,6 +22,26 @@ pub enum StepState {
     NotDoneYet,
     /// A person said it does not apply.
     NotApplicable,
+}
+
+/// A mark a person sets on a step by hand (`Clear` takes it back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepMark {
+    Done,
+    NotApplicable,
+    Clear,
+}
+
+impl StepMark {
+    /// Its word in the record and the audit trail.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepMark::Done => "done",
+            StepMark::NotApplicable => "not-applicable",
+            StepMark::Clear => "clear",
+        }
+    }
 }
 
 /// A step with its state and what shows it.
@@ -490,13 +510,13 @@ impl Review {
         }
     }
 
-    /// Marks step `number` of an approved revision done or not applicable by hand (`None`
-    /// clears the mark), in the audit trail too.
+    /// Marks step `number` of an approved revision done or not applicable by hand (or clears
+    /// the mark), in the audit trail too.
     pub async fn mark_step(
         &self,
         revision: &Revision,
         number: usize,
-        mark: Option<StepState>,
+        mark: StepMark,
     ) -> Result<Progress, ReviewError> {
         let count = steps::steps(&revision.markdown()).len();
         if number == 0 || number > count {
@@ -505,11 +525,7 @@ impl Review {
                 revision.id
             )));
         }
-        let word = match mark {
-            Some(StepState::Done) => "done",
-            Some(StepState::NotApplicable) => "not-applicable",
-            Some(StepState::NotDoneYet) | None => "clear",
-        };
+        let word = mark.as_str();
         let by = self.actor().await;
         let recorded = self
             .store

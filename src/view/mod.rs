@@ -17,7 +17,7 @@ pub use inbox::{inbox, InboxItem};
 pub use preview::{preview, preview_value, LiveChunk, FULL_UP_TO};
 pub use progress::{
     file_diff, finished_after, mark_step, newest_finished, revision_progress, run_progress,
-    Finished, StepMark,
+    Finished,
 };
 pub use revision::{
     compare, history, plan_pages, plan_preview, plan_thread, revision, revision_pages,

@@ -2,23 +2,12 @@
 //! outside it, steps marked by hand, and the runs that just finished (for the "Done"
 //! notification).
 
-use serde::Deserialize;
-
 use crate::engine::{Engine, EngineError};
-use crate::review::{FileDiff, Progress, RevisionStatus, StepState};
+use crate::review::{FileDiff, Progress, RevisionStatus, StepMark};
 use crate::store::WorkKind;
 
 /// How many finished runs one notice reads at most.
 const MAX_FINISHED: i64 = 20;
-
-/// A mark a person sets on a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StepMark {
-    Done,
-    NotApplicable,
-    Clear,
-}
 
 /// The run's newest approved plan with the work held against it; `None` before any approval.
 pub async fn run_progress(engine: &Engine, run_id: &str) -> Result<Option<Progress>, EngineError> {
@@ -64,12 +53,7 @@ pub async fn mark_step(
 ) -> Result<Progress, EngineError> {
     let review = engine.review();
     let revision = review.revision_by_id(revision_id).await?;
-    let state = match mark {
-        StepMark::Done => Some(StepState::Done),
-        StepMark::NotApplicable => Some(StepState::NotApplicable),
-        StepMark::Clear => None,
-    };
-    Ok(review.mark_step(&revision, step, state).await?)
+    Ok(review.mark_step(&revision, step, mark).await?)
 }
 
 /// A run whose agent said it finished, with its progress.

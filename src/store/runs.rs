@@ -58,20 +58,28 @@ pub(super) async fn insert(
     Ok(())
 }
 
+/// The run of an outside agent's session, if it has one.
+pub(super) async fn of_session(
+    tx: &mut Tx<impl Conn>,
+    kind: SourceKind,
+    session: Option<&str>,
+) -> Result<Option<String>, StoreError> {
+    tx.row(
+        "find session",
+        "SELECT id FROM runs WHERE source = $1 AND session = $2",
+        &[&kind.as_str(), &session],
+        |r| r.get(0),
+    )
+    .await
+}
+
 /// The run of an outside session, created (suspended, waiting on its first plan) if new.
 pub(super) async fn session(
     tx: &mut Tx<impl Conn>,
     new: &NewRun<'_>,
     at: Millis,
 ) -> Result<String, StoreError> {
-    let existing = tx
-        .row(
-            "find session",
-            "SELECT id FROM runs WHERE source = $1 AND session = $2",
-            &[&new.source.kind.as_str(), &new.source.session],
-            |r| r.get(0),
-        )
-        .await?;
+    let existing = of_session(tx, new.source.kind, new.source.session.as_deref()).await?;
     if let Some(existing) = existing {
         return Ok(existing);
     }

@@ -152,13 +152,7 @@ pub(super) async fn record(
         }
         WorkOf::Run(id) => Some(id.to_owned()),
         WorkOf::Session { kind, session } => {
-            tx.row(
-                "find session",
-                "SELECT id FROM runs WHERE source = $1 AND session = $2",
-                &[&kind.as_str(), &session],
-                |r| r.get::<String>(0),
-            )
-            .await?
+            super::runs::of_session(tx, kind, Some(session)).await?
         }
     };
     let Some(run_id) = run_id else {

@@ -530,6 +530,26 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_or_a_link_in_the_workspace_is_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(
+            d,
+            "git init -q && echo a > a.txt && git add . && git commit -qm one",
+        );
+        let base = baseline(d).unwrap();
+        sh(d, "mkfifo pipe && ln -s /etc/passwd link");
+        let started = std::time::Instant::now();
+        changes_since(d, &base).unwrap();
+        assert!(file_diff(d, &base, "pipe").is_err(), "no FIFO is opened");
+        assert!(file_diff(d, &base, "link").is_err(), "no link is followed");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "nothing waited on the FIFO"
+        );
+    }
+
+    #[test]
     fn a_folder_that_is_no_repository_says_so() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(baseline(dir.path()), Err(GitError::NotARepository));

@@ -68,7 +68,10 @@ export function emptyState(title, text, action) {
   return h('div', { class: 'empty' }, h('h2', {}, title), h('p', {}, text), action || '');
 }
 
-const AGENTS = { 'claude-code': 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', mcp: 'MCP client' };
+const AGENTS = {
+  'claude-code': 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', droid: 'Factory Droid',
+  'qwen-code': 'Qwen Code', copilot: 'Copilot CLI', mcp: 'MCP client',
+};
 
 /** The outside agent a plan came from, for people; null for Plandesk's own runs. */
 export function agentName(source) {

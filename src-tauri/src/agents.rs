@@ -10,14 +10,6 @@ use tauri::State;
 use crate::ipc::IpcError;
 use crate::AppState;
 
-/// The agents the settings list, in order.
-const TARGETS: [(&str, Target); 4] = [
-    ("claude-code", Target::ClaudeCode),
-    ("codex", Target::Codex),
-    ("gemini", Target::Gemini),
-    ("mcp", Target::Mcp),
-];
-
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSetup {
@@ -54,7 +46,7 @@ fn places(state: &AppState) -> Result<Places, IpcError> {
     Ok(places)
 }
 
-fn setup(agent: &'static str, target: Target, places: &Places) -> AgentSetup {
+fn setup(target: Target, places: &Places) -> AgentSetup {
     let name = if target == Target::Mcp {
         "MCP clients (this workspace's .mcp.json)"
     } else {
@@ -75,7 +67,7 @@ fn setup(agent: &'static str, target: Target, places: &Places) -> AgentSetup {
         ),
     };
     AgentSetup {
-        agent,
+        agent: target.id(),
         name,
         installed,
         file,
@@ -87,9 +79,9 @@ fn setup(agent: &'static str, target: Target, places: &Places) -> AgentSetup {
 #[tauri::command]
 pub async fn agent_setup(state: State<'_, AppState>) -> Result<Vec<AgentSetup>, IpcError> {
     let places = places(&state)?;
-    Ok(TARGETS
-        .iter()
-        .map(|(agent, target)| setup(agent, *target, &places))
+    Ok(Target::ALL
+        .into_iter()
+        .map(|target| setup(target, &places))
         .collect())
 }
 
@@ -99,10 +91,7 @@ pub async fn install_agent(
     agent: String,
     uninstall: bool,
 ) -> Result<AgentSetup, IpcError> {
-    let (name, target) = TARGETS
-        .iter()
-        .find(|(name, _)| *name == agent)
-        .copied()
+    let target = Target::from_id(&agent)
         .ok_or_else(|| IpcError::invalid(format!("Unknown agent {agent}.")))?;
     let places = places(&state)?;
     let change = install::plan(target, uninstall, &places)
@@ -112,7 +101,7 @@ pub async fn install_agent(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     install::apply(&change, now).map_err(|e| IpcError::new("install", e.to_string()))?;
-    let mut result = setup(name, target, &places);
+    let mut result = setup(target, &places);
     result.note = change.note;
     Ok(result)
 }

@@ -14,7 +14,7 @@ use plandesk::source::install::{self, Places, Target};
 use plandesk::source::mcp::{self, McpOptions};
 use plandesk::source::serve::ServeOptions;
 use plandesk::source::{
-    self, claude, codex, gemini, review_plan, stop_requested, SourceError, WaitSettings,
+    self, claude, codex, gemini, held, review_plan, stop_requested, SourceError, WaitSettings,
 };
 use plandesk::{Engine, EngineError};
 
@@ -73,6 +73,10 @@ pub enum Agent {
     Codex,
     /// Gemini CLI (BeforeTool on exit_plan_mode)
     Gemini,
+    /// Factory Droid (PreToolUse on ExitSpecMode)
+    Droid,
+    /// Qwen Code (PermissionRequest on exit_plan_mode)
+    QwenCode,
 }
 
 impl Agent {
@@ -81,7 +85,38 @@ impl Agent {
             Agent::ClaudeCode => claude::failure(err),
             Agent::Codex => codex::failure(err),
             Agent::Gemini => gemini::failure(err),
+            Agent::Droid => held::failure(held::Agent::Droid, err),
+            Agent::QwenCode => held::failure(held::Agent::QwenCode, err),
         })
+    }
+
+    /// The exit status `answer` is printed with (0 but for a deny Droid must not let another
+    /// hook's allow overrule); a deny's reason also goes to stderr then, where Droid reads it.
+    fn exit_status(self, answer: Option<&str>) -> u8 {
+        let (Some(held), Some(answer)) = (self.held(), answer) else {
+            return 0;
+        };
+        let status = held::exit_status(held, answer);
+        if status != 0 {
+            let reason = serde_json::from_str::<serde_json::Value>(answer)
+                .ok()
+                .and_then(|v| {
+                    v["hookSpecificOutput"]["permissionDecisionReason"]
+                        .as_str()
+                        .map(str::to_owned)
+                });
+            eprintln!("{}", reason.unwrap_or_default());
+        }
+        status
+    }
+
+    /// The agent's plan tool held by a hook in Claude Code's style, if it is one.
+    fn held(self) -> Option<held::Agent> {
+        match self {
+            Agent::Droid => Some(held::Agent::Droid),
+            Agent::QwenCode => Some(held::Agent::QwenCode),
+            _ => None,
+        }
     }
 }
 
@@ -128,8 +163,11 @@ pub async fn hook(
             agent.failure(&err)
         }
     };
-    answer_once(answer.as_deref());
-    ExitCode::SUCCESS
+    if answer_once(answer.as_deref()) {
+        return ExitCode::from(agent.exit_status(answer.as_deref()));
+    }
+    // The watchdog answered: it ends the process.
+    std::future::pending().await
 }
 
 /// Whether the hook has answered: its answer is printed once, by whichever of the hook and its
@@ -161,11 +199,12 @@ impl Watchdog {
         std::thread::spawn(move || {
             std::thread::sleep(limit.saturating_sub(started.elapsed()));
             let err = SourceError::Deadline(limit);
-            if answer_once(agent.failure(&err).as_deref()) {
+            let answer = agent.failure(&err);
+            if answer_once(answer.as_deref()) {
                 eprintln!("plandesk hook: {err}");
                 // The plan, if it was submitted, is closed as abandoned once its waiter's lease
                 // runs out (nobody renews it).
-                std::process::exit(0);
+                std::process::exit(agent.exit_status(answer.as_deref()).into());
             }
         });
     }
@@ -176,6 +215,9 @@ impl Watchdog {
 fn agent_timeout(agent: Agent) -> Duration {
     match agent {
         Agent::Gemini => gemini::hook_timeout(|name| std::env::var_os(name)),
+        Agent::Droid | Agent::QwenCode => agent
+            .held()
+            .and_then(|held| held::hook_timeout(held, |name| std::env::var_os(name))),
         _ => None,
     }
     .unwrap_or(Duration::from_secs(install::HOOK_TIMEOUT_SECS))
@@ -231,6 +273,19 @@ async fn run_hook(
                 Err(err) => Err(err),
             }
         }
+        Agent::Droid => {
+            held_hook(held::Agent::Droid, &input, &store, settings(), &agent_watch).await
+        }
+        Agent::QwenCode => {
+            held_hook(
+                held::Agent::QwenCode,
+                &input,
+                &store,
+                settings(),
+                &agent_watch,
+            )
+            .await
+        }
         Agent::Gemini => {
             let plans_dir = std::env::var_os(gemini::PLANS_DIR_ENV).map(PathBuf::from);
             match gemini::parse(&input, plans_dir.as_deref())? {
@@ -243,6 +298,25 @@ async fn run_hook(
                     Ok(Some(gemini::answer(&answer)))
                 }
             }
+        }
+    }
+}
+
+/// A plan tool held by a hook in Claude Code's style (Droid, Qwen Code).
+async fn held_hook(
+    agent: held::Agent,
+    input: &str,
+    store: &StoreLocation,
+    settings: WaitSettings,
+    agent_watch: &AgentWatch,
+) -> Result<Option<String>, SourceError> {
+    match held::parse(agent, input)? {
+        held::Call::NotOurs => Ok(None),
+        held::Call::Unusable(reason) => Ok(Some(held::deny(agent, &reason, false))),
+        held::Call::Review(plan) => {
+            let engine = Engine::open_at(store, agent.process()).await?;
+            let answer = review_plan(&engine, *plan, &settings, stop(agent_watch)).await?;
+            Ok(held::answer(agent, &answer))
         }
     }
 }

@@ -35,6 +35,11 @@ pub enum InstallTarget {
     /// Gemini CLI's BeforeTool hook on exit_plan_mode
     #[value(alias = "gemini-cli")]
     Gemini,
+    /// Factory Droid's PreToolUse hook on ExitSpecMode
+    Droid,
+    /// Qwen Code's PermissionRequest hook on exit_plan_mode
+    #[value(alias = "qwen")]
+    QwenCode,
     /// An MCP server entry in the project's .mcp.json
     Mcp,
 }
@@ -45,6 +50,8 @@ impl From<InstallTarget> for Target {
             InstallTarget::ClaudeCode => Target::ClaudeCode,
             InstallTarget::Codex => Target::Codex,
             InstallTarget::Gemini => Target::Gemini,
+            InstallTarget::Droid => Target::Droid,
+            InstallTarget::QwenCode => Target::QwenCode,
             InstallTarget::Mcp => Target::Mcp,
         }
     }

@@ -557,9 +557,12 @@ mod tests {
         for (args, choices) in [
             (
                 &["install", "cursor"][..],
-                "claude-code, codex, gemini, mcp",
+                "claude-code, codex, gemini, droid, qwen-code, mcp",
             ),
-            (&["hook", "mcp"], "claude-code, codex, gemini"),
+            (
+                &["hook", "mcp"],
+                "claude-code, codex, gemini, droid, qwen-code",
+            ),
             (&["run", "--mode", "yolo", "Add a cache"], "plan, build"),
             (&["key", "set", "google"], "openai, anthropic"),
             (&["key", "rm", "OpenAI"], "openai, anthropic"),

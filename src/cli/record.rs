@@ -22,6 +22,10 @@ pub enum Agent {
     Codex,
     /// Gemini CLI (AfterTool, AfterAgent)
     Gemini,
+    /// Factory Droid (PostToolUse, Stop)
+    Droid,
+    /// Qwen Code (PostToolUse, PostToolUseFailure, Stop)
+    QwenCode,
 }
 
 pub async fn record(agent: Agent, data_dir: &Path, store: Option<&str>) -> ExitCode {
@@ -44,6 +48,8 @@ async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Resul
     let reports = match agent {
         Agent::ClaudeCode => after::claude(&input).map(|r| r.into_iter().collect()),
         Agent::Gemini => after::gemini(&input).map(|r| r.into_iter().collect()),
+        Agent::Droid => after::droid(&input).map(|r| r.into_iter().collect()),
+        Agent::QwenCode => after::qwen(&input).map(|r| r.into_iter().collect()),
         Agent::Codex => after::codex(&input).map(Option::unwrap_or_default),
     }
     .map_err(|e| e.to_string())?;

@@ -162,23 +162,10 @@ pub fn gemini(stdin: &str) -> Result<Option<Report>, SourceError> {
     let failed = response.get("error").is_some_and(|e| !e.is_null());
     let work = match (input.hook_event_name.as_str(), tool) {
         ("AfterAgent", _) => Some(finished()),
-        ("AfterTool", "write_file" | "replace") if !failed => response["returnDisplay"]["filePath"]
-            .as_str()
-            .or_else(|| input.tool_input["file_path"].as_str())
-            .and_then(|named| file_work(&input.cwd, named, tool))
-            .map(|mut work| {
-                if let Some(diff) = response["returnDisplay"]["fileDiff"].as_str() {
-                    work.data["diff"] = json!(bounded_diff(diff.to_owned()));
-                }
-                work
-            }),
+        ("AfterTool", "write_file" | "replace") if !failed => written_file(&input, tool),
         ("AfterTool", "run_shell_command") => input.tool_input["command"].as_str().map(|command| {
             let output = response["llmContent"].as_str().unwrap_or_default();
-            let exit = output
-                .lines()
-                .find_map(|line| line.trim().strip_prefix("Exit Code: "))
-                .and_then(|code| code.trim().parse().ok())
-                .or((!failed).then_some(0));
+            let exit = exit_code_line(output).or((!failed).then_some(0));
             command_work(command, exit, tool)
         }),
         ("AfterTool", _) => None,
@@ -190,6 +177,101 @@ pub fn gemini(stdin: &str) -> Result<Option<Report>, SourceError> {
             session: Some(input.session_id),
         },
         answered: input.hook_event_name == "AfterAgent",
+        work,
+    }))
+}
+
+/// A file Gemini CLI or Qwen Code wrote or edited: the path it reports, with its diff.
+fn written_file(input: &HookInput, tool: &str) -> Option<Work> {
+    let shown = &input.tool_response["returnDisplay"];
+    let named = shown["filePath"]
+        .as_str()
+        .or_else(|| input.tool_input["file_path"].as_str())?;
+    let mut work = file_work(&input.cwd, named, tool)?;
+    if let Some(diff) = shown["fileDiff"].as_str() {
+        work.data["diff"] = json!(bounded_diff(diff.to_owned()));
+    }
+    Some(work)
+}
+
+/// The exit code in a shell tool's account of a command (its `Exit Code: N` line).
+fn exit_code_line(output: &str) -> Option<i64> {
+    output
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Exit Code: "))
+        .and_then(|code| code.trim().parse().ok())
+}
+
+/// Qwen Code's `PostToolUse` (`write_file`, `edit`: a file; `run_shell_command`: a command that
+/// succeeded; `exit_plan_mode`: a plan approved in its own dialog), `PostToolUseFailure` (a
+/// command that failed, its exit code in its error) and `Stop` (its turn ended). `None`: another
+/// event.
+pub fn qwen(stdin: &str) -> Result<Option<Report>, SourceError> {
+    let input = hook_input("Qwen Code", stdin)?;
+    let tool = input.tool_name.as_deref().unwrap_or("");
+    let event = input.hook_event_name.as_str();
+    let work = match (event, tool) {
+        ("Stop", _) => Some(finished()),
+        ("PostToolUse", "write_file" | "edit") => written_file(&input, tool),
+        ("PostToolUse" | "PostToolUseFailure", "run_shell_command") => {
+            input.tool_input["command"].as_str().map(|command| {
+                let exit = match event {
+                    "PostToolUse" => input.tool_response["llmContent"]
+                        .as_str()
+                        .and_then(exit_code_line)
+                        .or(Some(0)),
+                    _ => input.error.as_deref().and_then(exit_code_line),
+                };
+                command_work(command, exit, tool)
+            })
+        }
+        ("PostToolUse" | "PostToolUseFailure", _) => None,
+        _ => return Ok(None),
+    };
+    Ok(Some(Report {
+        source: Source {
+            kind: SourceKind::QwenCode,
+            session: Some(input.session_id),
+        },
+        answered: event == "Stop" || (event == "PostToolUse" && tool == "exit_plan_mode"),
+        work,
+    }))
+}
+
+/// Factory Droid's `PostToolUse` (`Create`, `Edit`, `MultiEdit`, `ApplyPatch`: a file;
+/// `Execute`: a command, its exit code from the `[Process exited with code N]` its output ends
+/// with; `ExitSpecMode`: a plan approved in its own dialog) and `Stop` (its turn ended). Droid
+/// reports only tools that succeeded, each `tool_response` a string. `None`: another event.
+pub fn droid(stdin: &str) -> Result<Option<Report>, SourceError> {
+    let input = hook_input("Factory Droid", stdin)?;
+    let tool = input.tool_name.as_deref().unwrap_or("");
+    let event = input.hook_event_name.as_str();
+    let response = input.tool_response.as_str().unwrap_or_default();
+    let work = match (event, tool) {
+        ("Stop", _) => Some(finished()),
+        ("PostToolUse", "Create" | "Edit" | "MultiEdit" | "ApplyPatch") => {
+            let reported = serde_json::from_str::<Value>(response).unwrap_or_default();
+            reported["file_path"]
+                .as_str()
+                .or_else(|| input.tool_input["file_path"].as_str())
+                .and_then(|named| file_work(&input.cwd, named, tool))
+        }
+        ("PostToolUse", "Execute") => input.tool_input["command"].as_str().map(|command| {
+            let exit = response
+                .trim_end()
+                .rsplit_once("[Process exited with code ")
+                .and_then(|(_, code)| code.strip_suffix(']')?.parse().ok());
+            command_work(command, exit, tool)
+        }),
+        ("PostToolUse", _) => None,
+        _ => return Ok(None),
+    };
+    Ok(Some(Report {
+        source: Source {
+            kind: SourceKind::Droid,
+            session: Some(input.session_id),
+        },
+        answered: event == "Stop" || (event == "PostToolUse" && tool == "ExitSpecMode"),
         work,
     }))
 }

@@ -162,29 +162,41 @@ pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> 
 
 /// The timeouts of this hook's entries in one settings file (JSON with comments).
 fn hook_timeouts(text: &str) -> Vec<Duration> {
-    let Ok(settings) = serde_json::from_str::<Value>(&strip_comments(text)) else {
-        return Vec::new();
-    };
-    let groups = settings["hooks"]["BeforeTool"].as_array().cloned();
-    groups
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|group| group["hooks"].as_array())
-        .flatten()
-        .filter(|hook| hook["command"].as_str().is_some_and(runs_this_hook))
-        .map(|hook| {
-            let ms = hook["timeout"].as_u64().unwrap_or(DEFAULT_TIMEOUT_MS);
+    timeouts_of("BeforeTool", "gemini", text)
+        .map(|timeout| {
+            let ms = timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
             // Node runs a longer timer after 1 ms.
             Duration::from_millis(if ms > i32::MAX as u64 { 1 } else { ms })
         })
         .collect()
 }
 
-/// Whether a hook's command runs `plandesk hook gemini` (whatever the path, spacing, or
-/// options after it).
-fn runs_this_hook(command: &str) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    words.windows(2).any(|w| w == ["hook", "gemini"])
+/// The `timeout` (`None` where it has none) of each `event` hook in a settings file of Claude
+/// Code's shape (JSON, with comments; the hooks under `hooks`, or at the top level as in
+/// Droid's `hooks.json`) that runs `plandesk hook AGENT`, whatever the path, spacing, or
+/// options after it.
+pub(crate) fn timeouts_of<'a>(
+    event: &'a str,
+    agent: &'a str,
+    text: &str,
+) -> impl Iterator<Item = Option<u64>> + 'a {
+    let settings = serde_json::from_str::<Value>(&strip_comments(text)).unwrap_or_default();
+    let hooks: Vec<Value> = [&settings["hooks"][event], &settings[event]]
+        .into_iter()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|group| group["hooks"].as_array())
+        .flatten()
+        .cloned()
+        .collect();
+    hooks.into_iter().filter_map(move |hook| {
+        let command = hook["command"].as_str()?;
+        let words: Vec<&str> = command.split_whitespace().collect();
+        words
+            .windows(2)
+            .any(|w| w == ["hook", agent])
+            .then(|| hook["timeout"].as_u64())
+    })
 }
 
 /// JSON without `//` and `/* */` comments (Gemini CLI's settings may have them).

@@ -53,19 +53,34 @@ pub enum Target {
     ClaudeCode,
     Codex,
     Gemini,
+    Droid,
+    QwenCode,
     /// An MCP server entry in the project's `.mcp.json`.
     Mcp,
 }
 
 impl Target {
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "claude-code" | "claude" => Some(Target::ClaudeCode),
-            "codex" => Some(Target::Codex),
-            "gemini" | "gemini-cli" => Some(Target::Gemini),
-            "mcp" => Some(Target::Mcp),
-            _ => None,
+    /// Every target, in the order people see them listed.
+    pub const ALL: [Target; 6] = [
+        Target::ClaudeCode,
+        Target::Codex,
+        Target::Gemini,
+        Target::Droid,
+        Target::QwenCode,
+        Target::Mcp,
+    ];
+
+    /// Its name on the command line (`plandesk install NAME`) and in the app.
+    pub fn id(self) -> &'static str {
+        match self {
+            Target::Mcp => "mcp",
+            agent => agent.source().as_str(),
         }
+    }
+
+    /// The target named `id` (see [`Target::id`]).
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|target| target.id() == id)
     }
 
     pub fn source(self) -> SourceKind {
@@ -73,6 +88,8 @@ impl Target {
             Target::ClaudeCode => SourceKind::ClaudeCode,
             Target::Codex => SourceKind::Codex,
             Target::Gemini => SourceKind::Gemini,
+            Target::Droid => SourceKind::Droid,
+            Target::QwenCode => SourceKind::QwenCode,
             Target::Mcp => SourceKind::Mcp,
         }
     }
@@ -198,6 +215,15 @@ const CLAUDE_RECORDED_TOOLS: &str = "ExitPlanMode|Write|Edit|MultiEdit|NotebookE
 /// Gemini CLI's tools whose use `AfterTool` records (its matchers are regular expressions).
 const GEMINI_RECORDED_TOOLS: &str = "^(write_file|replace|run_shell_command)$";
 
+/// Factory Droid's tools whose use `PostToolUse` records, and `ExitSpecMode`: a plan answered
+/// in Droid's own dialog.
+const DROID_RECORDED_TOOLS: &str = "^(ExitSpecMode|Create|Edit|MultiEdit|ApplyPatch|Execute)$";
+/// Qwen Code's tools whose use `PostToolUse` records (a JavaScript regular expression), and
+/// `exit_plan_mode`: a plan answered in Qwen Code's own dialog.
+const QWEN_RECORDED_TOOLS: &str = "^(exit_plan_mode|write_file|edit|run_shell_command)$";
+/// The `timeout` written for Qwen Code's plan hook, in seconds (under 1000, so read as seconds).
+const QWEN_HOOK_TIMEOUT_SECS: u64 = 90;
+
 /// Computes what installing (or uninstalling) `target` does to its settings file.
 pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, InstallError> {
     let command = |verb: &str, agent: &str, timeout: u64| {
@@ -293,7 +319,76 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
             ];
             (places.home.join(".gemini/settings.json"), hooks, None)
         }
+        Target::QwenCode => {
+            // Qwen Code stops waiting for any hook after 60 s whatever this says (the hook
+            // answers before that); a `timeout` from 1000 up would be milliseconds.
+            let place = HookPlace {
+                event: "PermissionRequest",
+                matcher: Some("exit_plan_mode"),
+                verb: "hook",
+                agent: "qwen-code",
+                hook: command("hook", "qwen-code", QWEN_HOOK_TIMEOUT_SECS),
+                wanted: true,
+            };
+            let record = |event, matcher| HookPlace {
+                event,
+                matcher,
+                verb: "record",
+                agent: "qwen-code",
+                hook: command("record", "qwen-code", RECORD_TIMEOUT_SECS),
+                wanted: places.record,
+            };
+            let hooks = vec![
+                place,
+                record("PostToolUse", Some(QWEN_RECORDED_TOOLS)),
+                record("PostToolUseFailure", Some("^run_shell_command$")),
+                record("Stop", None),
+            ];
+            let note = (!uninstall).then(|| {
+                "Qwen Code waits at most a minute for a hook: decide within it, or the plan is \
+                 answered \"not approved\". After you approve, Qwen Code still asks \"Would you \
+                 like to proceed?\" in its terminal."
+                    .to_owned()
+            });
+            (places.home.join(".qwen/settings.json"), hooks, note)
+        }
+        Target::Droid => {
+            let dir = places.home.join(".factory");
+            let place = HookPlace {
+                event: "PreToolUse",
+                matcher: Some("^ExitSpecMode$"),
+                verb: "hook",
+                agent: "droid",
+                hook: command("hook", "droid", HOOK_TIMEOUT_SECS),
+                wanted: true,
+            };
+            let record = |event, matcher| HookPlace {
+                event,
+                matcher,
+                verb: "record",
+                agent: "droid",
+                hook: command("record", "droid", RECORD_TIMEOUT_SECS),
+                wanted: places.record,
+            };
+            let hooks = vec![
+                place,
+                record("PostToolUse", Some(DROID_RECORDED_TOOLS)),
+                record("Stop", None),
+            ];
+            // Droid reads a folder's `hooks.json` over its `settings.json` (event by event):
+            // ours goes where it is not hidden.
+            let file = match dir.join("hooks.json") {
+                hooks_file if std::fs::symlink_metadata(&hooks_file).is_ok() => hooks_file,
+                _ => dir.join("settings.json"),
+            };
+            (file, hooks, None)
+        }
         Target::Mcp => return plan_mcp(uninstall, places),
+    };
+    // A `hooks.json` holds the hooks at its top level; a settings file under `hooks`.
+    let root = match file.file_name() {
+        Some(name) if name == "hooks.json" && target == Target::Droid => None,
+        _ => Some("hooks"),
     };
     let target = resolve_links(&file)?;
     let before = read(&target, OFlags::empty())?.map(|existing| existing.text);
@@ -301,7 +396,12 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
     let events: Vec<&str> = hooks.iter().map(|h| h.event).collect();
     for place in hooks {
         let event = place.event;
-        let all = object_at(&mut settings, "hooks", &file)?;
+        let all = match root {
+            Some(key) => object_at(&mut settings, key, &file)?,
+            None => settings
+                .as_object_mut()
+                .ok_or_else(|| file_error(&file, "the top level is not an object"))?,
+        };
         let groups = all.entry(event).or_insert_with(|| Value::Array(Vec::new()));
         let Value::Array(groups) = groups else {
             return Err(file_error(&file, format!("`hooks.{event}` is not a list")));
@@ -317,8 +417,11 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
         }
     }
     // No empty list or `hooks` object left of what install added.
-    let paths: Vec<[&str; 2]> = events.iter().map(|event| ["hooks", event]).collect();
-    let paths: Vec<&[&str]> = paths.iter().map(|path| &path[..]).collect();
+    let paths: Vec<Vec<&str>> = events
+        .iter()
+        .map(|event| root.into_iter().chain([*event]).collect())
+        .collect();
+    let paths: Vec<&[&str]> = paths.iter().map(Vec::as_slice).collect();
     for path in &paths {
         drop_empty(&mut settings, path);
     }

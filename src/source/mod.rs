@@ -8,6 +8,7 @@ pub mod after;
 pub mod claude;
 pub mod codex;
 pub mod gemini;
+pub mod held;
 pub mod install;
 pub mod mcp;
 mod notify;
@@ -36,6 +37,9 @@ pub fn agent_name(kind: SourceKind) -> &'static str {
         SourceKind::ClaudeCode => "Claude Code",
         SourceKind::Codex => "Codex",
         SourceKind::Gemini => "Gemini CLI",
+        SourceKind::Droid => "Factory Droid",
+        SourceKind::QwenCode => "Qwen Code",
+        SourceKind::Copilot => "Copilot CLI",
         SourceKind::Mcp => "an MCP client",
     }
 }

@@ -94,6 +94,11 @@ vocabulary! {
         ClaudeCode = "claude-code",
         Codex = "codex",
         Gemini = "gemini",
+        /// Factory's Droid CLI.
+        Droid = "droid",
+        QwenCode = "qwen-code",
+        /// GitHub Copilot CLI.
+        Copilot = "copilot",
         /// Any MCP client calling `plandesk mcp`'s `submit_plan`.
         Mcp = "mcp",
     }

@@ -466,3 +466,106 @@ fn a_hook_that_cannot_reach_the_store_denies() {
     let junk = answer(hook(&fx, "gemini", &json!("not an object"), &[]));
     assert_eq!(junk["decision"], "deny");
 }
+
+/// A Claude-style plan tool call of Factory Droid or Qwen Code.
+fn held_payload(agent: &str, session: &str, plan: &str) -> Value {
+    let (event, tool) = match agent {
+        "droid" => ("PreToolUse", "ExitSpecMode"),
+        _ => ("PermissionRequest", "exit_plan_mode"),
+    };
+    json!({"session_id": session, "transcript_path": "/nonexistent/t.jsonl", "cwd": "/w",
+           "permission_mode": "plan", "hook_event_name": event, "tool_name": tool,
+           "tool_input": {"title": "Cache lookups", "plan": plan}})
+}
+
+#[test]
+fn droid_and_qwen_code_plans_are_held_revised_and_approved() {
+    let fx = Fixture::new(json!([]));
+    for agent in ["droid", "qwen-code"] {
+        let session = format!("{agent}-session");
+        let first = hook(
+            &fx,
+            agent,
+            &held_payload(agent, &session, "1. Add a cache"),
+            &[],
+        );
+        let pending = wait_pending(&fx, 1);
+        assert_eq!(pending[0]["source"]["kind"], agent);
+        let run = pending[0]["runId"].as_str().unwrap().to_owned();
+        fx.ok(&["reject", &run, "--feedback", "Bound it"]);
+        let out = first.wait_with_output().unwrap();
+        let denied: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let output = &denied["hookSpecificOutput"];
+        let reason = match agent {
+            "droid" => {
+                assert_eq!(
+                    out.status.code(),
+                    Some(2),
+                    "Droid lets no other hook's allow overrule a deny with status 2"
+                );
+                assert_eq!(output["permissionDecision"], "deny");
+                assert!(String::from_utf8_lossy(&out.stderr).contains("User feedback: Bound it"));
+                output["permissionDecisionReason"].as_str().unwrap()
+            }
+            _ => {
+                assert!(out.status.success());
+                assert_eq!(output["hookEventName"], "PermissionRequest");
+                assert_eq!(output["decision"]["behavior"], "deny");
+                output["decision"]["message"].as_str().unwrap()
+            }
+        };
+        assert!(reason.contains("User feedback: Bound it"), "{reason}");
+
+        let second = hook(
+            &fx,
+            agent,
+            &held_payload(agent, &session, "1. Add an LRU cache of 1000"),
+            &[],
+        );
+        let pending = wait_pending(&fx, 1);
+        assert_eq!(pending[0]["runId"], run.as_str(), "one thread, revised");
+        fx.ok(&["approve", &run]);
+        let allowed = answer(second)["hookSpecificOutput"].clone();
+        match agent {
+            "droid" => assert_eq!(allowed["permissionDecision"], "allow"),
+            _ => assert_eq!(allowed["decision"]["behavior"], "allow"),
+        }
+        let history = fx.listing(&["history", &run]);
+        assert_eq!(
+            history[1]["title"], "Cache lookups",
+            "titled by Droid's title: {history}"
+        );
+        assert_eq!(history[1]["body"], "1. Add an LRU cache of 1000");
+    }
+}
+
+/// Qwen Code gives a hook at most a minute (less if its settings say so), then ignores its
+/// answer: the hook says "not approved" before that.
+#[test]
+fn a_qwen_code_hook_answers_before_qwen_code_stops_waiting() {
+    let fx = Fixture::new(json!([]));
+    let home = fx.root.join("qwen-home");
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    let hook_entry = json!({"type": "command", "command": "plandesk hook qwen-code", "timeout": 3});
+    let settings = json!({"hooks": {"PermissionRequest": [
+        {"matcher": "exit_plan_mode", "hooks": [hook_entry]}]}});
+    std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
+    let mut cmd = fx.command(&["hook", "qwen-code"]);
+    cmd.env("HOME", &home);
+    let started = Instant::now();
+    let payload = held_payload("qwen-code", "q-slow", "1. Wait");
+    let decision = answer(spawn_with_input(cmd, payload.to_string().as_bytes()))
+        ["hookSpecificOutput"]["decision"]
+        .clone();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    assert!(decision["message"]
+        .as_str()
+        .unwrap()
+        .contains("No decision was made"));
+    assert_eq!(fx.listing(&["history"])[0]["status"], "expired");
+}

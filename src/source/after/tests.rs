@@ -213,3 +213,112 @@ fn paths_outside_the_workspace_are_kept_as_such_and_never_resolved() {
         Some(("/home/u/proj".into(), true))
     );
 }
+
+#[test]
+fn qwen_code_reports_files_commands_its_own_dialogs_answer_and_its_turns_end() {
+    let report = |event: &str, tool: &str, input: Value, extra: Value| {
+        let mut payload: Value =
+            serde_json::from_str(&payload(event, tool, input, json!({}))).unwrap();
+        for (key, value) in extra.as_object().unwrap() {
+            payload[key] = value.clone();
+        }
+        qwen(&payload.to_string()).unwrap().unwrap()
+    };
+    let edited = report(
+        "PostToolUse",
+        "edit",
+        json!({"file_path": "/home/u/proj/src/fetch.js", "old_string": "a", "new_string": "b"}),
+        json!({"tool_response": {"llmContent": "updated", "returnDisplay": {
+            "fileDiff": "Index: fetch.js\n-a\n+b\n", "filePath": "/home/u/proj/src/fetch.js"}}}),
+    );
+    assert_eq!(edited.source.kind, SourceKind::QwenCode);
+    assert!(!edited.answered);
+    let work = edited.work.unwrap();
+    assert_eq!(work.path.as_deref(), Some("/home/u/proj/src/fetch.js"));
+    assert!(work.data["diff"].as_str().unwrap().contains("+b"));
+    let ran = report(
+        "PostToolUse",
+        "run_shell_command",
+        json!({"command": "echo cached"}),
+        json!({"tool_response": {"llmContent": "Command: echo cached\nOutput: cached\nExit Code: 0\n"}}),
+    );
+    assert_eq!(ran.work.unwrap().exit_code, Some(0));
+    let failed = report(
+        "PostToolUseFailure",
+        "run_shell_command",
+        json!({"command": "exit 3"}),
+        json!({"error": "Command: exit 3\nOutput: \nExit Code: 3\nSignal: (none)", "is_interrupt": false}),
+    );
+    assert_eq!(failed.work.unwrap().exit_code, Some(3));
+    let approved_there = report(
+        "PostToolUse",
+        "exit_plan_mode",
+        json!({"plan": "# P"}),
+        json!({"tool_response": {"llmContent": "User approved. You can now start coding."}}),
+    );
+    assert!(approved_there.answered, "approved in Qwen Code's dialog");
+    assert_eq!(approved_there.work, None);
+    let end = report("Stop", "", json!({}), json!({"stop_hook_active": false}));
+    assert!(end.answered);
+    assert_eq!(end.work.unwrap().kind, WorkKind::Finished);
+    let other =
+        json!({"session_id": "s", "cwd": "/", "hook_event_name": "SessionEnd", "reason": "x"});
+    assert!(qwen(&other.to_string()).unwrap().is_none());
+}
+
+#[test]
+fn droid_reports_files_commands_its_own_dialogs_answer_and_its_turns_end() {
+    let report = |event: &str, tool: &str, input: Value, response: Value| {
+        droid(&payload(event, tool, input, response))
+            .unwrap()
+            .unwrap()
+    };
+    let created = report(
+        "PostToolUse",
+        "Create",
+        json!({"file_path": "src/cache.js", "content": "x"}),
+        json!("{\"success\":true,\"file_path\":\"/home/u/proj/src/cache.js\"}"),
+    );
+    assert_eq!(created.source.kind, SourceKind::Droid);
+    assert_eq!(
+        created.work.unwrap().path.as_deref(),
+        Some("/home/u/proj/src/cache.js")
+    );
+    let relative = report(
+        "PostToolUse",
+        "Edit",
+        json!({"file_path": "src/fetch.js", "old_str": "a", "new_str": "b"}),
+        json!("not json"),
+    );
+    assert_eq!(
+        relative.work.unwrap().path.as_deref(),
+        Some("/home/u/proj/src/fetch.js"),
+        "the path the model wrote, read against the workspace"
+    );
+    let ran = |output: &str| {
+        report(
+            "PostToolUse",
+            "Execute",
+            json!({"command": "make test", "riskLevel": "low"}),
+            json!(output),
+        )
+        .work
+        .unwrap()
+        .exit_code
+    };
+    assert_eq!(ran("ok\nerr\n\n\n[Process exited with code 0]"), Some(0));
+    assert_eq!(ran("x\n[Process exited with code 7]\n"), Some(7));
+    assert_eq!(ran("no status line"), None);
+    let approved_there = report(
+        "PostToolUse",
+        "ExitSpecMode",
+        json!({"title": "T", "plan": "p"}),
+        json!("{\"approved\":true}"),
+    );
+    assert!(approved_there.answered);
+    assert_eq!(approved_there.work, None);
+    let end = report("Stop", "", json!({}), json!(null));
+    assert!(end.answered);
+    let other = json!({"session_id": "s", "cwd": "/", "hook_event_name": "SessionEnd"});
+    assert!(droid(&other.to_string()).unwrap().is_none());
+}

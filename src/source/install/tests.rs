@@ -136,6 +136,33 @@ fn each_agent_gets_its_own_shape() {
         group["hooks"][0]["timeout"], 86_400_000,
         "Gemini counts milliseconds"
     );
+    let qwen = settings(&plan(Target::QwenCode, false, &p).unwrap());
+    let group = &qwen["hooks"]["PermissionRequest"][0];
+    assert_eq!(group["matcher"], "exit_plan_mode");
+    assert_eq!(
+        group["hooks"][0]["timeout"], 90,
+        "under 1000, so Qwen Code reads seconds"
+    );
+    assert_eq!(
+        qwen["hooks"]["PostToolUse"][0]["matcher"],
+        QWEN_RECORDED_TOOLS
+    );
+    assert_eq!(
+        qwen["hooks"]["PostToolUseFailure"][0]["hooks"][0]["command"],
+        "'/opt/Plan Desk/plandesk' --data-dir /data record qwen-code"
+    );
+    let droid = plan(Target::Droid, false, &p).unwrap();
+    assert!(droid.file.ends_with(".factory/settings.json"));
+    let droid = settings(&droid);
+    assert_eq!(droid["hooks"]["PreToolUse"][0]["matcher"], "^ExitSpecMode$");
+    assert_eq!(
+        droid["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"],
+        86_400
+    );
+    assert_eq!(
+        droid["hooks"]["PostToolUse"][0]["matcher"],
+        DROID_RECORDED_TOOLS
+    );
     let mcp = settings(&plan(Target::Mcp, false, &p).unwrap());
     assert_eq!(
         mcp["mcpServers"]["plandesk"]["command"],
@@ -554,4 +581,39 @@ fn shell_words_reads_what_shell_quote_writes_and_refuses_the_rest() {
             "{line:?} is not a simple command of words"
         );
     }
+}
+
+#[test]
+fn droid_gets_its_hooks_where_its_hooks_json_would_not_hide_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = places(dir.path());
+    let hooks_file = p.home.join(".factory/hooks.json");
+    let theirs = json!({"PreToolUse": [{"matcher": "Execute", "hooks": [
+        {"type": "command", "command": "guard.sh"}]}]});
+    write_with_mode(&hooks_file, &theirs.to_string(), 0o600);
+    let change = plan(Target::Droid, false, &p).unwrap();
+    assert_eq!(
+        change.file, hooks_file,
+        "Droid reads hooks.json over settings.json"
+    );
+    let after = settings(&change);
+    assert!(
+        after.get("hooks").is_none(),
+        "hooks.json holds them at its top level"
+    );
+    let groups = after["PreToolUse"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "theirs stays beside ours: {after}");
+    assert_eq!(groups[1]["matcher"], "^ExitSpecMode$");
+    assert!(after["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("record droid"));
+    apply(&change, 7).unwrap();
+    assert!(!plan(Target::Droid, false, &p).unwrap().changes_anything());
+    let removed = plan(Target::Droid, true, &p).unwrap();
+    assert_eq!(
+        removed.after,
+        theirs.to_string(),
+        "uninstall gives the file back as it was"
+    );
 }

@@ -1,0 +1,450 @@
+//! Factory Droid and Qwen Code: agents whose plan step is one tool call that carries the plan
+//! (`ExitSpecMode {title, plan}`, `exit_plan_mode {plan}`), held by a hook in Claude Code's
+//! style until a person decides (`plandesk hook droid`, `plandesk hook qwen-code`).
+//!
+//! Droid's is a `PreToolUse` hook answered with `permissionDecision` (in `droid exec` the hook
+//! is the only gate). Qwen Code's is a `PermissionRequest` hook answered with
+//! `decision.behavior` (its `PreToolUse` runs only after its own dialog was answered); a deny
+//! is final there, an allow leads to Qwen Code's own "proceed?" question. Both let the plan
+//! through when a hook times out or fails, so every answer of ours is explicit.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{Answer, SourceError};
+use crate::review::ExternalPlan;
+use crate::store::{Source, SourceKind};
+use crate::workspace::MAX_FILE_BYTES;
+
+/// An agent whose plan tool a hook holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    Droid,
+    QwenCode,
+}
+
+impl Agent {
+    fn kind(self) -> SourceKind {
+        match self {
+            Agent::Droid => SourceKind::Droid,
+            Agent::QwenCode => SourceKind::QwenCode,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        super::agent_name(self.kind())
+    }
+
+    /// Its plan tool.
+    pub fn tool(self) -> &'static str {
+        match self {
+            Agent::Droid => "ExitSpecMode",
+            Agent::QwenCode => "exit_plan_mode",
+        }
+    }
+
+    /// This process, for the audit trail.
+    pub fn process(self) -> &'static str {
+        match self {
+            Agent::Droid => "hook:droid",
+            Agent::QwenCode => "hook:qwen-code",
+        }
+    }
+
+    /// The hook event Plandesk is installed on.
+    pub fn event(self) -> &'static str {
+        match self {
+            Agent::Droid => "PreToolUse",
+            Agent::QwenCode => "PermissionRequest",
+        }
+    }
+}
+
+/// Qwen Code gives up on any hook after this, whatever its `timeout` says (its answer is then
+/// ignored and its own dialog opens).
+const QWEN_HOOK_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long `agent` waits for this hook, from its settings (user and project) and its own
+/// limits; `None` when no setting says (the timeout `plandesk install` wrote is long).
+/// `env` reads the hook's environment.
+pub fn hook_timeout(agent: Agent, env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    match agent {
+        Agent::QwenCode => {
+            let files = [
+                var("HOME").map(|home| home.join(".qwen/settings.json")),
+                var("QWEN_PROJECT_DIR").map(|dir| dir.join(".qwen/settings.json")),
+            ];
+            let configured = files
+                .into_iter()
+                .flatten()
+                .filter_map(|file| super::read_settings_file(&file, MAX_SETTINGS_BYTES))
+                .flat_map(|text| {
+                    super::gemini::timeouts_of(agent.event(), "qwen-code", &text)
+                        .map(qwen_timeout)
+                        .collect::<Vec<_>>()
+                })
+                .min();
+            Some(configured.map_or(QWEN_HOOK_LIMIT, |t| t.min(QWEN_HOOK_LIMIT)))
+        }
+        Agent::Droid => {
+            let folders = [
+                var("HOME").map(|home| home.join(".factory")),
+                var("FACTORY_PROJECT_DIR").map(|dir| dir.join(".factory")),
+            ];
+            folders
+                .into_iter()
+                .flatten()
+                .flat_map(|dir| [dir.join("settings.json"), dir.join("hooks.json")])
+                .filter_map(|file| super::read_settings_file(&file, MAX_SETTINGS_BYTES))
+                .flat_map(|text| {
+                    super::gemini::timeouts_of(agent.event(), "droid", &text)
+                        .map(droid_timeout)
+                        .collect::<Vec<_>>()
+                })
+                .min()
+        }
+    }
+}
+
+/// Droid's default hook timeout, when a hook sets none (or 0).
+const DROID_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A Droid hook `timeout`: seconds (60 when unset or 0; past what a Node timer holds, 1 ms).
+fn droid_timeout(timeout: Option<u64>) -> Duration {
+    match timeout {
+        None | Some(0) => DROID_DEFAULT_TIMEOUT,
+        Some(secs) if secs.saturating_mul(1000) > i32::MAX as u64 => Duration::from_millis(1),
+        Some(secs) => Duration::from_secs(secs),
+    }
+}
+
+/// The exit status a hook's `answer` is printed with: Droid lets the first `allow` among its
+/// hooks win over a deny printed with status 0, but no allow over status 2.
+pub fn exit_status(agent: Agent, answer: &str) -> u8 {
+    let denied = || {
+        serde_json::from_str::<Value>(answer)
+            .is_ok_and(|value| value["hookSpecificOutput"]["permissionDecision"] == "deny")
+    };
+    match agent {
+        Agent::Droid if denied() => 2,
+        _ => 0,
+    }
+}
+
+/// A Qwen Code hook `timeout`: seconds below 1000, milliseconds from there (60 s when unset;
+/// past what a Node timer holds, 1 ms).
+fn qwen_timeout(timeout: Option<u64>) -> Duration {
+    match timeout {
+        None | Some(0) => QWEN_HOOK_LIMIT,
+        Some(secs) if secs < 1000 => Duration::from_secs(secs),
+        Some(ms) if ms > i32::MAX as u64 => Duration::from_millis(1),
+        Some(ms) => Duration::from_millis(ms),
+    }
+}
+
+/// The largest settings file read for the hook's timeout.
+const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    session_id: String,
+    cwd: String,
+    #[serde(default)]
+    hook_event_name: Option<String>,
+    tool_name: String,
+    #[serde(default)]
+    tool_input: Value,
+}
+
+/// What a hook call asks for.
+#[derive(Debug)]
+pub enum Call {
+    /// A plan to review.
+    Review(Box<ExternalPlan>),
+    /// Not the plan tool: print nothing, the agent goes on as it would.
+    NotOurs,
+    /// The plan is missing or too large: deny, telling the model what to do.
+    Unusable(String),
+}
+
+/// Parses the hook's stdin.
+pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
+    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: agent.name(),
+        message: e.to_string(),
+    })?;
+    if input.tool_name != agent.tool() {
+        return Ok(Call::NotOurs);
+    }
+    if let Some(event) = input.hook_event_name.as_deref() {
+        if event != agent.event() {
+            return Err(SourceError::Input {
+                agent: agent.name(),
+                message: format!(
+                    "hook event {}; install it as a {} hook",
+                    crate::text::short(event, 60),
+                    agent.event()
+                ),
+            });
+        }
+    }
+    let plan = input.tool_input["plan"].as_str().unwrap_or_default();
+    if plan.trim().is_empty() {
+        return Ok(Call::Unusable(format!(
+            "The plan is empty. Call {} again with the complete plan in `plan`.",
+            agent.tool()
+        )));
+    }
+    if plan.len() as u64 > MAX_FILE_BYTES {
+        return Ok(Call::Unusable(format!(
+            "The plan is {} bytes; Plandesk takes plans of at most {MAX_FILE_BYTES}. Shorten it \
+             and call {} again.",
+            plan.len(),
+            agent.tool()
+        )));
+    }
+    // Droid's spec has its title apart: the plan shown is titled by it unless it has a heading.
+    let title = input.tool_input["title"]
+        .as_str()
+        .map(|t| crate::text::short(t.trim(), 200))
+        .filter(|t| !t.is_empty() && !t.contains('\n'));
+    let text = match title {
+        Some(title) if !plan.trim_start().starts_with('#') => format!("# {title}\n\n{plan}"),
+        _ => plan.to_owned(),
+    };
+    Ok(Call::Review(Box::new(ExternalPlan {
+        source: Source {
+            kind: agent.kind(),
+            session: Some(input.session_id),
+        },
+        prompt: format!(
+            "{} session in {}",
+            agent.name(),
+            crate::text::short(&input.cwd, 200)
+        ),
+        cwd: input.cwd,
+        tool_name: agent.tool().into(),
+        path: "plan.md".into(),
+        text,
+        item_id: None,
+        submitter: None,
+        file: None,
+    })))
+}
+
+/// The hook's stdout for a decision. An approval lets the tool run: the model reads the plan as
+/// it sent it, so a reviewer's notes and edit reach it only in the agent's next message
+/// (Plandesk keeps them in its record).
+pub fn answer(agent: Agent, answer: &Answer) -> Option<String> {
+    match answer {
+        Answer::Approve(_) => Some(allow(agent)),
+        Answer::Abandoned => None,
+        Answer::Revise(_) => Some(deny(agent, &answer.denial()?, false)),
+        Answer::Wait | Answer::Expired => Some(deny(agent, &answer.denial()?, true)),
+    }
+}
+
+/// Not approved because we failed: an explicit deny, and the model stops.
+pub fn failure(agent: Agent, err: &SourceError) -> String {
+    deny(agent, &err.denial(), true)
+}
+
+fn allow(agent: Agent) -> String {
+    let decision = match agent {
+        Agent::Droid => json!({"permissionDecision": "allow"}),
+        Agent::QwenCode => json!({"decision": {"behavior": "allow"}}),
+    };
+    output(agent, decision)
+}
+
+/// A deny whose `reason` the model reads; `stop`: the model is to stop and wait for the user.
+pub fn deny(agent: Agent, reason: &str, stop: bool) -> String {
+    let decision = match agent {
+        Agent::Droid => json!({"permissionDecision": "deny", "permissionDecisionReason": reason}),
+        Agent::QwenCode if stop => {
+            json!({"decision": {"behavior": "deny", "message": reason, "interrupt": true}})
+        }
+        Agent::QwenCode => json!({"decision": {"behavior": "deny", "message": reason}}),
+    };
+    output(agent, decision)
+}
+
+fn output(agent: Agent, mut decision: Value) -> String {
+    decision["hookEventName"] = json!(agent.event());
+    json!({ "hookSpecificOutput": decision }).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdin(agent: Agent, tool_input: Value) -> String {
+        json!({
+            "session_id": "s1", "transcript_path": "/t.jsonl", "cwd": "/w",
+            "permission_mode": "plan", "hook_event_name": agent.event(),
+            "tool_name": agent.tool(), "tool_input": tool_input,
+        })
+        .to_string()
+    }
+
+    fn review(agent: Agent, tool_input: Value) -> ExternalPlan {
+        match parse(agent, &stdin(agent, tool_input)).unwrap() {
+            Call::Review(plan) => *plan,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_plan_is_the_tools_argument_titled_by_droids_title() {
+        let plan = review(
+            Agent::Droid,
+            json!({"title": "Cache lookups", "plan": "1. Add a cache"}),
+        );
+        assert_eq!(plan.text, "# Cache lookups\n\n1. Add a cache");
+        assert_eq!(plan.source.kind, SourceKind::Droid);
+        assert_eq!(plan.source.session.as_deref(), Some("s1"));
+        let titled = review(
+            Agent::Droid,
+            json!({"title": "Other", "plan": "# Mine\n\nx"}),
+        );
+        assert_eq!(titled.text, "# Mine\n\nx", "a heading of its own is kept");
+        let qwen = review(Agent::QwenCode, json!({"plan": "# Q\n\ny"}));
+        assert_eq!(qwen.text, "# Q\n\ny");
+        assert_eq!(qwen.tool_name, "exit_plan_mode");
+    }
+
+    #[test]
+    fn other_tools_pass_and_empty_or_huge_plans_are_denied_with_what_to_do() {
+        let other = json!({"session_id": "s", "cwd": "/", "hook_event_name": "PreToolUse",
+                           "tool_name": "Execute", "tool_input": {}});
+        assert!(matches!(
+            parse(Agent::Droid, &other.to_string()).unwrap(),
+            Call::NotOurs
+        ));
+        for plan in [json!(""), json!("  \n"), json!(null), json!(42)] {
+            let call = parse(
+                Agent::QwenCode,
+                &stdin(Agent::QwenCode, json!({"plan": plan})),
+            );
+            assert!(
+                matches!(call.unwrap(), Call::Unusable(ref m) if m.contains("empty")),
+                "{plan}"
+            );
+        }
+        let huge = "x".repeat(MAX_FILE_BYTES as usize + 1);
+        let call = parse(Agent::Droid, &stdin(Agent::Droid, json!({"plan": huge})));
+        assert!(matches!(call.unwrap(), Call::Unusable(ref m) if m.contains("at most")));
+        assert!(parse(Agent::Droid, "[1]").is_err());
+        let wrong_event =
+            stdin(Agent::Droid, json!({"plan": "p"})).replace("PreToolUse", "PostToolUse");
+        let err = parse(Agent::Droid, &wrong_event).unwrap_err().to_string();
+        assert!(err.contains("install it as a PreToolUse hook"), "{err}");
+    }
+
+    #[test]
+    fn qwen_codes_hook_timeout_is_read_in_its_units_and_never_past_its_limit() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let write = |dir: &std::path::Path, timeout: Value| {
+            std::fs::create_dir_all(dir.join(".qwen")).unwrap();
+            let hook = json!({"type": "command", "command": "/bin/plandesk hook qwen-code", "timeout": timeout});
+            let settings = json!({"hooks": {"PermissionRequest": [{"matcher": "exit_plan_mode", "hooks": [hook]}]}});
+            std::fs::write(
+                dir.join(".qwen/settings.json"),
+                format!("// mine\n{settings}"),
+            )
+            .unwrap();
+        };
+        let env = |name: &str| match name {
+            "HOME" => Some(home.path().into()),
+            "QWEN_PROJECT_DIR" => Some(project.path().into()),
+            _ => None,
+        };
+        let timeout = || hook_timeout(Agent::QwenCode, env).unwrap();
+        assert_eq!(timeout(), QWEN_HOOK_LIMIT, "no settings: its own limit");
+        write(home.path(), json!(90));
+        assert_eq!(timeout(), QWEN_HOOK_LIMIT, "90 s is past the limit");
+        write(project.path(), json!(30));
+        assert_eq!(timeout(), Duration::from_secs(30), "seconds below 1000");
+        write(project.path(), json!(4000));
+        assert_eq!(timeout(), Duration::from_secs(4), "milliseconds from 1000");
+        write(project.path(), json!(3_000_000_000u64));
+        assert_eq!(timeout(), Duration::from_millis(1), "past a Node timer");
+        assert_eq!(hook_timeout(Agent::Droid, env), None);
+        std::fs::create_dir_all(project.path().join(".factory")).unwrap();
+        let hooks = json!({"PreToolUse": [{"matcher": "^ExitSpecMode$", "hooks": [
+            {"type": "command", "command": "plandesk --data-dir /d hook droid", "timeout": 45}]}]});
+        std::fs::write(
+            project.path().join(".factory/hooks.json"),
+            hooks.to_string(),
+        )
+        .unwrap();
+        let droid_env = |name: &str| match name {
+            "HOME" => Some(home.path().into()),
+            "FACTORY_PROJECT_DIR" => Some(project.path().into()),
+            _ => None,
+        };
+        assert_eq!(
+            hook_timeout(Agent::Droid, droid_env),
+            Some(Duration::from_secs(45)),
+            "Droid's hooks.json holds them at the top level, in seconds"
+        );
+        assert_eq!(droid_timeout(Some(0)), DROID_DEFAULT_TIMEOUT);
+        assert_eq!(droid_timeout(Some(2_147_484)), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn every_answer_is_explicit_in_each_agents_format() {
+        let droid = |a: &Answer| -> Value {
+            serde_json::from_str(&answer(Agent::Droid, a).unwrap()).unwrap()
+        };
+        let allowed = droid(&Answer::Approve(Default::default()));
+        assert_eq!(
+            allowed,
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
+        );
+        let revised = droid(&Answer::Revise("Smaller".into()));
+        assert_eq!(revised["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert!(revised["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("User feedback: Smaller"));
+        let qwen = |a: &Answer| -> Value {
+            serde_json::from_str(&answer(Agent::QwenCode, a).unwrap()).unwrap()
+        };
+        let decision = qwen(&Answer::Revise("Smaller".into()))["hookSpecificOutput"].clone();
+        assert_eq!(decision["hookEventName"], "PermissionRequest");
+        assert_eq!(decision["decision"]["behavior"], "deny");
+        assert!(
+            decision["decision"].get("interrupt").is_none(),
+            "it revises"
+        );
+        let waiting = qwen(&Answer::Wait)["hookSpecificOutput"]["decision"].clone();
+        assert_eq!(waiting["interrupt"], true);
+        assert_eq!(
+            qwen(&Answer::Approve(Default::default()))["hookSpecificOutput"]["decision"],
+            json!({"behavior": "allow"})
+        );
+        assert!(answer(Agent::QwenCode, &Answer::Abandoned).is_none());
+        let failed = failure(Agent::Droid, &SourceError::Stopped);
+        let failed_json: Value = serde_json::from_str(&failed).unwrap();
+        assert_eq!(
+            failed_json["hookSpecificOutput"]["permissionDecision"],
+            "deny"
+        );
+        assert_eq!(
+            exit_status(Agent::Droid, &failed),
+            2,
+            "a deny no other hook overrules"
+        );
+        let allow = answer(Agent::Droid, &Answer::Approve(Default::default())).unwrap();
+        assert_eq!(exit_status(Agent::Droid, &allow), 0);
+        let qwen_deny = failure(Agent::QwenCode, &SourceError::Stopped);
+        assert_eq!(exit_status(Agent::QwenCode, &qwen_deny), 0);
+    }
+}

@@ -14,7 +14,8 @@ use plandesk::source::install::{self, Places, Target};
 use plandesk::source::mcp::{self, McpOptions};
 use plandesk::source::serve::ServeOptions;
 use plandesk::source::{
-    self, claude, codex, gemini, held, review_plan, stop_requested, SourceError, WaitSettings,
+    self, claude, codex, copilot, gemini, held, review_plan, stop_requested, SourceError,
+    WaitSettings,
 };
 use plandesk::{Engine, EngineError};
 
@@ -77,6 +78,8 @@ pub enum Agent {
     Droid,
     /// Qwen Code (PermissionRequest on exit_plan_mode)
     QwenCode,
+    /// Copilot CLI (preToolUse on exit_plan_mode)
+    Copilot,
 }
 
 impl Agent {
@@ -87,6 +90,7 @@ impl Agent {
             Agent::Gemini => gemini::failure(err),
             Agent::Droid => held::failure(held::Agent::Droid, err),
             Agent::QwenCode => held::failure(held::Agent::QwenCode, err),
+            Agent::Copilot => copilot::failure(err),
         })
     }
 
@@ -215,6 +219,7 @@ impl Watchdog {
 fn agent_timeout(agent: Agent) -> Duration {
     match agent {
         Agent::Gemini => gemini::hook_timeout(|name| std::env::var_os(name)),
+        Agent::Copilot => copilot::hook_timeout(|name| std::env::var_os(name)),
         Agent::Droid | Agent::QwenCode => agent
             .held()
             .and_then(|held| held::hook_timeout(held, |name| std::env::var_os(name))),
@@ -285,6 +290,19 @@ async fn run_hook(
                 &agent_watch,
             )
             .await
+        }
+        Agent::Copilot => {
+            let state = copilot::state_dir(&|name: &str| std::env::var_os(name));
+            match copilot::parse(&input, state.as_deref())? {
+                copilot::Call::NotOurs => Ok(None),
+                copilot::Call::Unwritten(reason) => Ok(Some(copilot::deny(&reason))),
+                copilot::Call::Review(plan) => {
+                    let engine = Engine::open_at(&store, "hook:copilot").await?;
+                    let answer =
+                        review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
+                    Ok(Some(copilot::answer(&answer)))
+                }
+            }
         }
         Agent::Gemini => {
             let plans_dir = std::env::var_os(gemini::PLANS_DIR_ENV).map(PathBuf::from);

@@ -40,6 +40,8 @@ pub enum InstallTarget {
     /// Qwen Code's PermissionRequest hook on exit_plan_mode
     #[value(alias = "qwen")]
     QwenCode,
+    /// Copilot CLI's preToolUse hook on exit_plan_mode
+    Copilot,
     /// An MCP server entry in the project's .mcp.json
     Mcp,
 }
@@ -52,6 +54,7 @@ impl From<InstallTarget> for Target {
             InstallTarget::Gemini => Target::Gemini,
             InstallTarget::Droid => Target::Droid,
             InstallTarget::QwenCode => Target::QwenCode,
+            InstallTarget::Copilot => Target::Copilot,
             InstallTarget::Mcp => Target::Mcp,
         }
     }

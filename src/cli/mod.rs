@@ -557,11 +557,11 @@ mod tests {
         for (args, choices) in [
             (
                 &["install", "cursor"][..],
-                "claude-code, codex, gemini, droid, qwen-code, mcp",
+                "claude-code, codex, gemini, droid, qwen-code, copilot, mcp",
             ),
             (
                 &["hook", "mcp"],
-                "claude-code, codex, gemini, droid, qwen-code",
+                "claude-code, codex, gemini, droid, qwen-code, copilot",
             ),
             (&["run", "--mode", "yolo", "Add a cache"], "plan, build"),
             (&["key", "set", "google"], "openai, anthropic"),

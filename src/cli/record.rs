@@ -26,6 +26,8 @@ pub enum Agent {
     Droid,
     /// Qwen Code (PostToolUse, PostToolUseFailure, Stop)
     QwenCode,
+    /// Copilot CLI (postToolUse, agentStop)
+    Copilot,
 }
 
 pub async fn record(agent: Agent, data_dir: &Path, store: Option<&str>) -> ExitCode {
@@ -50,6 +52,7 @@ async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Resul
         Agent::Gemini => after::gemini(&input).map(|r| r.into_iter().collect()),
         Agent::Droid => after::droid(&input).map(|r| r.into_iter().collect()),
         Agent::QwenCode => after::qwen(&input).map(|r| r.into_iter().collect()),
+        Agent::Copilot => after::copilot(&input).map(|r| r.into_iter().collect()),
         Agent::Codex => after::codex(&input).map(Option::unwrap_or_default),
     }
     .map_err(|e| e.to_string())?;

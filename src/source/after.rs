@@ -276,6 +276,58 @@ pub fn droid(stdin: &str) -> Result<Option<Report>, SourceError> {
     }))
 }
 
+/// Copilot CLI's `postToolUse` (`create`, `edit`: a file; `bash`: a command, its exit code
+/// from the `<shellId: N completed with exit code C>` its output ends with; `exit_plan_mode`: a
+/// plan approved in its own menu) and `agentStop` (its turn ended). Copilot's payloads are
+/// camelCase and name no event: a `toolResult` is a tool's, a `stopReason` the end of a turn.
+/// `None`: anything else.
+pub fn copilot(stdin: &str) -> Result<Option<Report>, SourceError> {
+    let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: "Copilot CLI",
+        message: e.to_string(),
+    })?;
+    let (Some(session), Some(cwd)) = (input["sessionId"].as_str(), input["cwd"].as_str()) else {
+        return Err(SourceError::Input {
+            agent: "Copilot CLI",
+            message: "no sessionId or cwd".into(),
+        });
+    };
+    let tool = input["toolName"].as_str().unwrap_or_default();
+    let args = &input["toolArgs"];
+    let ended = input.get("stopReason").is_some() && input.get("toolName").is_none();
+    let used = input["toolResult"].is_object();
+    let work = if ended {
+        Some(finished())
+    } else if !used {
+        return Ok(None);
+    } else {
+        match tool {
+            "create" | "edit" => args["path"]
+                .as_str()
+                .and_then(|named| file_work(cwd, named, tool)),
+            "bash" => args["command"].as_str().map(|command| {
+                let output = input["toolResult"]["textResultForLlm"]
+                    .as_str()
+                    .unwrap_or_default();
+                let exit = output
+                    .trim_end()
+                    .rsplit_once(" completed with exit code ")
+                    .and_then(|(_, code)| code.strip_suffix('>')?.trim().parse().ok());
+                command_work(command, exit, tool)
+            }),
+            _ => None,
+        }
+    };
+    Ok(Some(Report {
+        source: Source {
+            kind: SourceKind::Copilot,
+            session: Some(session.to_owned()),
+        },
+        answered: ended || tool == "exit_plan_mode",
+        work,
+    }))
+}
+
 /// Codex's `PostToolUse` (`apply_patch`: the files its patch adds, updates, moves or deletes;
 /// `Bash`: a command, whose exit code Codex does not report) and `Stop` (its turn ended).
 /// `None`: another event.

@@ -164,14 +164,15 @@ pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> 
 fn hook_timeouts(text: &str) -> Vec<Duration> {
     timeouts_of("BeforeTool", "gemini", text)
         .map(|timeout| {
-            let ms = timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+            let ms = timeout.map_or(DEFAULT_TIMEOUT_MS, |ms| ms.max(0.0) as u64);
             // Node runs a longer timer after 1 ms.
             Duration::from_millis(if ms > i32::MAX as u64 { 1 } else { ms })
         })
         .collect()
 }
 
-/// The `timeout` (`None` where it has none) of each `event` hook in a settings file of Claude
+/// The `timeout` (`None` where it has none; a number, or a string that holds one, as the
+/// agents' JavaScript reads it) of each `event` hook in a settings file of Claude
 /// Code's shape (JSON, with comments; the hooks under `hooks`, or at the top level as in
 /// Droid's `hooks.json`) that runs `plandesk hook AGENT`, whatever the path, spacing, or
 /// options after it.
@@ -179,7 +180,7 @@ pub(crate) fn timeouts_of<'a>(
     event: &'a str,
     agent: &'a str,
     text: &str,
-) -> impl Iterator<Item = Option<u64>> + 'a {
+) -> impl Iterator<Item = Option<f64>> + 'a {
     let settings = serde_json::from_str::<Value>(&strip_comments(text)).unwrap_or_default();
     let hooks: Vec<Value> = [&settings["hooks"][event], &settings[event]]
         .into_iter()
@@ -195,7 +196,11 @@ pub(crate) fn timeouts_of<'a>(
         words
             .windows(2)
             .any(|w| w == ["hook", agent])
-            .then(|| hook["timeout"].as_u64())
+            .then(|| match &hook["timeout"] {
+                Value::String(text) => text.trim().parse::<f64>().ok(),
+                number => number.as_f64(),
+            })
+            .map(|timeout| timeout.filter(|t| t.is_finite()))
     })
 }
 

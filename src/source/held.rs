@@ -75,7 +75,13 @@ pub fn hook_timeout(agent: Agent, env: impl Fn(&str) -> Option<OsString>) -> Opt
     let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     match agent {
         Agent::QwenCode => {
+            let system = var("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+                .unwrap_or_else(|| PathBuf::from("/etc/qwen-code/settings.json"));
+            let defaults = var("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+                .or_else(|| system.parent().map(|dir| dir.join("system-defaults.json")));
             let files = [
+                Some(system),
+                defaults,
                 var("HOME").map(|home| home.join(".qwen/settings.json")),
                 var("QWEN_PROJECT_DIR").map(|dir| dir.join(".qwen/settings.json")),
             ];
@@ -114,12 +120,13 @@ pub fn hook_timeout(agent: Agent, env: impl Fn(&str) -> Option<OsString>) -> Opt
 /// Droid's default hook timeout, when a hook sets none (or 0).
 const DROID_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A Droid hook `timeout`: seconds (60 when unset or 0; past what a Node timer holds, 1 ms).
-fn droid_timeout(timeout: Option<u64>) -> Duration {
+/// A Droid hook `timeout`: seconds (60 when unset, 0 or less; past what a Node timer holds,
+/// 1 ms).
+fn droid_timeout(timeout: Option<f64>) -> Duration {
     match timeout {
-        None | Some(0) => DROID_DEFAULT_TIMEOUT,
-        Some(secs) if secs.saturating_mul(1000) > i32::MAX as u64 => Duration::from_millis(1),
-        Some(secs) => Duration::from_secs(secs),
+        Some(secs) if secs * 1000.0 > f64::from(i32::MAX) => Duration::from_millis(1),
+        Some(secs) if secs > 0.0 => Duration::from_secs_f64(secs),
+        _ => DROID_DEFAULT_TIMEOUT,
     }
 }
 
@@ -136,14 +143,14 @@ pub fn exit_status(agent: Agent, answer: &str) -> u8 {
     }
 }
 
-/// A Qwen Code hook `timeout`: seconds below 1000, milliseconds from there (60 s when unset;
-/// past what a Node timer holds, 1 ms).
-fn qwen_timeout(timeout: Option<u64>) -> Duration {
+/// A Qwen Code hook `timeout`: seconds below 1000 (fractions too), milliseconds from there
+/// (60 s when unset, 0 or less; past what a Node timer holds, 1 ms).
+fn qwen_timeout(timeout: Option<f64>) -> Duration {
     match timeout {
-        None | Some(0) => QWEN_HOOK_LIMIT,
-        Some(secs) if secs < 1000 => Duration::from_secs(secs),
-        Some(ms) if ms > i32::MAX as u64 => Duration::from_millis(1),
-        Some(ms) => Duration::from_millis(ms),
+        Some(secs) if secs > 0.0 && secs < 1000.0 => Duration::from_secs_f64(secs),
+        Some(ms) if ms > f64::from(i32::MAX) => Duration::from_millis(1),
+        Some(ms) if ms >= 1000.0 => Duration::from_millis(ms as u64),
+        _ => QWEN_HOOK_LIMIT,
     }
 }
 
@@ -375,6 +382,20 @@ mod tests {
         assert_eq!(timeout(), Duration::from_secs(4), "milliseconds from 1000");
         write(project.path(), json!(3_000_000_000u64));
         assert_eq!(timeout(), Duration::from_millis(1), "past a Node timer");
+        write(project.path(), json!("5"));
+        assert_eq!(
+            timeout(),
+            Duration::from_secs(5),
+            "a string Qwen reads as a number"
+        );
+        write(project.path(), json!(0.5));
+        assert_eq!(
+            timeout(),
+            Duration::from_millis(500),
+            "fractions of seconds"
+        );
+        write(project.path(), json!(-3));
+        assert_eq!(timeout(), QWEN_HOOK_LIMIT, "0 or less: the default");
         assert_eq!(hook_timeout(Agent::Droid, env), None);
         std::fs::create_dir_all(project.path().join(".factory")).unwrap();
         let hooks = json!({"PreToolUse": [{"matcher": "^ExitSpecMode$", "hooks": [
@@ -394,8 +415,8 @@ mod tests {
             Some(Duration::from_secs(45)),
             "Droid's hooks.json holds them at the top level, in seconds"
         );
-        assert_eq!(droid_timeout(Some(0)), DROID_DEFAULT_TIMEOUT);
-        assert_eq!(droid_timeout(Some(2_147_484)), Duration::from_millis(1));
+        assert_eq!(droid_timeout(Some(0.0)), DROID_DEFAULT_TIMEOUT);
+        assert_eq!(droid_timeout(Some(2_147_484.0)), Duration::from_millis(1));
     }
 
     #[test]

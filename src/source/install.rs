@@ -55,18 +55,20 @@ pub enum Target {
     Gemini,
     Droid,
     QwenCode,
+    Copilot,
     /// An MCP server entry in the project's `.mcp.json`.
     Mcp,
 }
 
 impl Target {
     /// Every target, in the order people see them listed.
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 7] = [
         Target::ClaudeCode,
         Target::Codex,
         Target::Gemini,
         Target::Droid,
         Target::QwenCode,
+        Target::Copilot,
         Target::Mcp,
     ];
 
@@ -90,6 +92,7 @@ impl Target {
             Target::Gemini => SourceKind::Gemini,
             Target::Droid => SourceKind::Droid,
             Target::QwenCode => SourceKind::QwenCode,
+            Target::Copilot => SourceKind::Copilot,
             Target::Mcp => SourceKind::Mcp,
         }
     }
@@ -129,6 +132,8 @@ pub struct Places {
     /// `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, if set.
     pub claude_dir: Option<PathBuf>,
     pub codex_home: Option<PathBuf>,
+    /// `COPILOT_HOME`, if set.
+    pub copilot_home: Option<PathBuf>,
     /// The folder `install mcp` writes `.mcp.json` into (and the server's workspace).
     pub project: PathBuf,
     /// This `plandesk` binary, absolute.
@@ -152,6 +157,7 @@ impl Places {
             home: env_dir("HOME").ok_or(InstallError::NoHome)?,
             claude_dir: env_dir("CLAUDE_CONFIG_DIR"),
             codex_home: env_dir("CODEX_HOME"),
+            copilot_home: env_dir("COPILOT_HOME"),
             project: std::env::current_dir().map_err(|e| file_error(Path::new("."), e))?,
             exe,
             data_dir,
@@ -218,6 +224,9 @@ const GEMINI_RECORDED_TOOLS: &str = "^(write_file|replace|run_shell_command)$";
 /// Factory Droid's tools whose use `PostToolUse` records, and `ExitSpecMode`: a plan answered
 /// in Droid's own dialog.
 const DROID_RECORDED_TOOLS: &str = "^(ExitSpecMode|Create|Edit|MultiEdit|ApplyPatch|Execute)$";
+/// Copilot CLI's tools whose use `postToolUse` records (a regular expression on the whole name),
+/// and `exit_plan_mode`: a plan answered in Copilot's own menu.
+const COPILOT_RECORDED_TOOLS: &str = "exit_plan_mode|create|edit|bash";
 /// Qwen Code's tools whose use `PostToolUse` records (a JavaScript regular expression), and
 /// `exit_plan_mode`: a plan answered in Qwen Code's own dialog.
 const QWEN_RECORDED_TOOLS: &str = "^(exit_plan_mode|write_file|edit|run_shell_command)$";
@@ -382,6 +391,41 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
                 _ => dir.join("settings.json"),
             };
             (file, hooks, None)
+        }
+        Target::Copilot => {
+            // A hooks file of Plandesk's own in Copilot's hooks folder, holding Claude Code's
+            // groups (which Copilot reads beside its own flat entries); `timeout` in seconds.
+            let state = places
+                .copilot_home
+                .clone()
+                .unwrap_or_else(|| places.home.join(".copilot"));
+            let place = HookPlace {
+                event: "preToolUse",
+                matcher: Some("exit_plan_mode"),
+                verb: "hook",
+                agent: "copilot",
+                hook: command("hook", "copilot", HOOK_TIMEOUT_SECS),
+                wanted: true,
+            };
+            let record = |event, matcher| HookPlace {
+                event,
+                matcher,
+                verb: "record",
+                agent: "copilot",
+                hook: command("record", "copilot", RECORD_TIMEOUT_SECS),
+                wanted: places.record,
+            };
+            let hooks = vec![
+                place,
+                record("postToolUse", Some(COPILOT_RECORDED_TOOLS)),
+                record("agentStop", None),
+            ];
+            let note = (!uninstall).then(|| {
+                "After you approve, Copilot CLI still shows its own \"Plan Ready for Review\" menu \
+                 in its terminal (no setting skips it)."
+                    .to_owned()
+            });
+            (state.join("hooks/plandesk.json"), hooks, note)
         }
         Target::Mcp => return plan_mcp(uninstall, places),
     };

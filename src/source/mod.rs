@@ -7,6 +7,7 @@
 pub mod after;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod gemini;
 pub mod held;
 pub mod install;

@@ -569,3 +569,39 @@ fn a_qwen_code_hook_answers_before_qwen_code_stops_waiting() {
         .contains("No decision was made"));
     assert_eq!(fx.listing(&["history"])[0]["status"], "expired");
 }
+
+/// Copilot CLI names only its session: the plan is that session's `plan.md` in its state folder.
+#[test]
+fn a_copilot_plan_is_read_from_its_session_state_and_answered_explicitly() {
+    let fx = Fixture::new(json!([]));
+    let state = fx.root.join("copilot-home");
+    let session = state.join("session-state/7720-ab");
+    std::fs::create_dir_all(&session).unwrap();
+    let payload = json!({"sessionId": "7720-ab", "timestamp": 1, "cwd": "/w",
+                         "toolName": "exit_plan_mode", "toolArgs": {"summary": "Cache"}});
+    let copilot = || {
+        let mut cmd = fx.command(&["hook", "copilot"]);
+        cmd.env("COPILOT_HOME", &state);
+        spawn_with_input(cmd, payload.to_string().as_bytes())
+    };
+    let unwritten = answer(copilot());
+    assert_eq!(unwritten["permissionDecision"], "deny");
+    std::fs::write(session.join("plan.md"), "# Cache\n\n1. Add it\n").unwrap();
+    let first = copilot();
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["reject", &run, "--feedback", "Bound it"]);
+    let denied = answer(first);
+    assert_eq!(denied["permissionDecision"], "deny");
+    assert!(denied["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("User feedback: Bound it"));
+    std::fs::write(session.join("plan.md"), "# Cache\n\n1. Add an LRU cache\n").unwrap();
+    let second = copilot();
+    assert_eq!(wait_pending(&fx, 1)[0]["runId"], run.as_str());
+    fx.ok(&["approve", &run]);
+    assert_eq!(answer(second), json!({"permissionDecision": "allow"}));
+}

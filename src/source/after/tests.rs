@@ -322,3 +322,50 @@ fn droid_reports_files_commands_its_own_dialogs_answer_and_its_turns_end() {
     let other = json!({"session_id": "s", "cwd": "/", "hook_event_name": "SessionEnd"});
     assert!(droid(&other.to_string()).unwrap().is_none());
 }
+
+#[test]
+fn copilot_reports_files_commands_its_own_menus_answer_and_its_turns_end() {
+    let used = |tool: &str, args: Value, text: &str| {
+        let payload = json!({"sessionId": "7720", "timestamp": 1, "cwd": "/w", "toolName": tool,
+            "toolArgs": args, "toolResult": {"resultType": "success", "textResultForLlm": text}});
+        copilot(&payload.to_string()).unwrap().unwrap()
+    };
+    let created = used(
+        "create",
+        json!({"path": "/w/src/cache.js", "file_text": "x"}),
+        "Created file",
+    );
+    assert_eq!(created.source.kind, SourceKind::Copilot);
+    assert_eq!(created.source.session.as_deref(), Some("7720"));
+    assert_eq!(
+        created.work.unwrap().path.as_deref(),
+        Some("/w/src/cache.js")
+    );
+    let ran = |text: &str| {
+        used("bash", json!({"command": "ls x", "description": "d"}), text)
+            .work
+            .unwrap()
+            .exit_code
+    };
+    assert_eq!(
+        ran("cached\n<shellId: 0 completed with exit code 0>"),
+        Some(0)
+    );
+    assert_eq!(
+        ran("ls: no\n<shellId: 1 completed with exit code 2>\n"),
+        Some(2)
+    );
+    assert_eq!(ran("still running"), None);
+    let approved_there = used("exit_plan_mode", json!({"summary": "s"}), "Plan approved!");
+    assert!(approved_there.answered);
+    assert_eq!(approved_there.work, None);
+    let stop = json!({"sessionId": "7720", "cwd": "/w", "transcriptPath": "/t",
+                      "stopReason": "end_turn", "stop_hook_active": false});
+    let end = copilot(&stop.to_string()).unwrap().unwrap();
+    assert!(end.answered);
+    assert_eq!(end.work.unwrap().kind, WorkKind::Finished);
+    let failed = json!({"sessionId": "7720", "cwd": "/w", "toolName": "view",
+                        "toolArgs": {"path": "/w/x"}, "error": "Path does not exist"});
+    assert!(copilot(&failed.to_string()).unwrap().is_none());
+    assert!(copilot("{}").is_err());
+}

@@ -7,6 +7,7 @@ fn places(dir: &Path) -> Places {
         home: dir.join("home"),
         claude_dir: None,
         codex_home: None,
+        copilot_home: None,
         project: dir.join("project"),
         exe: PathBuf::from("/opt/Plan Desk/plandesk"),
         data_dir: None,
@@ -163,6 +164,17 @@ fn each_agent_gets_its_own_shape() {
         droid["hooks"]["PostToolUse"][0]["matcher"],
         DROID_RECORDED_TOOLS
     );
+    let copilot = plan(Target::Copilot, false, &p).unwrap();
+    assert!(copilot.file.ends_with(".copilot/hooks/plandesk.json"));
+    let copilot = settings(&copilot);
+    let group = &copilot["hooks"]["preToolUse"][0];
+    assert_eq!(group["matcher"], "exit_plan_mode");
+    assert_eq!(group["hooks"][0]["timeout"], 86_400, "seconds");
+    assert_eq!(
+        copilot["hooks"]["postToolUse"][0]["matcher"],
+        COPILOT_RECORDED_TOOLS
+    );
+    assert!(copilot["hooks"]["agentStop"][0].get("matcher").is_none());
     let mcp = settings(&plan(Target::Mcp, false, &p).unwrap());
     assert_eq!(
         mcp["mcpServers"]["plandesk"]["command"],

@@ -1,0 +1,258 @@
+//! GitHub Copilot CLI: a `preToolUse` hook on `exit_plan_mode` (`plandesk hook copilot`). The
+//! payload is camelCase (`sessionId`, `cwd`, `toolName`, `toolArgs`) and carries only the
+//! plan's summary: the plan is the session's `plan.md` in Copilot's state folder
+//! (`$COPILOT_HOME`, else `~/.copilot`), always written before the hook runs. Answers are
+//! `permissionDecision` allow / deny with `permissionDecisionReason`, which the model reads as
+//! "Denied by preToolUse hook: …". Copilot sends the plan to its own menu when a hook prints
+//! nothing or times out (30 s unless its `timeout` says otherwise), so every answer is explicit
+//! and comes before that; after an allow, Copilot's own "Plan Ready for Review" menu still asks.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{read_plan_file, Answer, SourceError};
+use crate::review::ExternalPlan;
+use crate::store::{Source, SourceKind};
+
+const AGENT: &str = "Copilot CLI";
+const TOOL: &str = "exit_plan_mode";
+const EVENT: &str = "preToolUse";
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Input {
+    session_id: String,
+    cwd: String,
+    tool_name: String,
+}
+
+/// What a hook call asks for.
+#[derive(Debug)]
+pub enum Call {
+    /// A plan to review.
+    Review(Box<ExternalPlan>),
+    /// Not the plan tool: print nothing.
+    NotOurs,
+    /// The plan file is missing or empty: deny, telling the model to write it first.
+    Unwritten(String),
+}
+
+/// Copilot's state folder: `$COPILOT_HOME`, else `~/.copilot`. `env` reads the hook's
+/// environment.
+pub fn state_dir(env: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("COPILOT_HOME").or_else(|| var("HOME").map(|home| home.join(".copilot")))
+}
+
+/// Parses the hook's stdin; the plan is read from the session's `plan.md` under `state`.
+pub fn parse(stdin: &str, state: Option<&Path>) -> Result<Call, SourceError> {
+    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: AGENT,
+        message: e.to_string(),
+    })?;
+    if input.tool_name != TOOL {
+        return Ok(Call::NotOurs);
+    }
+    // Only a plain name for a folder in the state folder: never one that climbs out of it.
+    let session = &input.session_id;
+    let plain = !session.is_empty()
+        && session.len() <= 200
+        && session
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !plain {
+        return Err(SourceError::Input {
+            agent: AGENT,
+            message: "the sessionId is not a plain name".into(),
+        });
+    }
+    let state = state.ok_or_else(|| {
+        SourceError::NoPlan("neither COPILOT_HOME nor HOME is set: no state folder".into())
+    })?;
+    let path = state.join("session-state").join(session).join("plan.md");
+    let text = match read_plan_file(&path) {
+        Ok(text) if !text.trim().is_empty() => text,
+        _ => {
+            return Ok(Call::Unwritten(format!(
+                "The plan file {} is missing or empty. Write the complete plan there first, then \
+                 call exit_plan_mode again.",
+                path.display()
+            )))
+        }
+    };
+    Ok(Call::Review(Box::new(ExternalPlan {
+        source: Source {
+            kind: SourceKind::Copilot,
+            session: Some(input.session_id),
+        },
+        prompt: format!("{AGENT} session in {}", crate::text::short(&input.cwd, 200)),
+        cwd: input.cwd,
+        tool_name: TOOL.into(),
+        path: path.display().to_string(),
+        text,
+        item_id: None,
+        submitter: None,
+        file: None,
+    })))
+}
+
+/// The hook's stdout for a decision: an explicit allow or deny, always.
+pub fn answer(answer: &Answer) -> String {
+    match answer {
+        Answer::Approve(_) => json!({"permissionDecision": "allow"}).to_string(),
+        Answer::Abandoned => deny("The plan was not reviewed: the review was stopped."),
+        other => deny(&other.denial().unwrap_or_default()),
+    }
+}
+
+pub fn deny(reason: &str) -> String {
+    json!({"permissionDecision": "deny", "permissionDecisionReason": reason}).to_string()
+}
+
+/// Not approved because we failed: an explicit deny (Copilot sends silence to its own menu).
+pub fn failure(err: &SourceError) -> String {
+    deny(&err.denial())
+}
+
+/// Copilot's timeout for a hook that sets none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest hook file read for the hook's timeout.
+const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+/// At most this many hook files are looked at in the hooks folder.
+const MAX_HOOK_FILES: usize = 100;
+
+/// How long Copilot lets this hook run: the shortest `timeoutSec` / `timeout` (seconds; 30 when
+/// unset) of the `preToolUse` hooks that run `plandesk hook copilot`, in the state folder's
+/// `hooks/*.json` and `settings.json`. `None` if none is found.
+pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> {
+    let state = state_dir(&env)?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(state.join("hooks"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .take(MAX_HOOK_FILES)
+        .collect();
+    files.push(state.join("settings.json"));
+    files
+        .iter()
+        .filter_map(|file| super::read_settings_file(file, MAX_SETTINGS_BYTES))
+        .flat_map(|text| timeouts(&text))
+        .min()
+}
+
+/// The timeouts of this hook's `preToolUse` entries in one file: flat entries (`bash` or
+/// `command`) or Claude Code's groups of them.
+fn timeouts(text: &str) -> Vec<Duration> {
+    let Ok(file) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let entries = file["hooks"][EVENT].as_array().cloned().unwrap_or_default();
+    let hooks = entries
+        .iter()
+        .flat_map(|entry| match entry["hooks"].as_array() {
+            Some(group) => group.iter().collect::<Vec<_>>(),
+            None => vec![entry],
+        });
+    hooks
+        .filter(|hook| {
+            let command = hook["command"].as_str().or_else(|| hook["bash"].as_str());
+            command.is_some_and(|c| {
+                let words: Vec<&str> = c.split_whitespace().collect();
+                words.windows(2).any(|w| w == ["hook", "copilot"])
+            })
+        })
+        .map(|hook| {
+            hook["timeoutSec"]
+                .as_u64()
+                .or_else(|| hook["timeout"].as_u64())
+                .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdin(session: &str, tool: &str) -> String {
+        json!({"sessionId": session, "timestamp": 1_796_506_204_523u64, "cwd": "/w",
+               "toolName": tool, "toolArgs": {"summary": "Cache lookups"}})
+        .to_string()
+    }
+
+    #[test]
+    fn the_plan_is_the_sessions_plan_file() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path().join("session-state/7720-ab");
+        std::fs::create_dir_all(&dir).unwrap();
+        let Call::Unwritten(why) = parse(&stdin("7720-ab", TOOL), Some(state.path())).unwrap()
+        else {
+            panic!("no plan yet");
+        };
+        assert!(why.contains("missing or empty"), "{why}");
+        std::fs::write(dir.join("plan.md"), "# Cache\n\n1. Add it\n").unwrap();
+        let Call::Review(plan) = parse(&stdin("7720-ab", TOOL), Some(state.path())).unwrap() else {
+            panic!("a plan to review");
+        };
+        assert_eq!(plan.text, "# Cache\n\n1. Add it\n");
+        assert_eq!(plan.source.kind, SourceKind::Copilot);
+        assert_eq!(plan.source.session.as_deref(), Some("7720-ab"));
+        assert!(matches!(
+            parse(&stdin("7720-ab", "bash"), Some(state.path())).unwrap(),
+            Call::NotOurs
+        ));
+    }
+
+    #[test]
+    fn a_session_id_that_is_not_a_plain_name_is_refused() {
+        let state = tempfile::tempdir().unwrap();
+        for session in ["../../etc", "a/b", "", ".."] {
+            assert!(
+                parse(&stdin(session, TOOL), Some(state.path())).is_err(),
+                "{session:?}"
+            );
+        }
+        assert!(parse("{}", Some(state.path())).is_err());
+    }
+
+    #[test]
+    fn answers_are_explicit() {
+        assert_eq!(
+            answer(&Answer::Approve(Default::default())),
+            r#"{"permissionDecision":"allow"}"#
+        );
+        let denied: Value =
+            serde_json::from_str(&answer(&Answer::Revise("Smaller".into()))).unwrap();
+        assert_eq!(denied["permissionDecision"], "deny");
+        assert!(denied["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("User feedback: Smaller"));
+        let failed: Value = serde_json::from_str(&failure(&SourceError::Stopped)).unwrap();
+        assert_eq!(failed["permissionDecision"], "deny");
+    }
+
+    #[test]
+    fn the_timeout_is_read_from_the_hook_files_in_seconds() {
+        let home = tempfile::tempdir().unwrap();
+        let env = |name: &str| (name == "COPILOT_HOME").then(|| home.path().into());
+        assert_eq!(hook_timeout(env), None);
+        std::fs::create_dir_all(home.path().join("hooks")).unwrap();
+        let group = json!({"hooks": {"preToolUse": [{"matcher": "exit_plan_mode", "hooks": [
+            {"type": "command", "command": "/bin/plandesk hook copilot", "timeout": 600}]}]}});
+        std::fs::write(home.path().join("hooks/plandesk.json"), group.to_string()).unwrap();
+        assert_eq!(hook_timeout(env), Some(Duration::from_secs(600)));
+        let flat = json!({"version": 1, "hooks": {"preToolUse": [
+            {"type": "command", "bash": "plandesk hook copilot", "matcher": "exit_plan_mode"}]}});
+        std::fs::write(home.path().join("settings.json"), flat.to_string()).unwrap();
+        assert_eq!(hook_timeout(env), Some(DEFAULT_TIMEOUT), "30 s when unset");
+    }
+}

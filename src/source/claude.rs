@@ -50,7 +50,7 @@ pub fn parse(stdin: &str) -> Result<Option<Call>, SourceError> {
     let prompt = input
         .transcript_path
         .as_deref()
-        .and_then(|t| first_user_request(Path::new(t)))
+        .and_then(|t| super::first_user_request(Path::new(t), MAX_TRANSCRIPT))
         .unwrap_or_else(|| format!("{AGENT} session in {}", input.cwd));
     let session = input.session_id.clone();
     let file = PlanFile::inside(Path::new(&path), &writable_roots(&input.cwd));
@@ -226,24 +226,6 @@ fn find_plan(input: &Input) -> Result<(String, String), SourceError> {
 fn read_tail(path: &Path) -> Result<String, SourceError> {
     super::read_tail(path, MAX_TRANSCRIPT)
         .map_err(|e| SourceError::NoPlan(format!("{}: {e}", path.display())))
-}
-
-/// The user's first request in the session, for the inbox.
-fn first_user_request(transcript: &Path) -> Option<String> {
-    let text = read_tail(transcript).ok()?;
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["type"] == "user")
-        .find_map(|e| match &e["message"]["content"] {
-            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
-            Value::Array(blocks) => blocks
-                .iter()
-                .find(|b| b["type"] == "text")
-                .and_then(|b| b["text"].as_str())
-                .map(str::to_owned),
-            _ => None,
-        })
-        .map(|s| crate::text::short(&s, 200))
 }
 
 /// The hook's stdout for a decision (`None`: print nothing, Claude Code asks as usual).

@@ -154,12 +154,17 @@ fn qwen_timeout(timeout: Option<f64>) -> Duration {
     }
 }
 
+/// The most of a transcript read for the session's first request.
+const MAX_TRANSCRIPT: u64 = 32 * 1024 * 1024;
+
 /// The largest settings file read for the hook's timeout.
 const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, Deserialize)]
 struct Input {
     session_id: String,
+    #[serde(default)]
+    transcript_path: Option<String>,
     cwd: String,
     #[serde(default)]
     hook_event_name: Option<String>,
@@ -229,11 +234,17 @@ pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
             kind: agent.kind(),
             session: Some(input.session_id),
         },
-        prompt: format!(
-            "{} session in {}",
-            agent.name(),
-            crate::text::short(&input.cwd, 200)
-        ),
+        prompt: input
+            .transcript_path
+            .as_deref()
+            .and_then(|t| super::first_user_request(std::path::Path::new(t), MAX_TRANSCRIPT))
+            .unwrap_or_else(|| {
+                format!(
+                    "{} session in {}",
+                    agent.name(),
+                    crate::text::short(&input.cwd, 200)
+                )
+            }),
         cwd: input.cwd,
         tool_name: agent.tool().into(),
         path: "plan.md".into(),
@@ -323,6 +334,31 @@ mod tests {
         let qwen = review(Agent::QwenCode, json!({"plan": "# Q\n\ny"}));
         assert_eq!(qwen.text, "# Q\n\ny");
         assert_eq!(qwen.tool_name, "exit_plan_mode");
+    }
+
+    #[test]
+    fn the_inbox_shows_the_request_qwen_codes_transcript_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("chat.jsonl");
+        let lines = [
+            json!({"type": "system", "subtype": "slash_command", "systemPayload": {}}),
+            json!({"type": "user", "provenance": "system", "message": {"role": "user", "parts": [{"text": "injected"}]}}),
+            json!({"type": "user", "provenance": "real_user", "message": {"role": "user", "parts": [{"text": "Add a cache"}]}}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\nnot json\n")).collect();
+        std::fs::write(&transcript, text).unwrap();
+        let mut payload: Value =
+            serde_json::from_str(&stdin(Agent::QwenCode, json!({"plan": "p"}))).unwrap();
+        payload["transcript_path"] = json!(transcript);
+        let Call::Review(plan) = parse(Agent::QwenCode, &payload.to_string()).unwrap() else {
+            panic!("a plan");
+        };
+        assert_eq!(plan.prompt, "Add a cache");
+        let missing = review(Agent::QwenCode, json!({"plan": "p"}));
+        assert_eq!(
+            missing.prompt, "Qwen Code session in /w",
+            "no transcript: the session"
+        );
     }
 
     #[test]

@@ -392,6 +392,33 @@ pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<Str
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// The user's first request in a session's transcript (JSON lines, Claude Code's or Qwen Code's:
+/// a `user` entry's `message.content`, a string or blocks, or its `message.parts`), for the
+/// inbox; read as [`read_tail`] reads, at most `max` bytes.
+pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Option<String> {
+    use serde_json::Value;
+    let text = read_tail(transcript, max).ok()?;
+    let first_text = |blocks: &Value| {
+        blocks
+            .as_array()?
+            .iter()
+            .find(|b| b["type"] == "text" || (b.get("type").is_none() && b["text"].is_string()))
+            .and_then(|b| b["text"].as_str())
+            .map(str::to_owned)
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| {
+            e["type"] == "user" && e["provenance"].as_str().is_none_or(|p| p == "real_user")
+        })
+        .find_map(|e| match &e["message"]["content"] {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            Value::Array(_) => first_text(&e["message"]["content"]),
+            _ => first_text(&e["message"]["parts"]),
+        })
+        .map(|s| crate::text::short(&s, 200))
+}
+
 /// A person's settings file for an agent (JSON), never blocking on it: `None` if it is missing,
 /// not a regular file (a link to one is followed), not UTF-8 or larger than `max` bytes.
 pub(crate) fn read_settings_file(path: &std::path::Path, max: u64) -> Option<String> {

@@ -14,7 +14,7 @@ use plandesk::source::install::{self, Places, Target};
 use plandesk::source::mcp::{self, McpOptions};
 use plandesk::source::serve::ServeOptions;
 use plandesk::source::{
-    self, claude, codex, copilot, gemini, held, review_plan, stop_requested, SourceError,
+    self, claude, codex, copilot, gemini, held, opencode, review_plan, stop_requested, SourceError,
     WaitSettings,
 };
 use plandesk::{Engine, EngineError};
@@ -80,6 +80,9 @@ pub enum Agent {
     QwenCode,
     /// Copilot CLI (preToolUse on exit_plan_mode)
     Copilot,
+    /// OpenCode (Plandesk's plugin, on plan_exit)
+    #[value(name = "opencode")]
+    OpenCode,
 }
 
 impl Agent {
@@ -91,6 +94,7 @@ impl Agent {
             Agent::Droid => held::failure(held::Agent::Droid, err),
             Agent::QwenCode => held::failure(held::Agent::QwenCode, err),
             Agent::Copilot => copilot::failure(err),
+            Agent::OpenCode => opencode::failure(err),
         })
     }
 
@@ -304,6 +308,14 @@ async fn run_hook(
                 }
             }
         }
+        Agent::OpenCode => match opencode::parse(&input)? {
+            opencode::Call::Unwritten(reason) => Ok(Some(opencode::deny(&reason))),
+            opencode::Call::Review(plan) => {
+                let engine = Engine::open_at(&store, "hook:opencode").await?;
+                let answer = review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
+                Ok(Some(opencode::answer(&answer)))
+            }
+        },
         Agent::Gemini => {
             let plans_dir = std::env::var_os(gemini::PLANS_DIR_ENV).map(PathBuf::from);
             match gemini::parse(&input, plans_dir.as_deref())? {

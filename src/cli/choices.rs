@@ -42,6 +42,9 @@ pub enum InstallTarget {
     QwenCode,
     /// Copilot CLI's preToolUse hook on exit_plan_mode
     Copilot,
+    /// OpenCode: Plandesk's plugin in its plugins folder
+    #[value(name = "opencode")]
+    OpenCode,
     /// An MCP server entry in the project's .mcp.json
     Mcp,
 }
@@ -55,6 +58,7 @@ impl From<InstallTarget> for Target {
             InstallTarget::Droid => Target::Droid,
             InstallTarget::QwenCode => Target::QwenCode,
             InstallTarget::Copilot => Target::Copilot,
+            InstallTarget::OpenCode => Target::OpenCode,
             InstallTarget::Mcp => Target::Mcp,
         }
     }

@@ -328,6 +328,44 @@ pub fn copilot(stdin: &str) -> Result<Option<Report>, SourceError> {
     }))
 }
 
+/// What Plandesk's OpenCode plugin sends after a tool ran (`{session_id, cwd, tool, args,
+/// output, exit_code?}`: `write`, `edit`, `patch`: a file; `bash`: a command) or when the
+/// session went idle (`{session_id, cwd, event: "idle"}`: its turn ended). `None`: another tool.
+pub fn opencode(stdin: &str) -> Result<Option<Report>, SourceError> {
+    let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: "OpenCode",
+        message: e.to_string(),
+    })?;
+    let (Some(session), Some(cwd)) = (input["session_id"].as_str(), input["cwd"].as_str()) else {
+        return Err(SourceError::Input {
+            agent: "OpenCode",
+            message: "no session_id or cwd".into(),
+        });
+    };
+    let idle = input["event"] == "idle";
+    let tool = input["tool"].as_str().unwrap_or_default();
+    let args = &input["args"];
+    let work = match tool {
+        _ if idle => Some(finished()),
+        "write" | "edit" | "patch" | "multiedit" => ["filePath", "file_path", "path"]
+            .iter()
+            .find_map(|key| args[key].as_str())
+            .and_then(|named| file_work(cwd, named, tool)),
+        "bash" => args["command"]
+            .as_str()
+            .map(|command| command_work(command, input["exit_code"].as_i64(), tool)),
+        _ => return Ok(None),
+    };
+    Ok(Some(Report {
+        source: Source {
+            kind: SourceKind::OpenCode,
+            session: Some(session.to_owned()),
+        },
+        answered: idle,
+        work,
+    }))
+}
+
 /// Codex's `PostToolUse` (`apply_patch`: the files its patch adds, updates, moves or deletes;
 /// `Bash`: a command, whose exit code Codex does not report) and `Stop` (its turn ended).
 /// `None`: another event.

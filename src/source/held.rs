@@ -354,6 +354,26 @@ mod tests {
             panic!("a plan");
         };
         assert_eq!(plan.prompt, "Add a cache");
+        let droid_transcript = dir.path().join("droid.jsonl");
+        let reminder =
+            json!({"type": "text", "text": "<system-reminder>\nTools\n</system-reminder>"});
+        let lines = [
+            json!({"type": "session_start", "id": "s"}),
+            json!({"type": "message", "id": "context-1", "message": {"role": "user", "content": [reminder]}}),
+            json!({"type": "message", "id": "m", "message": {"role": "user", "content": [reminder, {"type": "text", "text": "Add a cache to fetchUser"}]}}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&droid_transcript, text).unwrap();
+        let mut payload: Value =
+            serde_json::from_str(&stdin(Agent::Droid, json!({"plan": "p"}))).unwrap();
+        payload["transcript_path"] = json!(droid_transcript);
+        let Call::Review(plan) = parse(Agent::Droid, &payload.to_string()).unwrap() else {
+            panic!("a plan");
+        };
+        assert_eq!(
+            plan.prompt, "Add a cache to fetchUser",
+            "Droid's reminders are not the request"
+        );
         let missing = review(Agent::QwenCode, json!({"plan": "p"}));
         assert_eq!(
             missing.prompt, "Qwen Code session in /w",

@@ -56,19 +56,21 @@ pub enum Target {
     Droid,
     QwenCode,
     Copilot,
+    OpenCode,
     /// An MCP server entry in the project's `.mcp.json`.
     Mcp,
 }
 
 impl Target {
     /// Every target, in the order people see them listed.
-    pub const ALL: [Target; 7] = [
+    pub const ALL: [Target; 8] = [
         Target::ClaudeCode,
         Target::Codex,
         Target::Gemini,
         Target::Droid,
         Target::QwenCode,
         Target::Copilot,
+        Target::OpenCode,
         Target::Mcp,
     ];
 
@@ -93,6 +95,7 @@ impl Target {
             Target::Droid => SourceKind::Droid,
             Target::QwenCode => SourceKind::QwenCode,
             Target::Copilot => SourceKind::Copilot,
+            Target::OpenCode => SourceKind::OpenCode,
             Target::Mcp => SourceKind::Mcp,
         }
     }
@@ -134,6 +137,8 @@ pub struct Places {
     pub codex_home: Option<PathBuf>,
     /// `COPILOT_HOME`, if set.
     pub copilot_home: Option<PathBuf>,
+    /// `XDG_CONFIG_HOME`, if set (OpenCode's plugins are under it).
+    pub config_home: Option<PathBuf>,
     /// The folder `install mcp` writes `.mcp.json` into (and the server's workspace).
     pub project: PathBuf,
     /// This `plandesk` binary, absolute.
@@ -158,6 +163,7 @@ impl Places {
             claude_dir: env_dir("CLAUDE_CONFIG_DIR"),
             codex_home: env_dir("CODEX_HOME"),
             copilot_home: env_dir("COPILOT_HOME"),
+            config_home: env_dir("XDG_CONFIG_HOME"),
             project: std::env::current_dir().map_err(|e| file_error(Path::new("."), e))?,
             exe,
             data_dir,
@@ -189,11 +195,16 @@ pub struct Change {
     pub note: Option<String>,
     /// `file` with every link followed: what is read, backed up beside itself and replaced.
     target: PathBuf,
+    /// The file goes (a file of Plandesk's own, uninstalled): `after` is not written.
+    remove: bool,
 }
 
 impl Change {
     pub fn changes_anything(&self) -> bool {
-        self.before.as_deref() != Some(self.after.as_str())
+        match self.remove {
+            true => self.before.is_some(),
+            false => self.before.as_deref() != Some(self.after.as_str()),
+        }
     }
 }
 
@@ -385,10 +396,20 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
                 record("Stop", None),
             ];
             // Droid reads a folder's `hooks.json` over its `settings.json` (event by event):
-            // ours goes where it is not hidden.
-            let file = match dir.join("hooks.json") {
-                hooks_file if std::fs::symlink_metadata(&hooks_file).is_ok() => hooks_file,
-                _ => dir.join("settings.json"),
+            // ours goes where it is not hidden, and is removed from wherever it is.
+            let (settings_file, hooks_file) = (dir.join("settings.json"), dir.join("hooks.json"));
+            let has_ours = |file: &Path| {
+                read(file, OFlags::empty())
+                    .ok()
+                    .flatten()
+                    .is_some_and(|existing| existing.text.contains(" hook droid"))
+            };
+            let file = if uninstall && !has_ours(&hooks_file) && has_ours(&settings_file) {
+                settings_file
+            } else if std::fs::symlink_metadata(&hooks_file).is_ok() {
+                hooks_file
+            } else {
+                settings_file
             };
             (file, hooks, None)
         }
@@ -427,6 +448,7 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
             });
             (state.join("hooks/plandesk.json"), hooks, note)
         }
+        Target::OpenCode => return plan_opencode(uninstall, places),
         Target::Mcp => return plan_mcp(uninstall, places),
     };
     // A `hooks.json` holds the hooks at its top level; a settings file under `hooks`.
@@ -476,6 +498,51 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
         before,
         note,
         target,
+        remove: false,
+    })
+}
+
+/// OpenCode has no command hooks: Plandesk's plugin, a file of its own in OpenCode's plugins
+/// folder, naming this `plandesk` (and the store, if not the default). A file there that
+/// Plandesk did not write is left alone; uninstalling removes the file (backed up first).
+fn plan_opencode(uninstall: bool, places: &Places) -> Result<Change, InstallError> {
+    let config = places
+        .config_home
+        .clone()
+        .unwrap_or_else(|| places.home.join(".config"));
+    let file = config.join("opencode/plugins/plandesk.js");
+    let target = resolve_links(&file)?;
+    let before = read(&target, OFlags::empty())?.map(|existing| existing.text);
+    if before
+        .as_deref()
+        .is_some_and(|text| !super::opencode::is_ours(text))
+    {
+        return Err(file_error(
+            &file,
+            "a plugin Plandesk did not write; rename or remove it, then install again",
+        ));
+    }
+    let mut command = vec![places.exe.display().to_string()];
+    if let Some(dir) = &places.data_dir {
+        command.extend(["--data-dir".to_owned(), dir.display().to_string()]);
+    }
+    let after = match uninstall {
+        true => String::new(),
+        false => super::opencode::plugin_with(&command, places.record)
+            .ok_or_else(|| file_error(&file, "this plandesk's plugin has no command line"))?,
+    };
+    let note = (!uninstall).then(|| {
+        "OpenCode loads the plugin when it starts: restart it. After you approve, OpenCode still \
+         asks whether to switch to its build agent."
+            .to_owned()
+    });
+    Ok(Change {
+        file,
+        before,
+        after,
+        note,
+        target,
+        remove: uninstall,
     })
 }
 
@@ -532,6 +599,7 @@ fn plan_mcp(uninstall: bool, places: &Places) -> Result<Change, InstallError> {
         before,
         note,
         target,
+        remove: false,
     })
 }
 

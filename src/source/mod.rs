@@ -13,6 +13,7 @@ pub mod held;
 pub mod install;
 pub mod mcp;
 mod notify;
+pub mod opencode;
 pub mod presence;
 pub mod serve;
 
@@ -41,6 +42,7 @@ pub fn agent_name(kind: SourceKind) -> &'static str {
         SourceKind::Droid => "Factory Droid",
         SourceKind::QwenCode => "Qwen Code",
         SourceKind::Copilot => "Copilot CLI",
+        SourceKind::OpenCode => "OpenCode",
         SourceKind::Mcp => "an MCP client",
     }
 }
@@ -392,9 +394,10 @@ pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<Str
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The user's first request in a session's transcript (JSON lines, Claude Code's or Qwen Code's:
-/// a `user` entry's `message.content`, a string or blocks, or its `message.parts`), for the
-/// inbox; read as [`read_tail`] reads, at most `max` bytes.
+/// The user's first request in a session's transcript (JSON lines, Claude Code's, Droid's or
+/// Qwen Code's: a `user` entry's, or a user `message`'s, `message.content`, a string or blocks,
+/// or its `message.parts`; the reminders an agent adds are not the request), for the inbox;
+/// read as [`read_tail`] reads, at most `max` bytes.
 pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Option<String> {
     use serde_json::Value;
     let text = read_tail(transcript, max).ok()?;
@@ -402,14 +405,17 @@ pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Opti
         blocks
             .as_array()?
             .iter()
-            .find(|b| b["type"] == "text" || (b.get("type").is_none() && b["text"].is_string()))
-            .and_then(|b| b["text"].as_str())
+            .filter(|b| b["type"] == "text" || (b.get("type").is_none() && b["text"].is_string()))
+            .filter_map(|b| b["text"].as_str())
+            .find(|text| !text.trim_start().starts_with("<system-reminder>"))
             .map(str::to_owned)
     };
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| {
-            e["type"] == "user" && e["provenance"].as_str().is_none_or(|p| p == "real_user")
+            let user =
+                e["type"] == "user" || (e["type"] == "message" && e["message"]["role"] == "user");
+            user && e["provenance"].as_str().is_none_or(|p| p == "real_user")
         })
         .find_map(|e| match &e["message"]["content"] {
             Value::String(s) if !s.trim().is_empty() => Some(s.clone()),

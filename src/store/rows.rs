@@ -99,6 +99,8 @@ vocabulary! {
         QwenCode = "qwen-code",
         /// GitHub Copilot CLI.
         Copilot = "copilot",
+        /// OpenCode, through Plandesk's plugin.
+        OpenCode = "opencode",
         /// Any MCP client calling `plandesk mcp`'s `submit_plan`.
         Mcp = "mcp",
     }

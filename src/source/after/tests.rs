@@ -369,3 +369,22 @@ fn copilot_reports_files_commands_its_own_menus_answer_and_its_turns_end() {
     assert!(copilot(&failed.to_string()).unwrap().is_none());
     assert!(copilot("{}").is_err());
 }
+
+#[test]
+fn opencodes_plugin_reports_files_commands_and_the_idle_session() {
+    let report = |payload: Value| opencode(&payload.to_string()).unwrap();
+    let wrote = report(json!({"session_id": "ses_1", "cwd": "/w", "tool": "write",
+        "args": {"filePath": "/w/src/cache.js", "content": "x"}, "output": ""}))
+    .unwrap();
+    assert_eq!(wrote.source.kind, SourceKind::OpenCode);
+    assert_eq!(wrote.work.unwrap().path.as_deref(), Some("/w/src/cache.js"));
+    let ran = report(json!({"session_id": "ses_1", "cwd": "/w", "tool": "bash",
+        "args": {"command": "npm test"}, "output": "ok", "exit_code": 1}))
+    .unwrap();
+    assert_eq!(ran.work.unwrap().exit_code, Some(1));
+    let idle = report(json!({"session_id": "ses_1", "cwd": "/w", "event": "idle"})).unwrap();
+    assert!(idle.answered);
+    assert_eq!(idle.work.unwrap().kind, WorkKind::Finished);
+    assert!(report(json!({"session_id": "s", "cwd": "/w", "tool": "read", "args": {}})).is_none());
+    assert!(opencode("{}").is_err());
+}

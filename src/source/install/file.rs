@@ -187,6 +187,9 @@ pub fn apply(change: &Change, now_secs: u64) -> Result<Option<PathBuf>, InstallE
             }
         }
     };
+    if change.remove {
+        return remove(target, &name, current, now_secs);
+    }
     // Complete, with its mode and owner, before it takes the target's place.
     let temp = create_new(
         dir,
@@ -220,4 +223,32 @@ pub fn apply(change: &Change, now_secs: u64) -> Result<Option<PathBuf>, InstallE
         let _ = dir.sync_all();
     }
     Ok(backup)
+}
+
+/// Removes a file of Plandesk's own (`current`, as read), keeping a copy beside it first.
+fn remove(
+    target: &Path,
+    name: &str,
+    current: Option<Existing>,
+    now_secs: u64,
+) -> Result<Option<PathBuf>, InstallError> {
+    let Some(current) = current else {
+        return Ok(None);
+    };
+    let keep = Keep {
+        mode: current.meta.mode() & 0o777,
+        owner: Some((current.meta.uid(), current.meta.gid())),
+    };
+    let dir = folder(target);
+    let backup = create_new(
+        dir,
+        &format!("{name}.plandesk-backup-{now_secs}"),
+        &current.text,
+        keep,
+    )?;
+    std::fs::remove_file(target).map_err(|e| file_error(target, e))?;
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(Some(backup))
 }

@@ -8,6 +8,7 @@ fn places(dir: &Path) -> Places {
         claude_dir: None,
         codex_home: None,
         copilot_home: None,
+        config_home: None,
         project: dir.join("project"),
         exe: PathBuf::from("/opt/Plan Desk/plandesk"),
         data_dir: None,
@@ -627,5 +628,58 @@ fn droid_gets_its_hooks_where_its_hooks_json_would_not_hide_them() {
         removed.after,
         theirs.to_string(),
         "uninstall gives the file back as it was"
+    );
+
+    // Installed in settings.json before a hooks.json appeared (Droid's /hooks writes one):
+    // uninstalling finds it there.
+    let other = tempfile::tempdir().unwrap();
+    let p = places(other.path());
+    apply(&plan(Target::Droid, false, &p).unwrap(), 7).unwrap();
+    write_with_mode(&p.home.join(".factory/hooks.json"), "{}", 0o600);
+    let removed = plan(Target::Droid, true, &p).unwrap();
+    assert!(
+        removed.file.ends_with(".factory/settings.json"),
+        "{:?}",
+        removed.file
+    );
+    assert!(!removed.after.contains("hook droid"));
+}
+
+#[test]
+fn opencode_gets_plandesks_plugin_a_file_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = places(dir.path());
+    p.data_dir = Some(PathBuf::from("/data"));
+    let file = p.home.join(".config/opencode/plugins/plandesk.js");
+    let change = plan(Target::OpenCode, false, &p).unwrap();
+    assert_eq!(change.file, file);
+    assert!(change
+        .after
+        .contains(r#"const PLANDESK = ["/opt/Plan Desk/plandesk","--data-dir","/data"];"#));
+    assert!(change.after.contains("const RECORD = true;"));
+    assert_eq!(apply(&change, 7).unwrap(), None, "nothing to back up");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), change.after);
+    assert_eq!(mode(&file), NEW_FILE_MODE);
+    assert!(!plan(Target::OpenCode, false, &p)
+        .unwrap()
+        .changes_anything());
+    p.record = false;
+    let quiet = plan(Target::OpenCode, false, &p).unwrap();
+    assert!(quiet.after.contains("const RECORD = false;"));
+
+    let removed = plan(Target::OpenCode, true, &p).unwrap();
+    assert!(removed.changes_anything());
+    let backup = apply(&removed, 8).unwrap().unwrap();
+    assert!(!file.exists(), "uninstalling removes Plandesk's own file");
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), change.after);
+    assert!(!plan(Target::OpenCode, true, &p).unwrap().changes_anything());
+
+    std::fs::write(&file, "export const Mine = async () => ({})\n").unwrap();
+    let err = plan(Target::OpenCode, false, &p).unwrap_err().to_string();
+    assert!(err.contains("a plugin Plandesk did not write"), "{err}");
+    let err = plan(Target::OpenCode, true, &p).unwrap_err().to_string();
+    assert!(
+        err.contains("did not write"),
+        "theirs is never removed: {err}"
     );
 }

@@ -1,0 +1,180 @@
+//! OpenCode: no command hooks, so a plugin of Plandesk's own (`opencode/plandesk.js`, written
+//! into OpenCode's plugins folder by `plandesk install opencode`) holds the plan agent's
+//! `plan_exit` in `tool.execute.before` and runs `plandesk hook opencode`, which reads
+//! `{session_id, cwd, plan_file}` and answers `{"decision": "allow"}` or `{"decision": "deny",
+//! "reason": …}`; the plugin throws the reason, which the model reads as the tool's result.
+//! The plugin fails closed: anything but that JSON is a deny. OpenCode gives a plugin's hook no
+//! timeout, so Plandesk's own deadline is what ends an undecided wait.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{read_plan_file, Answer, SourceError};
+use crate::review::ExternalPlan;
+use crate::store::{Source, SourceKind};
+
+const AGENT: &str = "OpenCode";
+const TOOL: &str = "plan_exit";
+
+/// The plugin, with the line that names the `plandesk` command to run.
+pub const PLUGIN: &str = include_str!("opencode/plandesk.js");
+
+/// The plugin's line the installer fills in (a JSON array of argv strings).
+const COMMAND_LINE_START: &str = "const PLANDESK = [";
+
+/// The plugin's line that says whether it records work after an approval.
+const RECORD_LINE_START: &str = "const RECORD = ";
+
+/// The plugin as installed: `command` (argv) in place of its placeholder, recording work or
+/// not. `None` if the plugin lacks either line (a build mistake, caught by its test).
+pub fn plugin_with(command: &[String], record: bool) -> Option<String> {
+    let line = |start: &str| PLUGIN.lines().find(|line| line.starts_with(start));
+    let (command_line, record_line) = (line(COMMAND_LINE_START)?, line(RECORD_LINE_START)?);
+    let plugin = PLUGIN.replacen(
+        command_line,
+        &format!(
+            "const PLANDESK = {}; // set by plandesk install",
+            json!(command)
+        ),
+        1,
+    );
+    Some(plugin.replacen(
+        record_line,
+        &format!("const RECORD = {record}; // set by plandesk install"),
+        1,
+    ))
+}
+
+/// Whether `text` is a plugin Plandesk wrote (any version, any command).
+pub fn is_ours(text: &str) -> bool {
+    text.lines()
+        .any(|line| line.starts_with(COMMAND_LINE_START))
+        && text.contains("plandesk hook opencode")
+}
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    session_id: String,
+    cwd: String,
+    plan_file: String,
+}
+
+/// What a plugin call asks for.
+#[derive(Debug)]
+pub enum Call {
+    Review(Box<ExternalPlan>),
+    /// The plan file is missing or empty: deny, telling the model to write it first.
+    Unwritten(String),
+}
+
+/// Parses what the plugin sends; the plan is read from the file it names (a regular `.md`
+/// file, never through a link).
+pub fn parse(stdin: &str) -> Result<Call, SourceError> {
+    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: AGENT,
+        message: e.to_string(),
+    })?;
+    let path = Path::new(&input.plan_file);
+    if !path.is_absolute() || path.extension().is_none_or(|e| e != "md") {
+        return Err(SourceError::Input {
+            agent: AGENT,
+            message: "plan_file is not the absolute path of a .md file".into(),
+        });
+    }
+    let text = match read_plan_file(path) {
+        Ok(text) if !text.trim().is_empty() => text,
+        _ => {
+            return Ok(Call::Unwritten(format!(
+                "The plan file {} is missing or empty. Write the complete plan there first, then \
+                 call {TOOL} again.",
+                path.display()
+            )))
+        }
+    };
+    Ok(Call::Review(Box::new(ExternalPlan {
+        source: Source {
+            kind: SourceKind::OpenCode,
+            session: Some(input.session_id),
+        },
+        prompt: format!("{AGENT} session in {}", crate::text::short(&input.cwd, 200)),
+        cwd: input.cwd,
+        tool_name: TOOL.into(),
+        path: input.plan_file,
+        text,
+        item_id: None,
+        submitter: None,
+        file: None,
+    })))
+}
+
+/// What the plugin prints for a decision: an explicit allow or deny, always.
+pub fn answer(answer: &Answer) -> String {
+    match answer {
+        Answer::Approve(_) => json!({"decision": "allow"}).to_string(),
+        Answer::Abandoned => deny("The plan was not reviewed: the review was stopped."),
+        other => deny(&other.denial().unwrap_or_default()),
+    }
+}
+
+pub fn deny(reason: &str) -> String {
+    json!({"decision": "deny", "reason": reason}).to_string()
+}
+
+/// Not approved because we failed.
+pub fn failure(err: &SourceError) -> String {
+    deny(&err.denial())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn the_plugin_is_filled_with_the_command_and_known_as_ours() {
+        let command = vec![
+            "/opt/Plan Desk/plandesk".to_owned(),
+            "--data-dir".into(),
+            "/d \"x\"".into(),
+        ];
+        let plugin = plugin_with(&command, false).unwrap();
+        assert!(plugin
+            .contains(r#"const PLANDESK = ["/opt/Plan Desk/plandesk","--data-dir","/d \"x\""];"#));
+        assert!(plugin.contains("const RECORD = false;"));
+        assert!(is_ours(&plugin) && is_ours(PLUGIN));
+        assert!(!is_ours("export const Mine = async () => ({})\n"));
+    }
+
+    #[test]
+    fn the_plan_is_the_file_the_plugin_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("1765-cache.md");
+        let stdin = |file: &Path| {
+            json!({"session_id": "ses_1", "cwd": "/w", "plan_file": file}).to_string()
+        };
+        assert!(matches!(parse(&stdin(&plan)).unwrap(), Call::Unwritten(_)));
+        std::fs::write(&plan, "# Cache\n\n1. Add it\n").unwrap();
+        let Call::Review(review) = parse(&stdin(&plan)).unwrap() else {
+            panic!("a plan");
+        };
+        assert_eq!(review.text, "# Cache\n\n1. Add it\n");
+        assert_eq!(review.source.kind, SourceKind::OpenCode);
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink(&plan, &link).unwrap();
+        assert!(
+            matches!(parse(&stdin(&link)).unwrap(), Call::Unwritten(_)),
+            "never through a link"
+        );
+        assert!(parse(&stdin(Path::new("plan.md"))).is_err(), "relative");
+        assert!(parse(&stdin(&dir.path().join("x.txt"))).is_err(), "not .md");
+        let denied: Value =
+            serde_json::from_str(&answer(&Answer::Revise("Smaller".into()))).unwrap();
+        assert_eq!(denied["decision"], "deny");
+        assert_eq!(
+            answer(&Answer::Approve(Default::default())),
+            r#"{"decision":"allow"}"#
+        );
+    }
+}

@@ -1,0 +1,304 @@
+// Plandesk's plugin for OpenCode (checked with opencode-ai 1.18.33). `plandesk install opencode`
+// writes it into OpenCode's plugins folder (~/.config/opencode/plugins/plandesk.js), with the
+// two lines below filled in. OpenCode loads it when it starts.
+//
+// - Before the plan agent's `plan_exit` runs, it runs `plandesk hook opencode` with the
+//   session's plan file and waits for your decision in Plandesk. An approval lets `plan_exit`
+//   run (OpenCode then asks whether to switch to the build agent); anything else throws, and
+//   the model reads the thrown message as plan_exit's result: your feedback, or why the plan
+//   is not approved. It fails closed: if Plandesk cannot be asked or answers anything else,
+//   the plan is not approved.
+// - When the session is stopped while its plan waits, the waiting `plandesk hook opencode` is
+//   stopped (SIGTERM), and Plandesk marks the plan abandoned.
+// - After an approval, what the agent then does (files written or edited, commands run) and
+//   the end of its turn go to `plandesk record opencode`, in the background.
+//
+// Plain JavaScript with no dependencies. Every export of a plugin file must be a function.
+import { spawn } from 'node:child_process';
+import { lstatSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve, sep } from 'node:path';
+
+const PLANDESK = ["plandesk"]; // set by plandesk install
+const RECORD = true; // set by plandesk install
+
+/** The most of a tool's output (and of any one argument) sent to `plandesk record`. */
+const MAX_TEXT = 64 * 1024;
+/** The most of `plandesk hook`'s stdout read, and of its stderr kept for an error message. */
+const MAX_ANSWER = 1024 * 1024;
+const MAX_STDERR = 4 * 1024;
+/** How long looking up a session may take before the plugin falls back on what it saw. */
+const LOOKUP_MS = 5_000;
+/** The most records waiting in one session's queue; past that new ones are dropped. */
+const MAX_QUEUED = 64;
+/** Tools whose work is recorded after an approval. */
+const RECORDED = new Set(['write', 'edit', 'multiedit', 'apply_patch', 'patch', 'bash']);
+
+/** The message for a plan Plandesk could not review (`why`): fail closed. */
+const notReviewed = (why) => `Plandesk could not review this plan (${why}), so it is not approved. `
+  + 'Do not go on with it; tell the user.';
+
+/** Every `plandesk hook` still waiting, in any OpenCode instance of this process. */
+const everyWaiting = new Set();
+// OpenCode exiting (also on an uncaught error): no plan may keep waiting for it.
+process.once('exit', () => {
+  for (const child of everyWaiting) {
+    try { child.kill('SIGTERM'); } catch { /* gone */ }
+  }
+});
+
+export const PlandeskPlugin = async ({ client, project, worktree, directory }) => {
+  const cwd = directory || worktree || process.cwd();
+  /** sessionID → the `plandesk hook` processes waiting for a decision. */
+  const waiting = new Map();
+  /** Sessions whose plan Plandesk approved (while this OpenCode runs): their work is recorded. */
+  const approved = new Set();
+  /** sessionID → {slug, created} from OpenCode's session events. */
+  const sessions = new Map();
+  /** sessionID → the last plan file (.opencode/plans/*.md) the session wrote or edited. */
+  const planWrites = new Map();
+  /** sessionID → the tail of its record queue (records are sent one at a time, in order). */
+  const queues = new Map();
+
+  const stopWaiting = (sessionID) => {
+    for (const child of waiting.get(sessionID) ?? []) {
+      child.stoppedBecause = 'the OpenCode session was stopped';
+      try { child.kill('SIGTERM'); } catch { /* gone */ }
+    }
+  };
+  const stopAll = () => { for (const id of [...waiting.keys()]) stopWaiting(id); };
+
+  /** A line in OpenCode's log (`--print-logs` shows it on stderr); never throws. */
+  const log = (level, message, extra) => withTimeout(
+    Promise.resolve().then(() => client.app.log({ body: { service: 'plandesk', level, message, extra } })),
+    2_000,
+  ).catch(() => {});
+  // The proof that OpenCode loaded this plugin: `opencode debug config --print-logs` runs every
+  // plugin and shows this line on stderr (a plugin that fails to load is only logged, or not
+  // even that for a syntax error).
+  await log('info', 'Plandesk plugin loaded', { plugin: import.meta.url, command: PLANDESK.join(' ') });
+
+  /** The plan file OpenCode gives this session: <worktree>/.opencode/plans/<created>-<slug>.md
+   * in a git project, else in OpenCode's data folder. Which one exists, else the one expected. */
+  async function planFile(sessionID) {
+    const info = (await lookup(sessionID)) ?? sessions.get(sessionID);
+    const candidates = [];
+    if (info?.slug && Number.isFinite(info.created)) {
+      const name = `${info.created}-${info.slug}.md`;
+      const inProject = join(worktree || cwd, '.opencode', 'plans', name);
+      const inData = join(dataDir(), 'plans', name);
+      candidates.push(...(project?.vcs ? [inProject, inData] : [inData, inProject]));
+    }
+    const written = planWrites.get(sessionID);
+    if (written) candidates.push(written);
+    return candidates.find(isFile) ?? candidates[0];
+  }
+
+  async function lookup(sessionID) {
+    try {
+      const res = await withTimeout(client.session.get({ path: { id: sessionID } }), LOOKUP_MS);
+      const s = res?.data ?? res;
+      if (s?.id === sessionID && s.slug && Number.isFinite(s.time?.created)) {
+        return { slug: s.slug, created: s.time.created };
+      }
+    } catch { /* fall back on the session's events */ }
+    return undefined;
+  }
+
+  /** Runs `plandesk hook opencode` for the plan; returns normally only on its explicit allow. */
+  async function review(sessionID) {
+    const plan = await planFile(sessionID);
+    if (!plan) {
+      throw new Error(notReviewed('the session\'s plan file could not be found'));
+    }
+    const payload = JSON.stringify({ session_id: sessionID, cwd, plan_file: plan });
+    let result;
+    try {
+      result = await run(['hook', 'opencode'], payload, sessionID);
+    } catch (err) {
+      throw new Error(notReviewed(`\`plandesk hook opencode\` could not be started: ${err?.message ?? err}`));
+    }
+    if (result.stoppedBecause) {
+      throw new Error(`The plan was not reviewed: ${result.stoppedBecause}.`);
+    }
+    let answer;
+    try {
+      answer = JSON.parse(result.stdout.trim());
+    } catch { /* below */ }
+    if (result.code === 0 && answer?.decision === 'allow') {
+      approved.add(sessionID);
+      return;
+    }
+    if (result.code === 0 && answer?.decision === 'deny' && typeof answer.reason === 'string' && answer.reason.trim()) {
+      throw new Error(answer.reason);
+    }
+    const why = result.code !== 0
+      ? `\`plandesk hook opencode\` exited with ${result.signal ?? `status ${result.code}`}${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`
+      : '`plandesk hook opencode` gave no decision';
+    throw new Error(notReviewed(why));
+  }
+
+  /** Runs PLANDESK + `args` with `stdin`; resolves {code, signal, stdout, stderr, stoppedBecause}
+   * when it exits, rejects if it cannot start. Tracked under `sessionID` while it runs. */
+  function run(args, stdin, sessionID) {
+    return new Promise((resolvePromise, reject) => {
+      const [command, ...rest] = PLANDESK;
+      const child = spawn(command, [...rest, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+      const mine = waiting.get(sessionID) ?? new Set();
+      mine.add(child);
+      everyWaiting.add(child);
+      waiting.set(sessionID, mine);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8');
+      child.stderr.setEncoding('utf8');
+      child.stdout.on('data', (chunk) => { if (stdout.length < MAX_ANSWER) stdout += chunk; });
+      child.stderr.on('data', (chunk) => { stderr = (stderr + chunk).slice(-MAX_STDERR); });
+      const forget = () => {
+        everyWaiting.delete(child);
+        mine.delete(child);
+        if (!mine.size && waiting.get(sessionID) === mine) waiting.delete(sessionID);
+      };
+      child.once('error', (err) => { forget(); reject(err); });
+      child.once('close', (code, signal) => {
+        forget();
+        resolvePromise({ code, signal, stdout, stderr, stoppedBecause: child.stoppedBecause });
+      });
+      child.stdin.on('error', () => { /* it exited without reading: its exit says why */ });
+      child.stdin.end(stdin);
+    });
+  }
+
+  /** Sends one record to `plandesk record opencode` after the session's earlier ones; never
+   * throws, never holds up the agent. */
+  function record(sessionID, body) {
+    if (!RECORD) return;
+    const queue = queues.get(sessionID) ?? { tail: Promise.resolve(), length: 0 };
+    if (queue.length >= MAX_QUEUED) return;
+    queue.length += 1;
+    queues.set(sessionID, queue);
+    const stdin = JSON.stringify({ session_id: sessionID, cwd, ...body });
+    queue.tail = queue.tail.then(() => new Promise((done) => {
+      try {
+        const [command, ...rest] = PLANDESK;
+        const child = spawn(command, [...rest, 'record', 'opencode'], { cwd, stdio: ['pipe', 'ignore', 'ignore'], windowsHide: true });
+        child.once('error', () => done());
+        child.once('close', () => done());
+        child.stdin.on('error', () => {});
+        child.stdin.end(stdin);
+      } catch {
+        done();
+      }
+    })).finally(() => {
+      queue.length -= 1;
+      if (!queue.length && queues.get(sessionID) === queue) queues.delete(sessionID);
+    });
+  }
+
+  return {
+    'tool.execute.before': async (input) => {
+      if (input?.tool !== 'plan_exit') return;
+      try {
+        await review(input.sessionID);
+      } catch (err) {
+        if (/^Plandesk could not review/.test(err?.message)) log('error', err.message, { session: input.sessionID });
+        throw err;
+      }
+    },
+
+    'tool.execute.after': async (input, output) => {
+      try {
+        const { tool, sessionID, args } = input ?? {};
+        if ((tool === 'write' || tool === 'edit') && typeof args?.filePath === 'string' && isPlanPath(args.filePath)) {
+          planWrites.set(sessionID, resolve(cwd, args.filePath));
+        }
+        if (!RECORD || !approved.has(sessionID) || !RECORDED.has(tool)) return;
+        const exit = output?.metadata?.exit;
+        record(sessionID, {
+          tool,
+          args: cut(args ?? {}),
+          output: cutText(typeof output?.output === 'string' ? output.output : ''),
+          ...(tool === 'bash' && Number.isInteger(exit) ? { exit_code: exit } : {}),
+        });
+      } catch { /* recording never gets in the agent's way */ }
+    },
+
+    event: async ({ event }) => {
+      try {
+        const props = event?.properties ?? {};
+        const sessionID = props.sessionID ?? props.info?.id;
+        switch (event?.type) {
+          case 'session.created':
+          case 'session.updated':
+            if (props.info?.slug && Number.isFinite(props.info?.time?.created)) {
+              sessions.set(props.info.id, { slug: props.info.slug, created: props.info.time.created });
+            }
+            break;
+          case 'session.error':
+            // Esc (interrupt) while plan_exit waits: MessageAbortedError, then session.idle.
+            if (props.error?.name === 'MessageAbortedError' && sessionID) stopWaiting(sessionID);
+            break;
+          case 'session.idle':
+            // The session's loop ended; while plan_exit waits it is busy, so a plan still
+            // waiting now was given up on.
+            if (!sessionID) break;
+            stopWaiting(sessionID);
+            if (approved.has(sessionID)) record(sessionID, { event: 'idle' });
+            break;
+          case 'session.deleted':
+            if (sessionID) {
+              stopWaiting(sessionID);
+              approved.delete(sessionID);
+              sessions.delete(sessionID);
+              planWrites.delete(sessionID);
+            }
+            break;
+          default:
+        }
+      } catch { /* an event never breaks OpenCode */ }
+    },
+
+    // OpenCode shutting down its instance (quit, /exit): no plan may keep waiting for it.
+    dispose: async () => { stopAll(); },
+  };
+};
+
+/** OpenCode's data folder: $XDG_DATA_HOME/opencode, else ~/.local/share/opencode. */
+function dataDir() {
+  return join(process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'opencode');
+}
+
+function isPlanPath(file) {
+  const path = isAbsolute(file) ? file : resolve(file);
+  return path.endsWith('.md') && (path.includes(`${sep}.opencode${sep}plans${sep}`) || path.startsWith(join(dataDir(), 'plans') + sep));
+}
+
+function isFile(path) {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function withTimeout(promise, ms) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timed out')), ms); }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** `text` cut to MAX_TEXT bytes of UTF-8 (no broken character at the end). */
+function cutText(text) {
+  if (text.length * 3 <= MAX_TEXT || Buffer.byteLength(text) <= MAX_TEXT) return text;
+  return Buffer.from(text).subarray(0, MAX_TEXT).toString('utf8').replace(/\uFFFD+$/, '');
+}
+
+/** A tool's arguments with every long string cut. */
+function cut(value, depth = 0) {
+  if (typeof value === 'string') return cutText(value);
+  if (!value || typeof value !== 'object' || depth > 8) return value;
+  if (Array.isArray(value)) return value.slice(0, 1000).map((v) => cut(v, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cut(v, depth + 1)]));
+}

@@ -302,8 +302,22 @@ async fn run_hook(
                 copilot::Call::Unwritten(reason) => Ok(Some(copilot::deny(&reason))),
                 copilot::Call::Review(plan) => {
                     let engine = Engine::open_at(&store, "hook:copilot").await?;
-                    let answer =
-                        review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
+                    // Copilot's Ctrl+C only writes an `abort` to the session's events.
+                    let session = plan.source.session.clone().unwrap_or_default();
+                    let events = state.as_deref().map(|s| copilot::events_file(s, &session));
+                    let cancelled = events.map(copilot::cancelled);
+                    let stopped = async {
+                        tokio::select! {
+                            () = stop(&agent_watch) => {}
+                            () = async {
+                                match cancelled {
+                                    Some(cancelled) => cancelled.await,
+                                    None => std::future::pending().await,
+                                }
+                            } => {}
+                        }
+                    };
+                    let answer = review_plan(&engine, *plan, &settings(), stopped).await?;
                     Ok(Some(copilot::answer(&answer)))
                 }
             }

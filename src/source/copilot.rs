@@ -73,7 +73,9 @@ pub fn parse(stdin: &str, state: Option<&Path>) -> Result<Call, SourceError> {
     let state = state.ok_or_else(|| {
         SourceError::NoPlan("neither COPILOT_HOME nor HOME is set: no state folder".into())
     })?;
-    let path = state.join("session-state").join(session).join("plan.md");
+    let folder = state.join("session-state").join(session);
+    let path = folder.join("plan.md");
+    let events = events_file(state, session);
     let text = match read_plan_file(&path) {
         Ok(text) if !text.trim().is_empty() => text,
         _ => {
@@ -84,12 +86,21 @@ pub fn parse(stdin: &str, state: Option<&Path>) -> Result<Call, SourceError> {
             )))
         }
     };
+    // Copilot may write the session's log a moment after the hook starts.
+    for _ in 0..10 {
+        if std::fs::symlink_metadata(&events).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let prompt = super::first_user_request(&events, MAX_EVENTS)
+        .unwrap_or_else(|| format!("{AGENT} session in {}", crate::text::short(&input.cwd, 200)));
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
             kind: SourceKind::Copilot,
             session: Some(input.session_id),
         },
-        prompt: format!("{AGENT} session in {}", crate::text::short(&input.cwd, 200)),
+        prompt,
         cwd: input.cwd,
         tool_name: TOOL.into(),
         path: path.display().to_string(),
@@ -98,6 +109,65 @@ pub fn parse(stdin: &str, state: Option<&Path>) -> Result<Call, SourceError> {
         submitter: None,
         file: None,
     })))
+}
+
+/// The session's event log, where Copilot writes an `abort` when the person cancels (Ctrl+C)
+/// while the hook waits, without stopping the hook.
+pub fn events_file(state: &Path, session: &str) -> PathBuf {
+    state
+        .join("session-state")
+        .join(session)
+        .join("events.jsonl")
+}
+
+/// Resolves once Copilot writes an `abort` to `events` after this was called (the person
+/// cancelled the turn while the hook waits). The log's end is taken now, not when first
+/// polled; Copilot may write the log only after the hook started, and then only an `abort`
+/// after a `hook.start` counts (an older turn's is not this one). The log is read as any
+/// untrusted file, only what was added since the last look, at most 1 MiB at a time.
+pub fn cancelled(events: PathBuf) -> impl std::future::Future<Output = ()> {
+    let start = super::open_untrusted(&events).map(|(_, size)| size).ok();
+    aborted_after(events, start)
+}
+
+async fn aborted_after(events: PathBuf, start: Option<u64>) {
+    const EVERY: Duration = Duration::from_millis(250);
+    const MAX_READ: u64 = 1024 * 1024;
+    let mut offset = start.unwrap_or(0);
+    let mut hook_started = start.is_some();
+    let mut partial = String::new();
+    loop {
+        tokio::time::sleep(EVERY).await;
+        let Ok((file, size)) = super::open_untrusted(&events) else {
+            continue;
+        };
+        if size < offset {
+            // Rewritten: start again from its end.
+            offset = size;
+            partial.clear();
+            continue;
+        }
+        let Ok(bytes) = super::read_bounded(file, offset, MAX_READ) else {
+            continue;
+        };
+        offset += bytes.len() as u64;
+        partial.push_str(&String::from_utf8_lossy(&bytes));
+        let complete = partial.rfind('\n').map_or(0, |end| end + 1);
+        for line in partial[..complete].lines() {
+            let kind = serde_json::from_str::<Value>(line)
+                .ok()
+                .and_then(|event| event["type"].as_str().map(str::to_owned));
+            match kind.as_deref() {
+                Some("hook.start") => hook_started = true,
+                Some("abort") if hook_started => return,
+                _ => {}
+            }
+        }
+        partial.drain(..complete);
+        if partial.len() as u64 > MAX_READ {
+            partial.clear();
+        }
+    }
 }
 
 /// The hook's stdout for a decision: an explicit allow or deny, always.
@@ -117,6 +187,9 @@ pub fn deny(reason: &str) -> String {
 pub fn failure(err: &SourceError) -> String {
     deny(&err.denial())
 }
+
+/// The most of a session's `events.jsonl` read for its first request.
+const MAX_EVENTS: u64 = 32 * 1024 * 1024;
 
 /// Copilot's timeout for a hook that sets none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -170,10 +243,14 @@ fn timeouts(text: &str) -> Vec<Duration> {
             })
         })
         .map(|hook| {
-            hook["timeoutSec"]
-                .as_u64()
-                .or_else(|| hook["timeout"].as_u64())
-                .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
+            // Any number, fractions too (Copilot kills a hook of `timeout: 5.5` at 5.5 s).
+            let secs = hook["timeoutSec"]
+                .as_f64()
+                .or_else(|| hook["timeout"].as_f64())
+                .filter(|secs| secs.is_finite() && *secs > 0.0);
+            secs.map_or(DEFAULT_TIMEOUT, |secs| {
+                Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
+            })
         })
         .collect()
 }
@@ -209,6 +286,48 @@ mod tests {
             parse(&stdin("7720-ab", "bash"), Some(state.path())).unwrap(),
             Call::NotOurs
         ));
+    }
+
+    #[tokio::test]
+    async fn a_cancel_written_to_the_sessions_events_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = dir.path().join("events.jsonl");
+        std::fs::write(&events, "{\"type\":\"abort\"}\n").unwrap();
+        let watch = tokio::spawn(cancelled(events.clone()));
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert!(
+            !watch.is_finished(),
+            "an abort from before the hook is not this one"
+        );
+        use std::io::Write;
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&events)
+            .unwrap();
+        write!(log, "{{\"type\":\"hook.start\"}}\n{{\"type\":\"ab").unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert!(!watch.is_finished(), "half a line is not yet an abort");
+        writeln!(log, "ort\",\"data\":{{\"reason\":\"user_initiated\"}}}}").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), watch)
+            .await
+            .expect("the abort is seen")
+            .unwrap();
+
+        // A log Copilot writes only once the hook runs: an abort counts after a hook.start.
+        let later = dir.path().join("later.jsonl");
+        let watch = tokio::spawn(cancelled(later.clone()));
+        std::fs::write(&later, "{\"type\":\"abort\"}\n{\"type\":\"hook.start\"}\n").unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert!(!watch.is_finished(), "an older turn's abort");
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&later)
+            .unwrap();
+        writeln!(log, "{{\"type\":\"abort\"}}").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), watch)
+            .await
+            .expect("the abort after the hook started is seen")
+            .unwrap();
     }
 
     #[test]
@@ -254,5 +373,13 @@ mod tests {
             {"type": "command", "bash": "plandesk hook copilot", "matcher": "exit_plan_mode"}]}});
         std::fs::write(home.path().join("settings.json"), flat.to_string()).unwrap();
         assert_eq!(hook_timeout(env), Some(DEFAULT_TIMEOUT), "30 s when unset");
+        let fraction = json!({"hooks": {"preToolUse": [
+            {"type": "command", "bash": "plandesk hook copilot", "timeoutSec": 5.5}]}});
+        std::fs::write(home.path().join("settings.json"), fraction.to_string()).unwrap();
+        assert_eq!(
+            hook_timeout(env),
+            Some(Duration::from_millis(5500)),
+            "fractions count"
+        );
     }
 }

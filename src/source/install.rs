@@ -456,6 +456,9 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
         Some(name) if name == "hooks.json" && target == Target::Droid => None,
         _ => Some("hooks"),
     };
+    // Copilot's hooks file is Plandesk's own: once nothing is left in it, it goes (Copilot
+    // refuses a hooks file without `hooks`, and says so at every start).
+    let own_file = target == Target::Copilot;
     let target = resolve_links(&file)?;
     let before = read(&target, OFlags::empty())?.map(|existing| existing.text);
     let mut settings = parse(&file, before.as_deref())?;
@@ -498,7 +501,7 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
         before,
         note,
         target,
-        remove: false,
+        remove: uninstall && own_file && settings == json!({}),
     })
 }
 

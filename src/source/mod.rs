@@ -413,11 +413,17 @@ pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Opti
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| {
-            let user =
-                e["type"] == "user" || (e["type"] == "message" && e["message"]["role"] == "user");
+            let user = e["type"] == "user"
+                || e["type"] == "user.message"
+                || (e["type"] == "message" && e["message"]["role"] == "user");
             user && e["provenance"].as_str().is_none_or(|p| p == "real_user")
         })
         .find_map(|e| match &e["message"]["content"] {
+            // Copilot CLI's `events.jsonl`: `{"type": "user.message", "data": {"content": …}}`.
+            _ if e["type"] == "user.message" => e["data"]["content"]
+                .as_str()
+                .filter(|s| !s.trim().is_empty())
+                .map(str::to_owned),
             Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
             Value::Array(_) => first_text(&e["message"]["content"]),
             _ => first_text(&e["message"]["parts"]),

@@ -176,6 +176,15 @@ fn each_agent_gets_its_own_shape() {
         COPILOT_RECORDED_TOOLS
     );
     assert!(copilot["hooks"]["agentStop"][0].get("matcher").is_none());
+    let change = plan(Target::Copilot, false, &p).unwrap();
+    apply(&change, 7).unwrap();
+    let removed = plan(Target::Copilot, true, &p).unwrap();
+    assert!(removed.changes_anything());
+    apply(&removed, 8).unwrap();
+    assert!(
+        !change.file.exists(),
+        "Plandesk's own hooks file goes: Copilot refuses one without hooks"
+    );
     let mcp = settings(&plan(Target::Mcp, false, &p).unwrap());
     assert_eq!(
         mcp["mcpServers"]["plandesk"]["command"],

@@ -102,6 +102,17 @@ pub async fn install_agent(
         .unwrap_or(0);
     install::apply(&change, now).map_err(|e| IpcError::new("install", e.to_string()))?;
     let mut result = setup(target, &places);
-    result.note = change.note;
+    // OpenCode's check starts OpenCode (seconds): off the async workers.
+    let checked = {
+        let change = change.clone();
+        tauri::async_runtime::spawn_blocking(move || install::check(target, &change))
+            .await
+            .ok()
+            .flatten()
+    };
+    result.note = match (change.note, checked) {
+        (Some(note), Some(checked)) => Some(format!("{checked} {note}")),
+        (note, checked) => checked.or(note),
+    };
     Ok(result)
 }

@@ -567,13 +567,17 @@ pub fn install(
                 "set up"
             }
         );
+        // Installing again is how a person asks whether it still works.
+        if let Some(checked) = install::check(target, &change) {
+            eprintln!("plandesk: {checked}");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let backup = install::apply(&change, now)?;
-    let what = if target == Target::Mcp {
-        "MCP server"
-    } else {
-        "hook"
+    let what = match target {
+        Target::Mcp => "MCP server",
+        Target::OpenCode => "plugin",
+        _ => "hook",
     };
     eprintln!(
         "plandesk: the {what} for {agent} is {verb} {}",
@@ -585,8 +589,11 @@ pub fn install(
             backup.display()
         );
     }
-    if let Some(note) = change.note {
+    if let Some(note) = &change.note {
         eprintln!("plandesk: {note}");
+    }
+    if let Some(checked) = install::check(target, &change) {
+        eprintln!("plandesk: {checked}");
     }
     Ok(ExitCode::SUCCESS)
 }

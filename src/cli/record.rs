@@ -56,7 +56,7 @@ async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Resul
         Agent::Droid => after::droid(&input).map(|r| r.into_iter().collect()),
         Agent::QwenCode => after::qwen(&input).map(|r| r.into_iter().collect()),
         Agent::Copilot => after::copilot(&input).map(|r| r.into_iter().collect()),
-        Agent::OpenCode => after::opencode(&input).map(|r| r.into_iter().collect()),
+        Agent::OpenCode => after::opencode(&input).map(Option::unwrap_or_default),
         Agent::Codex => after::codex(&input).map(Option::unwrap_or_default),
     }
     .map_err(|e| e.to_string())?;

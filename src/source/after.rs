@@ -329,9 +329,10 @@ pub fn copilot(stdin: &str) -> Result<Option<Report>, SourceError> {
 }
 
 /// What Plandesk's OpenCode plugin sends after a tool ran (`{session_id, cwd, tool, args,
-/// output, exit_code?}`: `write`, `edit`, `patch`: a file; `bash`: a command) or when the
-/// session went idle (`{session_id, cwd, event: "idle"}`: its turn ended). `None`: another tool.
-pub fn opencode(stdin: &str) -> Result<Option<Report>, SourceError> {
+/// output, exit_code?}`: `write`, `edit`, `multiedit`: a file; `apply_patch`: the files its
+/// patch names; `bash`: a command) or when the session went idle (`{session_id, cwd, event:
+/// "idle"}`: its turn ended). `None`: another tool.
+pub fn opencode(stdin: &str) -> Result<Option<Vec<Report>>, SourceError> {
     let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
         agent: "OpenCode",
         message: e.to_string(),
@@ -345,24 +346,38 @@ pub fn opencode(stdin: &str) -> Result<Option<Report>, SourceError> {
     let idle = input["event"] == "idle";
     let tool = input["tool"].as_str().unwrap_or_default();
     let args = &input["args"];
-    let work = match tool {
-        _ if idle => Some(finished()),
+    let works: Vec<Work> = match tool {
+        _ if idle => vec![finished()],
         "write" | "edit" | "patch" | "multiedit" => ["filePath", "file_path", "path"]
             .iter()
             .find_map(|key| args[key].as_str())
-            .and_then(|named| file_work(cwd, named, tool)),
+            .and_then(|named| file_work(cwd, named, tool))
+            .into_iter()
+            .collect(),
+        // Codex's patch format.
+        "apply_patch" => patch_files(args["patchText"].as_str().unwrap_or_default())
+            .iter()
+            .filter_map(|named| file_work(cwd, named, tool))
+            .collect(),
         "bash" => args["command"]
             .as_str()
-            .map(|command| command_work(command, input["exit_code"].as_i64(), tool)),
+            .map(|command| command_work(command, input["exit_code"].as_i64(), tool))
+            .into_iter()
+            .collect(),
         _ => return Ok(None),
     };
-    Ok(Some(Report {
-        source: Source {
-            kind: SourceKind::OpenCode,
-            session: Some(session.to_owned()),
-        },
+    let source = Source {
+        kind: SourceKind::OpenCode,
+        session: Some(session.to_owned()),
+    };
+    let report = |work| Report {
+        source: source.clone(),
         answered: idle,
         work,
+    };
+    Ok(Some(match works.is_empty() {
+        true => vec![report(None)],
+        false => works.into_iter().map(|work| report(Some(work))).collect(),
     }))
 }
 

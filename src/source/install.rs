@@ -549,6 +549,23 @@ fn plan_opencode(uninstall: bool, places: &Places) -> Result<Change, InstallErro
     })
 }
 
+/// What a person should know once `change` is made, if anything needs checking: for OpenCode,
+/// whether it loads the plugin (a plugin it cannot load is only logged, and plans would go
+/// through unreviewed).
+pub fn check(target: Target, change: &Change) -> Option<String> {
+    if target != Target::OpenCode || change.remove {
+        return None;
+    }
+    Some(match super::opencode::check_loaded(&change.target) {
+        Ok(true) => "OpenCode loads the plugin (checked with `opencode debug config`).".to_owned(),
+        Ok(false) => "OpenCode did not load the plugin (`opencode debug config --print-logs` \
+                      does not say \"Plandesk plugin loaded\"): plans would not be reviewed. \
+                      Look at OpenCode's log."
+            .to_owned(),
+        Err(why) => format!("Could not check that OpenCode loads the plugin: {why}."),
+    })
+}
+
 fn plan_mcp(uninstall: bool, places: &Places) -> Result<Change, InstallError> {
     let file = places.project.join(".mcp.json");
     let target = resolve_links(&file)?;

@@ -54,11 +54,66 @@ pub fn is_ours(text: &str) -> bool {
         && text.contains("plandesk hook opencode")
 }
 
+/// How long OpenCode may take to start and show that it loaded the plugin (it may first add
+/// its plugin package with npm, a few seconds).
+const LOAD_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether OpenCode loads the plugin installed as `file`: runs `opencode debug config
+/// --print-logs` (OpenCode starts its plugins for any command, and the plugin logs a line when
+/// it starts), at most a minute, and looks for that line naming `file`. A plugin OpenCode
+/// cannot load is only logged by it, and the plan would go through unreviewed: so this is said,
+/// either way. `Err`: why it could not be told.
+pub fn check_loaded(file: &Path) -> Result<bool, String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("opencode")
+        .args(["debug", "config", "--print-logs"])
+        .current_dir(std::env::var_os("HOME").unwrap_or_else(|| "/".into()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run opencode ({e})"))?;
+    let mut stderr = child.stderr.take().ok_or("no stderr")?;
+    // Read beside the wait, so that a chatty log never fills the pipe; at most 16 MiB kept.
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = (&mut stderr).take(16 * 1024 * 1024).read_to_end(&mut text);
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    let started = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() < LOAD_CHECK_LIMIT => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "opencode did not finish within {LOAD_CHECK_LIMIT:?}"
+                ));
+            }
+        }
+    }
+    let log = reader.join().map_err(|_| "cannot read opencode's log")?;
+    let loaded = format!(
+        "message=\"Plandesk plugin loaded\" plugin=file://{} ",
+        file.display()
+    );
+    Ok(log.contains(&loaded))
+}
+
 #[derive(Debug, Deserialize)]
 struct Input {
     session_id: String,
     cwd: String,
     plan_file: String,
+    /// The session's first request, as the plugin read it from OpenCode.
+    #[serde(default)]
+    prompt: Option<String>,
 }
 
 /// What a plugin call asks for.
@@ -98,7 +153,14 @@ pub fn parse(stdin: &str) -> Result<Call, SourceError> {
             kind: SourceKind::OpenCode,
             session: Some(input.session_id),
         },
-        prompt: format!("{AGENT} session in {}", crate::text::short(&input.cwd, 200)),
+        prompt: input
+            .prompt
+            .as_deref()
+            .map(|p| crate::text::short(p.trim(), 200))
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| {
+                format!("{AGENT} session in {}", crate::text::short(&input.cwd, 200))
+            }),
         cwd: input.cwd,
         tool_name: TOOL.into(),
         path: input.plan_file,
@@ -161,6 +223,13 @@ mod tests {
         };
         assert_eq!(review.text, "# Cache\n\n1. Add it\n");
         assert_eq!(review.source.kind, SourceKind::OpenCode);
+        assert_eq!(review.prompt, "OpenCode session in /w");
+        let asked =
+            json!({"session_id": "s", "cwd": "/w", "plan_file": plan, "prompt": "  Add a cache  "});
+        let Call::Review(asked) = parse(&asked.to_string()).unwrap() else {
+            panic!("a plan");
+        };
+        assert_eq!(asked.prompt, "Add a cache", "the request the plugin read");
         let link = dir.path().join("link.md");
         std::os::unix::fs::symlink(&plan, &link).unwrap();
         assert!(

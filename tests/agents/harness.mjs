@@ -59,10 +59,13 @@ export function plandesk(w, args, { env = {}, cwd = w.ws } = {}) {
 
 export const plandeskJson = (w, args) => JSON.parse(plandesk(w, ['--json', ...args]));
 
-/** `plandesk install AGENT` with HOME pointed at the world's home, as a person would run it. */
-export function install(w, agent) {
+/**
+ * `plandesk install AGENT` with HOME pointed at the world's home, as a person would run it
+ * (`env` added to its environment).
+ */
+export function install(w, agent, env = {}) {
   return spawnSync(CLI, ['install', agent], {
-    cwd: w.ws, env: { ...process.env, HOME: w.home, PLANDESK_DATA_DIR: w.data, CLAUDE_CONFIG_DIR: '', CODEX_HOME: '' },
+    cwd: w.ws, env: { ...process.env, HOME: w.home, PLANDESK_DATA_DIR: w.data, CLAUDE_CONFIG_DIR: '', CODEX_HOME: '', ...env },
     encoding: 'utf8', timeout: 30_000,
   });
 }

@@ -372,10 +372,18 @@ fn copilot_reports_files_commands_its_own_menus_answer_and_its_turns_end() {
 
 #[test]
 fn opencodes_plugin_reports_files_commands_and_the_idle_session() {
-    let report = |payload: Value| opencode(&payload.to_string()).unwrap();
+    let reports = |payload: Value| opencode(&payload.to_string()).unwrap();
+    let report = |payload: Value| reports(payload).map(|mut r| r.remove(0));
     let wrote = report(json!({"session_id": "ses_1", "cwd": "/w", "tool": "write",
         "args": {"filePath": "/w/src/cache.js", "content": "x"}, "output": ""}))
     .unwrap();
+    let patched: Vec<String> = reports(json!({"session_id": "ses_1", "cwd": "/w", "tool": "apply_patch",
+        "args": {"patchText": "*** Begin Patch\n*** Add File: src/a.js\n+x\n*** Update File: src/b.js\n@@\n-a\n+b\n*** End Patch"}}))
+    .unwrap()
+    .into_iter()
+    .map(|r| r.work.unwrap().path.unwrap())
+    .collect();
+    assert_eq!(patched, ["/w/src/a.js", "/w/src/b.js"]);
     assert_eq!(wrote.source.kind, SourceKind::OpenCode);
     assert_eq!(wrote.work.unwrap().path.as_deref(), Some("/w/src/cache.js"));
     let ran = report(json!({"session_id": "ses_1", "cwd": "/w", "tool": "bash",

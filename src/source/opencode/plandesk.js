@@ -10,8 +10,9 @@
 //   the plan is not approved.
 // - When the session is stopped while its plan waits, the waiting `plandesk hook opencode` is
 //   stopped (SIGTERM), and Plandesk marks the plan abandoned.
-// - After an approval, what the agent then does (files written or edited, commands run) and
-//   the end of its turn go to `plandesk record opencode`, in the background.
+// - Once an approved plan_exit ran (the person also said Yes to OpenCode's question), what the
+//   agent then does (files written or edited, commands run) and the end of each of its turns
+//   go to `plandesk record opencode`, one at a time, in the background.
 //
 // Plain JavaScript with no dependencies. Every export of a plugin file must be a function.
 import { spawn } from 'node:child_process';
@@ -27,6 +28,8 @@ const MAX_TEXT = 64 * 1024;
 /** The most of `plandesk hook`'s stdout read, and of its stderr kept for an error message. */
 const MAX_ANSWER = 1024 * 1024;
 const MAX_STDERR = 4 * 1024;
+/** The most of the session's first request sent along as the plan's prompt. */
+const MAX_PROMPT = 4 * 1024;
 /** How long looking up a session may take before the plugin falls back on what it saw. */
 const LOOKUP_MS = 5_000;
 /** The most records waiting in one session's queue; past that new ones are dropped. */
@@ -38,20 +41,26 @@ const RECORDED = new Set(['write', 'edit', 'multiedit', 'apply_patch', 'patch', 
 const notReviewed = (why) => `Plandesk could not review this plan (${why}), so it is not approved. `
   + 'Do not go on with it; tell the user.';
 
-/** Every `plandesk hook` still waiting, in any OpenCode instance of this process. */
-const everyWaiting = new Set();
-// OpenCode exiting (also on an uncaught error): no plan may keep waiting for it.
-process.once('exit', () => {
-  for (const child of everyWaiting) {
-    try { child.kill('SIGTERM'); } catch { /* gone */ }
-  }
-});
+/** Every `plandesk hook` still waiting in this process (shared by every copy of this file). */
+const everyWaiting = globalThis[Symbol.for('plandesk.opencode.waiting')] ??= (() => {
+  const all = new Set();
+  // OpenCode exiting (also on an uncaught error): no plan may keep waiting for it.
+  process.once('exit', () => {
+    for (const child of all) {
+      try { child.kill('SIGTERM'); } catch { /* gone */ }
+    }
+  });
+  return all;
+})();
 
 export const PlandeskPlugin = async ({ client, project, worktree, directory }) => {
   const cwd = directory || worktree || process.cwd();
   /** sessionID → the `plandesk hook` processes waiting for a decision. */
   const waiting = new Map();
-  /** Sessions whose plan Plandesk approved (while this OpenCode runs): their work is recorded. */
+  /** Sessions whose plan Plandesk approved, until plan_exit ran (or failed: OpenCode asks
+   * "switch to the build agent?", and No or Esc ends the turn in plan_exit). */
+  const allowed = new Set();
+  /** Sessions whose approved plan_exit ran (while this OpenCode runs): their work is recorded. */
   const approved = new Set();
   /** sessionID → {slug, created} from OpenCode's session events. */
   const sessions = new Map();
@@ -60,13 +69,17 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   /** sessionID → the tail of its record queue (records are sent one at a time, in order). */
   const queues = new Map();
 
+  /** sessionID → the reviews under way, from plan_exit until `plandesk hook` answered. */
+  const reviews = new Map();
+
   const stopWaiting = (sessionID) => {
+    for (const review of reviews.get(sessionID) ?? []) review.stopped = true;
     for (const child of waiting.get(sessionID) ?? []) {
       child.stoppedBecause = 'the OpenCode session was stopped';
       try { child.kill('SIGTERM'); } catch { /* gone */ }
     }
   };
-  const stopAll = () => { for (const id of [...waiting.keys()]) stopWaiting(id); };
+  const stopAll = () => { for (const id of new Set([...reviews.keys(), ...waiting.keys()])) stopWaiting(id); };
 
   /** A line in OpenCode's log (`--print-logs` shows it on stderr); never throws. */
   const log = (level, message, extra) => withTimeout(
@@ -105,13 +118,45 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
     return undefined;
   }
 
+  /** What the person typed first in the session (its text parts, not OpenCode's own), if known. */
+  async function firstRequest(sessionID) {
+    try {
+      const res = await withTimeout(client.session.messages({ path: { id: sessionID } }), LOOKUP_MS);
+      const messages = Array.isArray(res?.data) ? res.data : Array.isArray(res) ? res : [];
+      for (const message of messages) {
+        if (message?.info?.role !== 'user') continue;
+        const text = (message.parts ?? [])
+          .filter((part) => part?.type === 'text' && !part.synthetic && typeof part.text === 'string')
+          .map((part) => part.text).join('\n').trim();
+        if (text) return text.slice(0, MAX_PROMPT);
+      }
+    } catch { /* none */ }
+    return undefined;
+  }
+
   /** Runs `plandesk hook opencode` for the plan; returns normally only on its explicit allow. */
   async function review(sessionID) {
+    const mine = { stopped: false };
+    const all = reviews.get(sessionID) ?? new Set();
+    all.add(mine);
+    reviews.set(sessionID, all);
+    try {
+      return await reviewOnce(sessionID, mine);
+    } finally {
+      all.delete(mine);
+      if (!all.size && reviews.get(sessionID) === all) reviews.delete(sessionID);
+    }
+  }
+
+  async function reviewOnce(sessionID, mine) {
     const plan = await planFile(sessionID);
     if (!plan) {
       throw new Error(notReviewed('the session\'s plan file could not be found'));
     }
-    const payload = JSON.stringify({ session_id: sessionID, cwd, plan_file: plan });
+    const prompt = await firstRequest(sessionID);
+    // Stopped while the plan file was looked up: never ask.
+    if (mine.stopped) throw new Error('The plan was not reviewed: the OpenCode session was stopped.');
+    const payload = JSON.stringify({ session_id: sessionID, cwd, plan_file: plan, ...(prompt ? { prompt } : {}) });
     let result;
     try {
       result = await run(['hook', 'opencode'], payload, sessionID);
@@ -126,7 +171,7 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
       answer = JSON.parse(result.stdout.trim());
     } catch { /* below */ }
     if (result.code === 0 && answer?.decision === 'allow') {
-      approved.add(sessionID);
+      allowed.add(sessionID);
       return;
     }
     if (result.code === 0 && answer?.decision === 'deny' && typeof answer.reason === 'string' && answer.reason.trim()) {
@@ -209,6 +254,8 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
     'tool.execute.after': async (input, output) => {
       try {
         const { tool, sessionID, args } = input ?? {};
+        // Called only when the tool succeeded: for plan_exit, once the person said Yes.
+        if (tool === 'plan_exit' && allowed.delete(sessionID)) approved.add(sessionID);
         if ((tool === 'write' || tool === 'edit') && typeof args?.filePath === 'string' && isPlanPath(args.filePath)) {
           planWrites.set(sessionID, resolve(cwd, args.filePath));
         }
@@ -243,11 +290,13 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
             // waiting now was given up on.
             if (!sessionID) break;
             stopWaiting(sessionID);
+            allowed.delete(sessionID);
             if (approved.has(sessionID)) record(sessionID, { event: 'idle' });
             break;
           case 'session.deleted':
             if (sessionID) {
               stopWaiting(sessionID);
+              allowed.delete(sessionID);
               approved.delete(sessionID);
               sessions.delete(sessionID);
               planWrites.delete(sessionID);

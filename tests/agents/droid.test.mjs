@@ -18,6 +18,9 @@ import {
   removeWorld, saveArtifact, sleep, summarize, waitFor, world,
 } from './harness.mjs';
 
+// Droid's own binary (its npm launcher, @factory/cli, pins a linux-x64 build that was never
+// published, so the platform package is installed by name).
+const DROID = join(import.meta.dirname, 'node_modules/@factory/cli-linux-x64/bin/droid');
 const PROMPT = 'Add a cache to fetchUser';
 const PLAN_1 = {
   title: 'Cache user lookups',
@@ -97,7 +100,7 @@ async function start(w, fake, tmux, diagnose, { env = {}, hooksJson = false } = 
   assert.match(post.hooks[0].command, /plandesk record droid$/);
   assert.match(hooks.Stop[0].hooks[0].command, /plandesk record droid$/);
 
-  tmux.start([join(BIN, 'droid')], {
+  tmux.start([DROID], {
     cwd: w.ws,
     env: agentEnv(w, { FACTORY_AIRGAP_ENABLED: 'true', FACTORY_DROID_AUTO_UPDATE_ENABLED: 'false', ...env }),
   });

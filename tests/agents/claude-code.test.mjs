@@ -10,8 +10,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
 import {
-  BIN, CLI, Tmux, agentEnv, install, killMarked, pendingFrom, plandesk, plandeskJson, processes,
-  removeWorld, saveArtifact, sleep, summarize, waitFor, world,
+  BIN, CLI, Tmux, agentEnv, endWorld, install, killMarked, pendingFrom, plandesk, plandeskJson,
+  processes, saveArtifact, sleep, summarize, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const PROMPT = 'Add a cache to fetchUser';
@@ -166,22 +166,12 @@ async function withClaude(name, fn, env = {}, options = {}) {
     await fn({ w, fake, tmux, diagnose });
     failed = false;
   } finally {
-    tmux.kill();
-    killMarked(w.root);
-    await fake.close();
-    removeWorld(w, failed);
+    await endWorld({ w, tmux, fake }, failed);
   }
 }
 
 /** Types the request and waits for its plan in the inbox. */
-async function firstPlan({ w, tmux, diagnose }) {
-  tmux.type(PROMPT);
-  const [item] = await waitFor('the plan in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'claude-code');
-    return items.length ? items : null;
-  }, { seconds: 40, diagnose });
-  return item;
-}
+const firstPlan = (ctx) => typeFirstPlan(ctx, 'claude-code', PROMPT);
 
 /** The first request whose last tool result is ExitPlanMode's, denied (`error`) or not. */
 function exitPlanResult(fake, error) {

@@ -11,8 +11,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { dirname, join } from 'node:path';
 import { allText, contentText, startFakeOpenAI, toolResults } from './fake-openai.mjs';
 import {
-  BIN, CLI, ROOT, Tmux, agentEnv, killMarked, parentOf, pendingFrom, plandesk, plandeskJson,
-  processes, removeWorld, saveArtifact, sleep, summarize, waitFor, world,
+  BIN, CLI, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld, parentOf, pendingFrom, plandesk,
+  plandeskJson, processes, saveArtifact, sleep, summarize, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const PROMPT = 'Add a cache to fetchUser';
@@ -184,22 +184,12 @@ async function withCopilot(name, fn, options = {}) {
     await fn(ctx);
     failed = false;
   } finally {
-    tmux.kill();
-    killMarked(w.root);
-    await fake.close();
-    removeWorld(w, failed);
+    await endWorld({ w, tmux, fake }, failed);
   }
 }
 
 /** Types the request and waits for its plan in the inbox. */
-async function firstPlan({ w, tmux, diagnose }) {
-  tmux.type(PROMPT);
-  const [item] = await waitFor('the plan in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'copilot');
-    return items.length ? items : null;
-  }, { seconds: 40, diagnose });
-  return item;
-}
+const firstPlan = (ctx) => typeFirstPlan(ctx, 'copilot', PROMPT);
 
 /** The first request answering the model's exit_plan_mode, its result matching `pattern`. */
 function exitPlanResult(fake, pattern) {
@@ -276,29 +266,11 @@ test('Copilot CLI: plan.md → pending → reject with feedback → revision 2 �
   // 5. The model works (a planned edit, a file outside the plan, two commands) and finishes.
   await waitFor('the model\'s final text on the screen', () => tmux.screen().includes(FINAL), { seconds: 40, diagnose });
   assert.ok(!inPlanMode(tmux), `out of plan mode: ${status(tmux)}`);
-  assert.equal(readFileSync(join(w.ws, 'src/cache.js'), 'utf8'), 'export const cache = new Map();\n');
-  assert.match(readFileSync(join(w.ws, 'src/fetch.js'), 'utf8'), /return cache\.get\(id\) \?\? fetch/);
-  const progress = await waitFor('the agent\'s agentStop in `plandesk progress`', () => {
-    const p = plandeskJson(w, ['progress', run]);
-    return p.finished ? p : null;
-  }, { seconds: 15, diagnose });
-  assert.equal(progress.revisionNo, 2, 'held against the approved revision');
-  assert.deepEqual(progress.steps.map((s) => [s.text, s.state]), [
-    ['Add an LRU cache of at most 1000 entries in `src/fetch.js`.', 'done'],
-    ['Invalidate it on writes.', 'not-done-yet'],
-    ['Test the eviction order.', 'not-done-yet'],
-  ]);
-  assert.deepEqual(progress.files.map((f) => [f.path, f.planned, f.changed]), [
-    ['src/fetch.js', true, true],
-    ['src/cache.js', false, true],
-  ]);
   // Copilot reports a command's exit code only in its output ("<shellId: N completed with exit
   // code 2>"), a failed command as a success.
-  assert.deepEqual(progress.commands.map((c) => [c.command, c.exitCode]), [
-    ['echo cached', 0],
-    ['ls src/eviction.test.js', 2],
-  ]);
-  assert.equal(progress.summary, '1 of 3 steps done, 1 file outside the plan');
+  await assertScenarioWork(w, run, {
+    finishedBy: 'agentStop', diagnose, commands: [['echo cached', 0], ['ls src/eviction.test.js', 2]],
+  });
   assert.deepEqual(statuses(w, run), ['rejected', 'approved'], 'its postToolUse and agentStop change no decision');
   assert.deepEqual(pendingFrom(w, 'copilot'), []);
 }, { work: true }));
@@ -393,20 +365,19 @@ for (const [how, signal] of Object.entries(quits)) {
 // Ctrl+C in Copilot's terminal while its hook waits: Copilot writes an `abort` to the session's
 // events.jsonl at once, shows "Cancelling" and waits for the hook, which it does not signal (it
 // would wait up to the hook's `timeout`, a day). Only the hook can let it go.
-test('Copilot CLI: the person cancels with Ctrl+C in its terminal while its plan waits → Copilot waits on the hook, never approved', { timeout: 60_000 }, (t) => withCopilot('copilot-cancel', async (ctx) => {
+test('Copilot CLI: the person cancels with Ctrl+C in its terminal while its plan waits → the hook lets Copilot go, never approved', { timeout: 60_000 }, () => withCopilot('copilot-cancel', async (ctx) => {
   const { w, fake, tmux, diagnose } = ctx;
   const item = await firstPlan(ctx);
   tmux.key('C-c');
-  await waitFor('Copilot to show "Cancelling"', () => /Cancelling/.test(status(tmux)), { seconds: 10, diagnose });
+  // Copilot shows "Cancelling" until the hook answers: a moment, now that the hook watches.
   const transcript = () => readFileSync(join(dirname(fake.planPath), 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   const abort = await waitFor('the abort in the session\'s events.jsonl', () => transcript().find((e) => e.type === 'abort'), { seconds: 5, diagnose });
   assert.equal(abort.data.reason, 'user_initiated');
-  await t.test('the hook lets Copilot go and closes the plan', async () => {
-    await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'copilot').length === 0, { seconds: 8 });
-    assert.deepEqual(statuses(w, item.runId), ['abandoned']);
-    await waitFor('the hook to exit', () => processes(w.root, HOOK).length === 0, { seconds: 5 });
-    await waitFor('Copilot to be ready again', () => !/Cancelling/.test(status(tmux)), { seconds: 5 });
-  });
+  await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'copilot').length === 0, { seconds: 8, diagnose });
+  assert.deepEqual(statuses(w, item.runId), ['abandoned']);
+  await waitFor('the hook to exit', () => processes(w.root, HOOK).length === 0, { seconds: 5, diagnose });
+  await waitFor('Copilot to be ready again', () => !/Cancelling/.test(status(tmux)), { seconds: 5, diagnose });
+  assert.match(tmux.screen(), /Operation aborted by user/);
   assert.equal(menuShown(tmux), false, 'Copilot\'s own menu did not open');
   assert.equal(exitPlanResult(fake, /^Plan approved!/), undefined, 'never approved');
 }));
@@ -419,8 +390,12 @@ test('Copilot CLI: `plandesk install copilot --uninstall` removes the hooks; Cop
   tmux.type(PROMPT);
   await waitFor('Copilot\'s own "Plan Ready for Review" menu', () => menuShown(tmux), { seconds: 40, diagnose });
   assert.deepEqual(plandeskJson(w, ['history']), [], 'no plan reached Plandesk');
-  const events = readFileSync(join(dirname(fake.planPath), 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  assert.ok(events.some((e) => e.type === 'tool.execution_start'), 'the session\'s events are there');
+  // Copilot writes the session's events a moment later.
+  const read = () => readFileSync(join(dirname(fake.planPath), 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const events = await waitFor('the session\'s events', () => {
+    const all = read();
+    return all.some((e) => e.type === 'tool.execution_start') ? all : null;
+  }, { seconds: 10, diagnose });
   assert.deepEqual(events.filter((e) => e.type === 'hook.start'), [], 'no hook ran');
   // Plandesk's own file is gone (a `{}` left there would be logged as an error at every start).
   await t.test('Copilot finds nothing wrong with the hooks folder', () => {

@@ -14,8 +14,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
 import {
-  BIN, CLI, Tmux, agentEnv, install, killMarked, parentOf, pendingFrom, plandesk, plandeskJson, processes,
-  removeWorld, saveArtifact, sleep, summarize, waitFor, world,
+  CLI, Tmux, agentEnv, endWorld, install, parentOf, pendingFrom, plandesk, plandeskJson,
+  processes, saveArtifact, sleep, summarize, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 // Droid's own binary (its npm launcher, @factory/cli, pins a linux-x64 build that was never
@@ -134,22 +134,12 @@ async function withDroid(name, fn, options = {}) {
     await fn({ w, fake, tmux, diagnose });
     failed = false;
   } finally {
-    tmux.kill();
-    killMarked(w.root);
-    await fake.close();
-    removeWorld(w, failed);
+    await endWorld({ w, tmux, fake }, failed);
   }
 }
 
 /** Types the request and waits for its spec in the inbox. */
-async function firstPlan({ w, tmux, diagnose }) {
-  tmux.type(PROMPT);
-  const [item] = await waitFor('the spec in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'droid');
-    return items.length ? items : null;
-  }, { seconds: 30, diagnose });
-  return item;
-}
+const firstPlan = (ctx) => typeFirstPlan(ctx, 'droid', PROMPT);
 
 /** The first request whose ExitSpecMode result matches `pattern`: {request, text}. */
 function exitSpecResult(fake, pattern) {

@@ -1,6 +1,7 @@
 // What the agent tests share: where things are, a throwaway world per test (HOME, workspace,
 // Plandesk store), the `plandesk` CLI, bounded waits, tmux, and cleaning up every process a test
 // started, even when it fails.
+import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -189,6 +190,60 @@ export function parentOf(pid) {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Types `prompt` in the agent's terminal and waits for its plan (from source kind `kind`) in
+ * `plandesk pending`; returns the item.
+ */
+export async function typeFirstPlan({ w, tmux, diagnose }, kind, prompt) {
+  tmux.type(prompt);
+  const [item] = await waitFor('the plan in `plandesk pending`', () => {
+    const items = pendingFrom(w, kind);
+    return items.length ? items : null;
+  }, { seconds: 40, diagnose });
+  return item;
+}
+
+/**
+ * Ends a test's world, whether it passed or not: its tmux server, every process started for it
+ * (the agent, any hook still waiting), the fake model server, and the folder (kept when the
+ * test `failed` and KEEP_AGENT_WORLDS is set).
+ */
+export async function endWorld({ w, tmux, fake }, failed) {
+  tmux.kill();
+  killMarked(w.root);
+  await fake.close();
+  removeWorld(w, failed);
+}
+
+/**
+ * The work of the scenario the OpenAI-compatible agents' tests share, held against the plan it
+ * was approved for (revision 2: an LRU cache in `src/fetch.js`, invalidation, an eviction test):
+ * waits until `plandesk progress RUN` says the agent finished (`finishedBy`: the event that
+ * says so), then checks the steps, the files (`src/fetch.js` planned, `src/cache.js` outside
+ * the plan) and `commands` ([command, exit code]). Returns the progress.
+ */
+export async function assertScenarioWork(w, run, { finishedBy, diagnose, commands }) {
+  assert.equal(readFileSync(join(w.ws, 'src/cache.js'), 'utf8'), 'export const cache = new Map();\n');
+  assert.match(readFileSync(join(w.ws, 'src/fetch.js'), 'utf8'), /return cache\.get\(id\) \?\? fetch/);
+  const progress = await waitFor(`the agent's ${finishedBy} in \`plandesk progress\``, () => {
+    const p = plandeskJson(w, ['progress', run]);
+    return p.finished ? p : null;
+  }, { seconds: 15, diagnose });
+  assert.equal(progress.revisionNo, 2, 'held against the approved revision');
+  assert.deepEqual(progress.steps.map((s) => [s.text, s.state]), [
+    ['Add an LRU cache of at most 1000 entries in `src/fetch.js`.', 'done'],
+    ['Invalidate it on writes.', 'not-done-yet'],
+    ['Test the eviction order.', 'not-done-yet'],
+  ]);
+  assert.deepEqual(progress.files.map((f) => [f.path, f.planned, f.changed]), [
+    ['src/fetch.js', true, true],
+    ['src/cache.js', false, true],
+  ]);
+  assert.deepEqual(progress.commands.map((c) => [c.command, c.exitCode]), commands);
+  assert.equal(progress.summary, '1 of 3 steps done, 1 file outside the plan');
+  return progress;
 }
 
 /** Removes the world, unless the test failed and KEEP_AGENT_WORLDS is set. */

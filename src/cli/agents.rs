@@ -221,15 +221,19 @@ impl Watchdog {
 /// How long the agent waits for this hook: Gemini CLI's from its settings, else the timeout
 /// `plandesk install` configures.
 fn agent_timeout(agent: Agent) -> Duration {
+    let env = |name: &str| std::env::var_os(name);
+    let installed = Duration::from_secs(install::HOOK_TIMEOUT_SECS);
     match agent {
-        Agent::Gemini => gemini::hook_timeout(|name| std::env::var_os(name)),
-        Agent::Copilot => copilot::hook_timeout(|name| std::env::var_os(name)),
-        Agent::Droid | Agent::QwenCode => agent
-            .held()
-            .and_then(|held| held::hook_timeout(held, |name| std::env::var_os(name))),
-        _ => None,
+        Agent::Gemini => gemini::hook_timeout(env).unwrap_or(installed),
+        // Where the hook's entry is not found (another settings file, a wrapper script), the
+        // agent's own default is what it waits, not the day `plandesk install` writes.
+        Agent::Copilot => copilot::hook_timeout(env).unwrap_or(copilot::DEFAULT_TIMEOUT),
+        Agent::Droid => {
+            held::hook_timeout(held::Agent::Droid, env).unwrap_or(held::DROID_DEFAULT_TIMEOUT)
+        }
+        Agent::QwenCode => held::hook_timeout(held::Agent::QwenCode, env).unwrap_or(installed),
+        Agent::ClaudeCode | Agent::Codex | Agent::OpenCode => installed,
     }
-    .unwrap_or(Duration::from_secs(install::HOOK_TIMEOUT_SECS))
 }
 
 /// How long before the hook's own deadline its review gives up waiting for a person.

@@ -192,7 +192,7 @@ pub fn failure(err: &SourceError) -> String {
 const MAX_EVENTS: u64 = 32 * 1024 * 1024;
 
 /// Copilot's timeout for a hook that sets none.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The largest hook file read for the hook's timeout.
 const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;

@@ -118,7 +118,7 @@ pub fn hook_timeout(agent: Agent, env: impl Fn(&str) -> Option<OsString>) -> Opt
 }
 
 /// Droid's default hook timeout, when a hook sets none (or 0).
-const DROID_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DROID_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A Droid hook `timeout`: seconds (60 when unset, 0 or less; past what a Node timer holds,
 /// 1 ms).
@@ -261,7 +261,13 @@ pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
 pub fn answer(agent: Agent, answer: &Answer) -> Option<String> {
     match answer {
         Answer::Approve(_) => Some(allow(agent)),
-        Answer::Abandoned => None,
+        // Closed while the hook still waits (its lease seen as run out, or answered in the
+        // agent): silence would let Droid go on, so it is a deny all the same.
+        Answer::Abandoned => Some(deny(
+            agent,
+            "The plan was not reviewed: the review was stopped.",
+            true,
+        )),
         Answer::Revise(_) => Some(deny(agent, &answer.denial()?, false)),
         Answer::Wait | Answer::Expired => Some(deny(agent, &answer.denial()?, true)),
     }
@@ -507,7 +513,10 @@ mod tests {
             qwen(&Answer::Approve(Default::default()))["hookSpecificOutput"]["decision"],
             json!({"behavior": "allow"})
         );
-        assert!(answer(Agent::QwenCode, &Answer::Abandoned).is_none());
+        for agent in [Agent::Droid, Agent::QwenCode] {
+            let closed = answer(agent, &Answer::Abandoned).unwrap();
+            assert!(closed.contains("deny"), "silence is no answer: {closed}");
+        }
         let failed = failure(Agent::Droid, &SourceError::Stopped);
         let failed_json: Value = serde_json::from_str(&failed).unwrap();
         assert_eq!(

@@ -144,7 +144,7 @@ pub fn parse(stdin: &str) -> Result<Call, SourceError> {
             return Ok(Call::Unwritten(format!(
                 "The plan file {} is missing or empty. Write the complete plan there first, then \
                  call {TOOL} again.",
-                path.display()
+                crate::text::terminal_safe(&crate::text::short(&path.display().to_string(), 300))
             )))
         }
     };

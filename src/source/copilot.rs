@@ -194,14 +194,12 @@ const MAX_EVENTS: u64 = 32 * 1024 * 1024;
 /// Copilot's timeout for a hook that sets none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The largest hook file read for the hook's timeout.
-const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
-
 /// At most this many hook files are looked at in the hooks folder.
 const MAX_HOOK_FILES: usize = 100;
 
-/// How long Copilot lets this hook run: the shortest `timeoutSec` / `timeout` (seconds; 30 when
-/// unset) of the `preToolUse` hooks that run `plandesk hook copilot`, in the state folder's
+/// How long Copilot lets this hook run: the shortest `timeoutSec` / `timeout` (seconds, fractions
+/// too: Copilot kills a hook of `timeout: 5.5` at 5.5 s; 30 when unset) of the `preToolUse`
+/// hooks that run `plandesk hook copilot`, flat or in groups, in the state folder's
 /// `hooks/*.json` and `settings.json`. `None` if none is found.
 pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> {
     let state = state_dir(&env)?;
@@ -214,45 +212,13 @@ pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> 
         .take(MAX_HOOK_FILES)
         .collect();
     files.push(state.join("settings.json"));
-    files
-        .iter()
-        .filter_map(|file| super::read_settings_file(file, MAX_SETTINGS_BYTES))
-        .flat_map(|text| timeouts(&text))
-        .min()
-}
-
-/// The timeouts of this hook's `preToolUse` entries in one file: flat entries (`bash` or
-/// `command`) or Claude Code's groups of them.
-fn timeouts(text: &str) -> Vec<Duration> {
-    let Ok(file) = serde_json::from_str::<Value>(text) else {
-        return Vec::new();
-    };
-    let entries = file["hooks"][EVENT].as_array().cloned().unwrap_or_default();
-    let hooks = entries
-        .iter()
-        .flat_map(|entry| match entry["hooks"].as_array() {
-            Some(group) => group.iter().collect::<Vec<_>>(),
-            None => vec![entry],
-        });
-    hooks
-        .filter(|hook| {
-            let command = hook["command"].as_str().or_else(|| hook["bash"].as_str());
-            command.is_some_and(|c| {
-                let words: Vec<&str> = c.split_whitespace().collect();
-                words.windows(2).any(|w| w == ["hook", "copilot"])
-            })
-        })
-        .map(|hook| {
-            // Any number, fractions too (Copilot kills a hook of `timeout: 5.5` at 5.5 s).
-            let secs = hook["timeoutSec"]
-                .as_f64()
-                .or_else(|| hook["timeout"].as_f64())
-                .filter(|secs| secs.is_finite() && *secs > 0.0);
-            secs.map_or(DEFAULT_TIMEOUT, |secs| {
+    super::gemini::shortest_hook_timeout(files, EVENT, "copilot", |timeout| {
+        timeout
+            .filter(|secs| *secs > 0.0)
+            .map_or(DEFAULT_TIMEOUT, |secs| {
                 Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
             })
-        })
-        .collect()
+    })
 }
 
 #[cfg(test)]

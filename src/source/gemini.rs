@@ -152,30 +152,45 @@ pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Option<Duration> 
     let home = var("GEMINI_CLI_HOME").or_else(|| var("HOME"));
     let user = home.map(|h| h.join(".gemini/settings.json"));
     let project = var("GEMINI_PROJECT_DIR").map(|p| p.join(".gemini/settings.json"));
-    [Some(system), defaults, user, project]
-        .into_iter()
-        .flatten()
-        .filter_map(|file| super::read_settings_file(&file, MAX_SETTINGS_BYTES))
-        .flat_map(|text| hook_timeouts(&text))
-        .min()
-}
-
-/// The timeouts of this hook's entries in one settings file (JSON with comments).
-fn hook_timeouts(text: &str) -> Vec<Duration> {
-    timeouts_of("BeforeTool", "gemini", text)
-        .map(|timeout| {
+    let files = [Some(system), defaults, user, project];
+    shortest_hook_timeout(
+        files.into_iter().flatten(),
+        "BeforeTool",
+        "gemini",
+        |timeout| {
             let ms = timeout.map_or(DEFAULT_TIMEOUT_MS, |ms| ms.max(0.0) as u64);
             // Node runs a longer timer after 1 ms.
             Duration::from_millis(if ms > i32::MAX as u64 { 1 } else { ms })
-        })
-        .collect()
+        },
+    )
 }
 
-/// The `timeout` (`None` where it has none; a number, or a string that holds one, as the
-/// agents' JavaScript reads it) of each `event` hook in a settings file of Claude
-/// Code's shape (JSON, with comments; the hooks under `hooks`, or at the top level as in
-/// Droid's `hooks.json`) that runs `plandesk hook AGENT`, whatever the path, spacing, or
-/// options after it.
+/// The shortest timeout, as the agent reads it (`unit`: a `timeout` as written, `None` where
+/// there is none, to how long the agent waits), of the `event` hooks that run `plandesk hook
+/// AGENT` in any of `files` (a person's settings, read as [`super::read_settings_file`] reads
+/// them). `None` if none of them has such a hook.
+pub(crate) fn shortest_hook_timeout(
+    files: impl IntoIterator<Item = PathBuf>,
+    event: &str,
+    agent: &str,
+    unit: impl Fn(Option<f64>) -> Duration,
+) -> Option<Duration> {
+    files
+        .into_iter()
+        .filter_map(|file| super::read_settings_file(&file, MAX_SETTINGS_BYTES))
+        .flat_map(|text| {
+            timeouts_of(event, agent, &text)
+                .map(&unit)
+                .collect::<Vec<_>>()
+        })
+        .min()
+}
+
+/// The `timeout` (Copilot's `timeoutSec` first; `None` where it has none; a number, or a string
+/// that holds one, as the agents' JavaScript reads it) of each `event` hook in a settings file of
+/// Claude Code's shape (JSON, with comments; the hooks under `hooks`, or at the top level as in
+/// Droid's `hooks.json`; in groups, or flat as Copilot also writes them, its command under
+/// `bash`) that runs `plandesk hook AGENT`, whatever the path, spacing, or options after it.
 pub(crate) fn timeouts_of<'a>(
     event: &'a str,
     agent: &'a str,
@@ -186,17 +201,19 @@ pub(crate) fn timeouts_of<'a>(
         .into_iter()
         .filter_map(Value::as_array)
         .flatten()
-        .filter_map(|group| group["hooks"].as_array())
-        .flatten()
-        .cloned()
+        .flat_map(|entry| match entry["hooks"].as_array() {
+            Some(group) => group.clone(),
+            None => vec![entry.clone()],
+        })
         .collect();
     hooks.into_iter().filter_map(move |hook| {
-        let command = hook["command"].as_str()?;
+        let command = hook["command"].as_str().or_else(|| hook["bash"].as_str())?;
         let words: Vec<&str> = command.split_whitespace().collect();
+        let timeout = hook.get("timeoutSec").unwrap_or(&hook["timeout"]);
         words
             .windows(2)
             .any(|w| w == ["hook", agent])
-            .then(|| match &hook["timeout"] {
+            .then(|| match timeout {
                 Value::String(text) => text.trim().parse::<f64>().ok(),
                 number => number.as_f64(),
             })
@@ -351,9 +368,14 @@ mod tests {
             Some(Duration::from_secs(60)),
             "the shortest; unset is Gemini CLI's 60 s"
         );
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            hook(json!(3_000_000_000u64)).to_string(),
+        )
+        .unwrap();
         assert_eq!(
-            hook_timeouts(&hook(json!(3_000_000_000u64)).to_string()),
-            [Duration::from_millis(1)],
+            hook_timeout(env),
+            Some(Duration::from_millis(1)),
             "Node fires longer timers at once"
         );
     }

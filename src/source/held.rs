@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::gemini::shortest_hook_timeout;
 use super::{Answer, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
@@ -85,16 +86,8 @@ pub fn hook_timeout(agent: Agent, env: impl Fn(&str) -> Option<OsString>) -> Opt
                 var("HOME").map(|home| home.join(".qwen/settings.json")),
                 var("QWEN_PROJECT_DIR").map(|dir| dir.join(".qwen/settings.json")),
             ];
-            let configured = files
-                .into_iter()
-                .flatten()
-                .filter_map(|file| super::read_settings_file(&file, MAX_SETTINGS_BYTES))
-                .flat_map(|text| {
-                    super::gemini::timeouts_of(agent.event(), "qwen-code", &text)
-                        .map(qwen_timeout)
-                        .collect::<Vec<_>>()
-                })
-                .min();
+            let files = files.into_iter().flatten();
+            let configured = shortest_hook_timeout(files, agent.event(), "qwen-code", qwen_timeout);
             Some(configured.map_or(QWEN_HOOK_LIMIT, |t| t.min(QWEN_HOOK_LIMIT)))
         }
         Agent::Droid => {
@@ -102,17 +95,11 @@ pub fn hook_timeout(agent: Agent, env: impl Fn(&str) -> Option<OsString>) -> Opt
                 var("HOME").map(|home| home.join(".factory")),
                 var("FACTORY_PROJECT_DIR").map(|dir| dir.join(".factory")),
             ];
-            folders
+            let files = folders
                 .into_iter()
                 .flatten()
-                .flat_map(|dir| [dir.join("settings.json"), dir.join("hooks.json")])
-                .filter_map(|file| super::read_settings_file(&file, MAX_SETTINGS_BYTES))
-                .flat_map(|text| {
-                    super::gemini::timeouts_of(agent.event(), "droid", &text)
-                        .map(droid_timeout)
-                        .collect::<Vec<_>>()
-                })
-                .min()
+                .flat_map(|dir| [dir.join("settings.json"), dir.join("hooks.json")]);
+            shortest_hook_timeout(files, agent.event(), "droid", droid_timeout)
         }
     }
 }
@@ -156,9 +143,6 @@ fn qwen_timeout(timeout: Option<f64>) -> Duration {
 
 /// The most of a transcript read for the session's first request.
 const MAX_TRANSCRIPT: u64 = 32 * 1024 * 1024;
-
-/// The largest settings file read for the hook's timeout.
-const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, Deserialize)]
 struct Input {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
 import {
   BIN, CLI, Tmux, agentEnv, endWorld, install, killMarked, pendingFrom, plandesk, plandeskJson,
-  processes, saveArtifact, sleep, summarize, typeFirstPlan, waitFor, world,
+  processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const PROMPT = 'Add a cache to fetchUser';
@@ -151,15 +151,10 @@ async function withClaude(name, fn, env = {}, options = {}) {
     { command: 'echo cached', description: 'Say it is done' },
   ] : [];
   const tmux = new Tmux(w);
-  const diagnose = () => {
-    const requests = summarize(fake.requests, (r) => {
-      const res = toolResults(r.body).map((x) => `${x.is_error ? 'error' : 'ok'}: ${x.text.slice(0, 160)}`);
-      return `→ ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
-    });
-    const screen = tmux.screen();
-    const file = saveArtifact(`${name}-screen.txt`, screen);
-    return `requests to the fake model:\n${requests}\nscreen (${file}):\n${screen}`;
-  };
+  const diagnose = () => screenDiagnosis(name, fake, tmux, (r) => {
+    const res = toolResults(r.body).map((x) => `${x.is_error ? 'error' : 'ok'}: ${x.text.slice(0, 160)}`);
+    return `→ ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
+  });
   let failed = true;
   try {
     await setUp(w, fake, tmux, diagnose, env, options);

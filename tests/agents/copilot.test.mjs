@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { allText, contentText, startFakeOpenAI, toolResults } from './fake-openai.mjs';
 import {
   BIN, CLI, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld, parentOf, pendingFrom, plandesk,
-  plandeskJson, processes, saveArtifact, sleep, summarize, typeFirstPlan, waitFor, world,
+  plandeskJson, processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const PROMPT = 'Add a cache to fetchUser';
@@ -154,16 +154,11 @@ async function withCopilot(name, fn, options = {}) {
     step('bash', { command: 'ls src/eviction.test.js', description: 'Look for the test' }),
   ] : [];
   const tmux = new Tmux(w);
-  const diagnose = () => {
-    const requests = summarize(fake.requests, (r) => {
-      const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
-      const told = (r.body.messages || []).filter((m) => m.role === 'user').map((m) => contentText(m.content).slice(0, 60));
-      return `[${r.body.messages?.length} msgs] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)} | user: ${JSON.stringify(told)}`;
-    });
-    const screen = tmux.screen();
-    const file = saveArtifact(`${name}-screen.txt`, screen);
-    return `requests to the fake model:\n${requests}\nscreen (${file}):\n${screen}`;
-  };
+  const diagnose = () => screenDiagnosis(name, fake, tmux, (r) => {
+    const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
+    const told = (r.body.messages || []).filter((m) => m.role === 'user').map((m) => contentText(m.content).slice(0, 60));
+    return `[${r.body.messages?.length} msgs] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)} | user: ${JSON.stringify(told)}`;
+  });
   const ctx = { w, fake, tmux, diagnose };
   let failed = true;
   try {

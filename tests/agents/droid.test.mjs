@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
 import {
   CLI, Tmux, agentEnv, endWorld, install, parentOf, pendingFrom, plandesk, plandeskJson,
-  processes, saveArtifact, sleep, summarize, typeFirstPlan, waitFor, world,
+  processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 // Droid's own binary (its npm launcher, @factory/cli, pins a linux-x64 build that was never
@@ -118,16 +118,12 @@ async function withDroid(name, fn, options = {}) {
   const fake = await startFakeOpenAI(brain);
   fake.step = 0;
   const tmux = new Tmux(w);
-  const diagnose = () => {
-    const requests = summarize(fake.requests, (r) => {
-      const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 160)}`);
-      return `→ ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
-    });
-    const screen = tmux.screen();
-    const file = saveArtifact(`${name}-screen.txt`, screen);
-    const running = processes(w.root, /./).map((pid) => `  ${pid} (parent ${parentOf(pid)}): ${commandLine(pid).slice(0, 120)}`).join('\n');
-    return `requests to the fake model:\n${requests}\nprocesses:\n${running}\nscreen (${file}):\n${screen}`;
-  };
+  const diagnose = () => screenDiagnosis(name, fake, tmux, (r) => {
+    const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 160)}`);
+    return `→ ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
+  }, {
+    processes: processes(w.root, /./).map((pid) => `  ${pid} (parent ${parentOf(pid)}): ${commandLine(pid).slice(0, 120)}`).join('\n'),
+  });
   let failed = true;
   try {
     await start(w, fake, tmux, diagnose, options);

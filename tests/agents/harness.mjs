@@ -268,6 +268,18 @@ export function pendingFrom(w, kind) {
   return plandeskJson(w, ['pending']).filter((item) => item.source?.kind === kind);
 }
 
+/**
+ * What a failed TUI test says: every request the fake model got (each `describe`d), then any
+ * `extra` sections ({title: text}), then the agent's terminal screen, also saved as
+ * `NAME-screen.txt` among the artifacts.
+ */
+export function screenDiagnosis(name, fake, tmux, describe, extra = {}) {
+  const screen = tmux.screen();
+  const file = saveArtifact(`${name}-screen.txt`, screen);
+  const sections = Object.entries(extra).map(([title, text]) => `${title}:\n${text}\n`).join('');
+  return `requests to the fake model:\n${summarize(fake.requests, describe)}\n${sections}screen (${file}):\n${screen}`;
+}
+
 /** The shortest summary of a recorded request list, for failure messages. */
 export function summarize(requests, describe) {
   return requests.map((r, i) => `  #${i + 1} ${r.path} ${describe(r)}`).join('\n');

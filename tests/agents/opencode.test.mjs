@@ -13,8 +13,7 @@ import { join } from 'node:path';
 import { contentText, startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
 import {
   BIN, CLI, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld, install, pendingFrom, plandesk,
-  plandeskJson, processes, removeWorld, saveArtifact, sleep, summarize, typeFirstPlan, waitFor,
-  world,
+  plandeskJson, processes, removeWorld, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const OPENCODE = process.env.OPENCODE_BIN || join(BIN, 'opencode');
@@ -167,15 +166,10 @@ async function withOpenCode(name, fn, options = {}) {
     step('bash', { command: 'ls src/eviction.test.js', description: 'Look for the test' }),
   ] : [];
   const tmux = new Tmux(w);
-  const diagnose = () => {
-    const requests = summarize(fake.requests, (r) => {
-      const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
-      return `[${toolNames(r.body).length} tools, ${r.body.messages?.length} msgs] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
-    });
-    const screen = tmux.screen();
-    const file = saveArtifact(`${name}-screen.txt`, screen);
-    return `requests to the fake model:\n${requests}\nscreen (${file}):\n${screen}`;
-  };
+  const diagnose = () => screenDiagnosis(name, fake, tmux, (r) => {
+    const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
+    return `[${toolNames(r.body).length} tools, ${r.body.messages?.length} msgs] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
+  });
   const ctx = { w, fake, tmux, diagnose };
   let failed = true;
   try {

@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import { startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
 import {
   BIN, CLI, Tmux, agentEnv, assertScenarioWork, endWorld, install, parentOf, pendingFrom,
-  plandesk, plandeskJson, processes, saveArtifact, sleep, summarize, typeFirstPlan, waitFor,
-  world,
+  plandesk, plandeskJson, processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const PROMPT = 'Add a cache to fetchUser';
@@ -115,15 +114,10 @@ async function withQwen(name, fn, options = {}) {
     step('run_shell_command', { command: 'ls src/eviction.test.js', description: 'Look for the test' }),
   ] : [];
   const tmux = new Tmux(w);
-  const diagnose = () => {
-    const requests = summarize(fake.requests, (r) => {
-      const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
-      return `[${toolNames(r.body).length} tools, ${r.body.messages?.length} msgs] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
-    });
-    const screen = tmux.screen();
-    const file = saveArtifact(`${name}-screen.txt`, screen);
-    return `requests to the fake model:\n${requests}\nscreen (${file}):\n${screen}`;
-  };
+  const diagnose = () => screenDiagnosis(name, fake, tmux, (r) => {
+    const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
+    return `[${toolNames(r.body).length} tools, ${r.body.messages?.length} msgs] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
+  });
   const ctx = { w, fake, tmux, diagnose };
   let failed = true;
   try {

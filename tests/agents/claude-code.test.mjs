@@ -10,15 +10,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
 import {
-  BIN, CLI, Tmux, agentEnv, endWorld, install, killMarked, pendingFrom, plandesk, plandeskJson,
-  processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, Tmux, agentEnv, endWorld, install, killMarked,
+  pendingFrom, plandesk, plandeskJson, processes, screenDiagnosis, sleep, typeFirstPlan, waitFor,
+  world,
 } from './harness.mjs';
 
-const PROMPT = 'Add a cache to fetchUser';
-const PLAN_1 = '# Cache user lookups\n\n1. Add an in-memory cache in `src/fetch.js`.\n2. Invalidate it on writes.\n';
-const FEEDBACK = 'Bound the cache: at most 1000 entries, evicting the least recently used';
-const PLAN_2 = '# Cache user lookups (bounded)\n\n1. Add an LRU cache of at most 1000 entries in `src/fetch.js`.\n'
-  + '2. Invalidate it on writes.\n3. Test the eviction order.\n';
 const FINAL = 'Implementation started: the bounded cache plan is approved.';
 /** What the model does after the approval when a test asks for work (see `brain`). */
 let WORK = [];

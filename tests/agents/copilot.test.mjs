@@ -11,15 +11,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { dirname, join } from 'node:path';
 import { allText, contentText, startFakeOpenAI, toolResults } from './fake-openai.mjs';
 import {
-  BIN, CLI, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld, parentOf, pendingFrom, plandesk,
-  plandeskJson, processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld,
+  parentOf, pendingFrom, plandesk, plandeskJson, processes, screenDiagnosis, sleep, statuses,
+  typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
-const PROMPT = 'Add a cache to fetchUser';
-const PLAN_1 = '# Cache user lookups\n\n1. Add an in-memory cache in `src/fetch.js`.\n2. Invalidate it on writes.\n';
-const FEEDBACK = 'Bound the cache: at most 1000 entries, evicting the least recently used';
-const PLAN_2 = '# Cache user lookups (bounded)\n\n1. Add an LRU cache of at most 1000 entries in `src/fetch.js`.\n'
-  + '2. Invalidate it on writes.\n3. Test the eviction order.\n';
 const SUMMARY_1 = '- Add an in-memory cache in src/fetch.js';
 const SUMMARY_2 = '- Add a bounded LRU cache (1000 entries) in src/fetch.js';
 const FINAL = 'Implementation done: the bounded cache is in place.';
@@ -193,8 +189,6 @@ function exitPlanResult(fake, pattern) {
     return res?.name === 'exit_plan_mode' && pattern.test(res.text);
   });
 }
-
-const statuses = (w, run) => plandeskJson(w, ['history', run]).map((r) => r.status);
 
 test('Copilot CLI: plan.md → pending → reject with feedback → revision 2 → approve → its own menu → it works, recorded', { timeout: 120_000 }, (t) => withCopilot('copilot-review', async (ctx) => {
   const { w, fake, tmux, diagnose } = ctx;

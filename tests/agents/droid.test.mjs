@@ -14,19 +14,17 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
 import {
-  CLI, Tmux, agentEnv, endWorld, install, parentOf, pendingFrom, plandesk, plandeskJson,
-  processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
+  CLI, FEEDBACK, PROMPT, Tmux, agentEnv, endWorld, install, parentOf, pendingFrom, plandesk,
+  plandeskJson, processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 // Droid's own binary (its npm launcher, @factory/cli, pins a linux-x64 build that was never
 // published, so the platform package is installed by name).
 const DROID = join(import.meta.dirname, 'node_modules/@factory/cli-linux-x64/bin/droid');
-const PROMPT = 'Add a cache to fetchUser';
 const PLAN_1 = {
   title: 'Cache user lookups',
   plan: '1. Add an in-memory cache in `src/fetch.js`.\n2. Invalidate it on writes.\n',
 };
-const FEEDBACK = 'Bound the cache: at most 1000 entries, evicting the least recently used';
 const PLAN_2 = {
   title: 'Cache user lookups (bounded)',
   plan: '# Cache user lookups (bounded)\n\n1. Add an LRU cache of at most 1000 entries in `src/cache.js`.\n'

@@ -121,3 +121,11 @@ export const toolNames = (body) => (body.tools || []).map((t) => t.function?.nam
 
 /** Everything the model was told, as one string. */
 export const allText = (body) => (body.messages || []).map((m) => contentText(m.content)).join('\n');
+
+/** One line on a recorded request, for failure messages: its tools and messages, the last
+ * message, what the fake answered, and the tool results it was sent. */
+export function describeRequest(r) {
+  const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
+  const last = contentText(r.body.messages?.at(-1)?.content).slice(0, 100);
+  return `[${toolNames(r.body).length} tools, ${r.body.messages?.length} msgs, last ${JSON.stringify(last)}] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
+}

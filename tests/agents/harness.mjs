@@ -217,6 +217,34 @@ export async function endWorld({ w, tmux, fake }, failed) {
   removeWorld(w, failed);
 }
 
+/** The scenario most agents' tests share: the request typed, the plan, the feedback on it, and
+ * the revised plan that is approved (what `assertScenarioWork` holds the work against). */
+export const PROMPT = 'Add a cache to fetchUser';
+export const PLAN_1 = '# Cache user lookups\n\n1. Add an in-memory cache in `src/fetch.js`.\n2. Invalidate it on writes.\n';
+export const FEEDBACK = 'Bound the cache: at most 1000 entries, evicting the least recently used';
+export const PLAN_2 = '# Cache user lookups (bounded)\n\n1. Add an LRU cache of at most 1000 entries in `src/fetch.js`.\n'
+  + '2. Invalidate it on writes.\n3. Test the eviction order.\n';
+
+/**
+ * What the model does once the scenario's plan is approved, as tool calls of an agent's own
+ * (`tools`: its `write(path, content)`, `read(path)`, `edit(path, old, new)` and `shell(command,
+ * description)`, each giving [name, args]): writes `src/cache.js` (outside the plan), reads and
+ * edits `src/fetch.js`, runs a command that succeeds and one that fails. Each has a call id of
+ * its own, which the fake model's brain follows.
+ */
+export function scenarioSteps(w, { write, read, edit, shell }) {
+  let n = 0;
+  const step = ([tool, args]) => ({ id: `call_work_${++n}`, tool, args });
+  const [cache, fetch] = [join(w.ws, 'src/cache.js'), join(w.ws, 'src/fetch.js')];
+  return [
+    step(write(cache, 'export const cache = new Map();\n')),
+    step(read(fetch)), // agents want a file read before it is edited
+    step(edit(fetch, 'return fetch', 'return cache.get(id) ?? fetch')),
+    step(shell('echo cached', 'Say it is done')),
+    step(shell('ls src/eviction.test.js', 'Look for the test')),
+  ];
+}
+
 /**
  * The work of the scenario the OpenAI-compatible agents' tests share, held against the plan it
  * was approved for (revision 2: an LRU cache in `src/fetch.js`, invalidation, an eviction test):
@@ -262,6 +290,9 @@ export function saveArtifact(name, text) {
   writeFileSync(path, text);
   return path;
 }
+
+/** The statuses of a run's revisions, oldest first (`plandesk history RUN`). */
+export const statuses = (w, run) => plandeskJson(w, ['history', run]).map((r) => r.status);
 
 /** The items of `plandesk pending` from one agent. */
 export function pendingFrom(w, kind) {

@@ -10,19 +10,16 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contentText, startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
+import { contentText, describeRequest, startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
+import { OPENCODE_TOOLS, loadPluginAlone, planExitResult } from './opencode-plugin.mjs';
 import {
-  BIN, CLI, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld, install, pendingFrom, plandesk,
-  plandeskJson, processes, removeWorld, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld,
+  install, pendingFrom, plandesk, plandeskJson, processes, removeWorld, scenarioSteps,
+  screenDiagnosis, sleep, statuses, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const OPENCODE = process.env.OPENCODE_BIN || join(BIN, 'opencode');
 const VERSION = '1.18.33';
-const PROMPT = 'Add a cache to fetchUser';
-const PLAN_1 = '# Cache user lookups\n\n1. Add an in-memory cache in `src/fetch.js`.\n2. Invalidate it on writes.\n';
-const FEEDBACK = 'Bound the cache: at most 1000 entries, evicting the least recently used';
-const PLAN_2 = '# Cache user lookups (bounded)\n\n1. Add an LRU cache of at most 1000 entries in `src/fetch.js`.\n'
-  + '2. Invalidate it on writes.\n3. Test the eviction order.\n';
 const FINAL = 'Implementation started: the bounded cache plan is approved.';
 const STOPPED = 'fake model: stopping as told.';
 const HOOK = /plandesk.* hook opencode/;
@@ -156,20 +153,9 @@ const questionShown = (tmux) => QUESTION.test(tmux.screen().replace(/\s*┃\s*/g
 async function withOpenCode(name, fn, options = {}) {
   const w = world(name);
   const fake = await startFakeOpenAI(brain);
-  let n = 0;
-  const step = (tool, args) => ({ id: `call_work_${++n}`, tool, args });
-  fake.work = options.work ? [
-    step('write', { filePath: join(w.ws, 'src/cache.js'), content: 'export const cache = new Map();\n' }),
-    step('read', { filePath: join(w.ws, 'src/fetch.js') }), // `edit` wants the file read first
-    step('edit', { filePath: join(w.ws, 'src/fetch.js'), oldString: 'return fetch', newString: 'return cache.get(id) ?? fetch' }),
-    step('bash', { command: 'echo cached', description: 'Say it is done' }),
-    step('bash', { command: 'ls src/eviction.test.js', description: 'Look for the test' }),
-  ] : [];
+  fake.work = options.work ? scenarioSteps(w, OPENCODE_TOOLS) : [];
   const tmux = new Tmux(w);
-  const diagnose = () => screenDiagnosis(name, fake, tmux, (r) => {
-    const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
-    return `[${toolNames(r.body).length} tools, ${r.body.messages?.length} msgs] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
-  });
+  const diagnose = () => screenDiagnosis(name, fake, tmux, describeRequest);
   const ctx = { w, fake, tmux, diagnose };
   let failed = true;
   try {
@@ -187,19 +173,8 @@ async function withOpenCode(name, fn, options = {}) {
 /** Types the request and waits for its plan in the inbox. */
 const firstPlan = (ctx) => typeFirstPlan(ctx, 'opencode', PROMPT);
 
-/** The first request whose last message is plan_exit's result, matching `pattern`. */
-function planExitResult(fake, pattern) {
-  return fake.main().find((r) => {
-    if (r.body.messages?.at(-1)?.role !== 'tool') return false;
-    const [res] = toolResults(r.body);
-    return res?.name === 'plan_exit' && pattern.test(res.text);
-  });
-}
-
 /** The first request in which OpenCode says plan_exit ran (its result, then its own message). */
 const switched = (fake) => fake.main().find((r) => SWITCHED.test(contentText(r.body.messages?.at(-1)?.content)));
-
-const statuses = (w, run) => plandeskJson(w, ['history', run]).map((r) => r.status);
 
 test('OpenCode: plan → pending → reject with feedback → revision 2 → approve → its own "switch to build?" → it works, recorded', { timeout: 180_000 }, (t) => withOpenCode('opencode-review', async (ctx) => {
   const { w, fake, tmux, diagnose } = ctx;
@@ -336,52 +311,7 @@ for (const [how, quit] of Object.entries(quits)) {
 
 // The plugin alone, in Node, with a stand-in for `plandesk` (no OpenCode, no store): what it
 // sends, and that anything but an explicit allow fails closed.
-const STANDIN = `
-const fs = require('node:fs');
-const [mode, out, command] = process.argv.slice(2);
-const stdin = fs.readFileSync(0, 'utf8');
-fs.appendFileSync(out + '/' + command + '.jsonl', stdin.replace(/\\n/g, ' ') + '\\n');
-process.on('SIGTERM', () => { fs.writeFileSync(out + '/signal', 'SIGTERM'); process.exit(143); });
-if (command === 'record') process.exit(0);
-const answers = {
-  allow: [0, '{"decision":"allow"}\\n'], deny: [0, '{"decision":"deny","reason":"Make it smaller"}'],
-  failed: [1, '{"decision":"allow"}'], junk: [0, 'allow'], empty: [0, ''], unexplained: [0, '{"decision":"deny"}'],
-};
-if (mode === 'wait') setInterval(() => {}, 1000);
-else { process.stdout.write(answers[mode][1]); process.exitCode = answers[mode][0]; }
-`;
-
-/** The plugin as installed with `command`, loaded in this process: its hooks, and what it sent. */
-async function loadPlugin(w, mode, { vcs = 'git', session = { slug: 'brave-squid', created: 1765000000000 }, lookupMs = 0 } = {}) {
-  const out = join(w.root, `out-${mode}-${Math.random().toString(36).slice(2)}`);
-  mkdirSync(out);
-  const standin = join(w.root, 'standin.cjs');
-  writeFileSync(standin, STANDIN);
-  const source = readFileSync(join(ROOT, 'src/source/opencode/plandesk.js'), 'utf8');
-  const file = join(out, 'plandesk.mjs');
-  const command = mode === 'missing' ? [join(w.root, 'no-such-plandesk')] : [process.execPath, standin, mode, out];
-  writeFileSync(file, source.replace(/^const PLANDESK = .*$/m, `const PLANDESK = ${JSON.stringify(command)};`));
-  const logs = [];
-  const client = {
-    app: { log: async ({ body }) => { logs.push(body); } },
-    session: {
-      get: async ({ path }) => (await sleep(lookupMs), session ? { data: { id: path.id, slug: session.slug, time: { created: session.created } } } : { error: 'no' }),
-      messages: async () => ({ data: [{ info: { role: 'user' }, parts: [{ type: 'text', text: PROMPT }, { type: 'text', text: 'reminder', synthetic: true }] }] }),
-    },
-  };
-  const { PlandeskPlugin, ...others } = await import(`file://${file}`);
-  assert.deepEqual(Object.keys(others), [], 'OpenCode wants every export to be a plugin function');
-  const hooks = await PlandeskPlugin({ client, project: { id: 'p', worktree: w.ws, vcs }, worktree: w.ws, directory: w.ws });
-  const sent = (command) => {
-    try {
-      return readFileSync(join(out, `${command}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    } catch {
-      return [];
-    }
-  };
-  const planExit = (sessionID = 'ses_1') => hooks['tool.execute.before']({ tool: 'plan_exit', sessionID, callID: 'c1' }, { args: {} });
-  return { hooks, logs, out, sent, planExit };
-}
+const loadPlugin = (w, mode, options) => loadPluginAlone(w, mode, { prompt: PROMPT, ...options });
 
 test('OpenCode plugin: the plan file OpenCode names for the session, an allow, then the work recorded in order', { timeout: 30_000 }, async () => {
   const w = world('opencode-plugin');

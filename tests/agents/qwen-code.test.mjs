@@ -8,17 +8,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
+import { describeRequest, startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
 import {
-  BIN, CLI, Tmux, agentEnv, assertScenarioWork, endWorld, install, parentOf, pendingFrom,
-  plandesk, plandeskJson, processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, Tmux, agentEnv, assertScenarioWork, endWorld, install,
+  parentOf, pendingFrom, plandesk, plandeskJson, processes, scenarioSteps, screenDiagnosis, sleep,
+  statuses, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
-const PROMPT = 'Add a cache to fetchUser';
-const PLAN_1 = '# Cache user lookups\n\n1. Add an in-memory cache in `src/fetch.js`.\n2. Invalidate it on writes.\n';
-const FEEDBACK = 'Bound the cache: at most 1000 entries, evicting the least recently used';
-const PLAN_2 = '# Cache user lookups (bounded)\n\n1. Add an LRU cache of at most 1000 entries in `src/fetch.js`.\n'
-  + '2. Invalidate it on writes.\n3. Test the eviction order.\n';
 const FINAL = 'Implementation started: the bounded cache plan is approved.';
 const STOPPED = 'fake model: stopping as told.';
 const HOOK = /plandesk hook qwen-code/;
@@ -96,6 +92,14 @@ function configure(w, { hookTimeout } = {}) {
 const status = (tmux) => tmux.screen().trimEnd().split('\n').slice(-2).join('\n');
 const dialogShown = (tmux) => tmux.screen().includes('Would you like to proceed?');
 
+/** Qwen Code's tools for the scenario's work. */
+const TOOLS = {
+  write: (file_path, content) => ['write_file', { file_path, content }],
+  read: (file_path) => ['read_file', { file_path }],
+  edit: (file_path, old_string, new_string) => ['edit', { file_path, old_string, new_string }],
+  shell: (command, description) => ['run_shell_command', { command, description }],
+};
+
 /**
  * Runs `fn(ctx)` with Qwen Code started in plan mode in tmux in a world of its own (`options`:
  * `work`, what the model does after an approval; `hookTimeout`, see `configure`); afterwards
@@ -104,20 +108,9 @@ const dialogShown = (tmux) => tmux.screen().includes('Would you like to proceed?
 async function withQwen(name, fn, options = {}) {
   const w = world(name);
   const fake = await startFakeOpenAI(brain);
-  let n = 0;
-  const step = (tool, args) => ({ id: `call_work_${++n}`, tool, args });
-  fake.work = options.work ? [
-    step('write_file', { file_path: join(w.ws, 'src/cache.js'), content: 'export const cache = new Map();\n' }),
-    step('read_file', { file_path: join(w.ws, 'src/fetch.js') }), // `edit` wants the file read first
-    step('edit', { file_path: join(w.ws, 'src/fetch.js'), old_string: 'return fetch', new_string: 'return cache.get(id) ?? fetch' }),
-    step('run_shell_command', { command: 'echo cached', description: 'Say it is done' }),
-    step('run_shell_command', { command: 'ls src/eviction.test.js', description: 'Look for the test' }),
-  ] : [];
+  fake.work = options.work ? scenarioSteps(w, TOOLS) : [];
   const tmux = new Tmux(w);
-  const diagnose = () => screenDiagnosis(name, fake, tmux, (r) => {
-    const res = toolResults(r.body).map((x) => `${x.name}: ${x.text.slice(0, 140)}`);
-    return `[${toolNames(r.body).length} tools, ${r.body.messages?.length} msgs] → ${JSON.stringify(r.answer ?? null).slice(0, 160)} | results: ${JSON.stringify(res)}`;
-  });
+  const diagnose = () => screenDiagnosis(name, fake, tmux, describeRequest);
   const ctx = { w, fake, tmux, diagnose };
   let failed = true;
   try {
@@ -149,8 +142,6 @@ function exitPlanResult(fake, pattern) {
     return res?.name === 'exit_plan_mode' && pattern.test(res.text);
   });
 }
-
-const statuses = (w, run) => plandeskJson(w, ['history', run]).map((r) => r.status);
 
 test('Qwen Code: plan → pending → reject with feedback → revision 2 → approve → its own "proceed?" → it works, recorded', { timeout: 120_000 }, (t) => withQwen('qwen-review', async (ctx) => {
   const { w, fake, tmux, diagnose } = ctx;

@@ -102,7 +102,7 @@ pub async fn install_agent(
         .unwrap_or(0);
     install::apply(&change, now).map_err(|e| IpcError::new("install", e.to_string()))?;
     let mut result = setup(target, &places);
-    // OpenCode's check starts OpenCode (seconds): off the async workers.
+    // OpenCode's and Kilo's checks start the agent (seconds): off the async workers.
     let checked = {
         let change = change.clone();
         tauri::async_runtime::spawn_blocking(move || install::check(target, &change))

@@ -83,6 +83,8 @@ pub enum Agent {
     /// OpenCode (Plandesk's plugin, on plan_exit)
     #[value(name = "opencode")]
     OpenCode,
+    /// Kilo CLI (the same plugin, on plan_exit)
+    Kilo,
 }
 
 impl Agent {
@@ -94,7 +96,7 @@ impl Agent {
             Agent::Droid => held::failure(held::Agent::Droid, err),
             Agent::QwenCode => held::failure(held::Agent::QwenCode, err),
             Agent::Copilot => copilot::failure(err),
-            Agent::OpenCode => opencode::failure(err),
+            Agent::OpenCode | Agent::Kilo => opencode::failure(err),
         })
     }
 
@@ -232,7 +234,7 @@ fn agent_timeout(agent: Agent) -> Duration {
             held::hook_timeout(held::Agent::Droid, env).unwrap_or(held::DROID_DEFAULT_TIMEOUT)
         }
         Agent::QwenCode => held::hook_timeout(held::Agent::QwenCode, env).unwrap_or(installed),
-        Agent::ClaudeCode | Agent::Codex | Agent::OpenCode => installed,
+        Agent::ClaudeCode | Agent::Codex | Agent::OpenCode | Agent::Kilo => installed,
     }
 }
 
@@ -326,14 +328,22 @@ async fn run_hook(
                 }
             }
         }
-        Agent::OpenCode => match opencode::parse(&input)? {
-            opencode::Call::Unwritten(reason) => Ok(Some(opencode::deny(&reason))),
-            opencode::Call::Review(plan) => {
-                let engine = Engine::open_at(&store, "hook:opencode").await?;
-                let answer = review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
-                Ok(Some(opencode::answer(&answer)))
+        Agent::OpenCode | Agent::Kilo => {
+            let host = match agent {
+                Agent::Kilo => opencode::Host::Kilo,
+                _ => opencode::Host::OpenCode,
+            };
+            match opencode::parse(&input, host)? {
+                opencode::Call::Unwritten(reason) => Ok(Some(opencode::deny(&reason))),
+                opencode::Call::Review(plan) => {
+                    let process = format!("hook:{}", host.program());
+                    let engine = Engine::open_at(&store, &process).await?;
+                    let answer =
+                        review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
+                    Ok(Some(opencode::answer(&answer)))
+                }
             }
-        },
+        }
         Agent::Gemini => {
             let plans_dir = std::env::var_os(gemini::PLANS_DIR_ENV).map(PathBuf::from);
             match gemini::parse(&input, plans_dir.as_deref())? {
@@ -580,7 +590,7 @@ pub fn install(
     let backup = install::apply(&change, now)?;
     let what = match target {
         Target::Mcp => "MCP server",
-        Target::OpenCode => "plugin",
+        Target::OpenCode | Target::Kilo => "plugin",
         _ => "hook",
     };
     eprintln!(

@@ -45,6 +45,8 @@ pub enum InstallTarget {
     /// OpenCode: Plandesk's plugin in its plugins folder
     #[value(name = "opencode")]
     OpenCode,
+    /// Kilo CLI: the same plugin in its plugins folder
+    Kilo,
     /// An MCP server entry in the project's .mcp.json
     Mcp,
 }
@@ -59,6 +61,7 @@ impl From<InstallTarget> for Target {
             InstallTarget::QwenCode => Target::QwenCode,
             InstallTarget::Copilot => Target::Copilot,
             InstallTarget::OpenCode => Target::OpenCode,
+            InstallTarget::Kilo => Target::Kilo,
             InstallTarget::Mcp => Target::Mcp,
         }
     }

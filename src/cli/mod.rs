@@ -557,11 +557,11 @@ mod tests {
         for (args, choices) in [
             (
                 &["install", "cursor"][..],
-                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, mcp",
+                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, kilo, mcp",
             ),
             (
                 &["hook", "mcp"],
-                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode",
+                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, kilo",
             ),
             (&["run", "--mode", "yolo", "Add a cache"], "plan, build"),
             (&["key", "set", "google"], "openai, anthropic"),

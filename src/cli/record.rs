@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use plandesk::config::StoreLocation;
+use plandesk::source::opencode::Host;
 use plandesk::source::{self, after};
 use plandesk::Engine;
 
@@ -31,6 +32,8 @@ pub enum Agent {
     /// OpenCode (Plandesk's plugin: tool.execute.after, session.idle)
     #[value(name = "opencode")]
     OpenCode,
+    /// Kilo CLI (the same plugin)
+    Kilo,
 }
 
 pub async fn record(agent: Agent, data_dir: &Path, store: Option<&str>) -> ExitCode {
@@ -56,7 +59,8 @@ async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Resul
         Agent::Droid => after::droid(&input).map(|r| r.into_iter().collect()),
         Agent::QwenCode => after::qwen(&input).map(|r| r.into_iter().collect()),
         Agent::Copilot => after::copilot(&input).map(|r| r.into_iter().collect()),
-        Agent::OpenCode => after::opencode(&input).map(Option::unwrap_or_default),
+        Agent::OpenCode => after::opencode(&input, Host::OpenCode).map(Option::unwrap_or_default),
+        Agent::Kilo => after::opencode(&input, Host::Kilo).map(Option::unwrap_or_default),
         Agent::Codex => after::codex(&input).map(Option::unwrap_or_default),
     }
     .map_err(|e| e.to_string())?;

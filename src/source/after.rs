@@ -9,6 +9,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::opencode::Host;
 use super::SourceError;
 use crate::store::{NewWork, Source, SourceKind, Work, WorkKind, WorkOf};
 
@@ -331,15 +332,16 @@ pub fn copilot(stdin: &str) -> Result<Option<Report>, SourceError> {
 /// What Plandesk's OpenCode plugin sends after a tool ran (`{session_id, cwd, tool, args,
 /// output, exit_code?}`: `write`, `edit`, `multiedit`: a file; `apply_patch`: the files its
 /// patch names; `bash`: a command) or when the session went idle (`{session_id, cwd, event:
-/// "idle"}`: its turn ended). `None`: another tool.
-pub fn opencode(stdin: &str) -> Result<Option<Vec<Report>>, SourceError> {
+/// "idle"}`: its turn ended). `None`: another tool. Kilo CLI runs the same plugin.
+pub fn opencode(stdin: &str, host: Host) -> Result<Option<Vec<Report>>, SourceError> {
+    let agent = super::agent_name(host.kind());
     let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: "OpenCode",
+        agent,
         message: e.to_string(),
     })?;
     let (Some(session), Some(cwd)) = (input["session_id"].as_str(), input["cwd"].as_str()) else {
         return Err(SourceError::Input {
-            agent: "OpenCode",
+            agent,
             message: "no session_id or cwd".into(),
         });
     };
@@ -367,7 +369,7 @@ pub fn opencode(stdin: &str) -> Result<Option<Vec<Report>>, SourceError> {
         _ => return Ok(None),
     };
     let source = Source {
-        kind: SourceKind::OpenCode,
+        kind: host.kind(),
         session: Some(session.to_owned()),
     };
     let report = |work| Report {

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::OFlags;
 use serde_json::{json, Map, Value};
 
+use super::agent_name;
+use super::opencode::Host;
 use crate::store::SourceKind;
 use crate::text::shell_quote;
 
@@ -57,13 +59,15 @@ pub enum Target {
     QwenCode,
     Copilot,
     OpenCode,
+    /// Kilo CLI: OpenCode's plugin, in Kilo's plugins folder.
+    Kilo,
     /// An MCP server entry in the project's `.mcp.json`.
     Mcp,
 }
 
 impl Target {
     /// Every target, in the order people see them listed.
-    pub const ALL: [Target; 8] = [
+    pub const ALL: [Target; 9] = [
         Target::ClaudeCode,
         Target::Codex,
         Target::Gemini,
@@ -71,6 +75,7 @@ impl Target {
         Target::QwenCode,
         Target::Copilot,
         Target::OpenCode,
+        Target::Kilo,
         Target::Mcp,
     ];
 
@@ -96,6 +101,7 @@ impl Target {
             Target::QwenCode => SourceKind::QwenCode,
             Target::Copilot => SourceKind::Copilot,
             Target::OpenCode => SourceKind::OpenCode,
+            Target::Kilo => SourceKind::Kilo,
             Target::Mcp => SourceKind::Mcp,
         }
     }
@@ -448,7 +454,8 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
             });
             (state.join("hooks/plandesk.json"), hooks, note)
         }
-        Target::OpenCode => return plan_opencode(uninstall, places),
+        Target::OpenCode => return plan_plugin(Host::OpenCode, uninstall, places),
+        Target::Kilo => return plan_plugin(Host::Kilo, uninstall, places),
         Target::Mcp => return plan_mcp(uninstall, places),
     };
     // A `hooks.json` holds the hooks at its top level; a settings file under `hooks`.
@@ -505,15 +512,16 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
     })
 }
 
-/// OpenCode has no command hooks: Plandesk's plugin, a file of its own in OpenCode's plugins
-/// folder, naming this `plandesk` (and the store, if not the default). A file there that
-/// Plandesk did not write is left alone; uninstalling removes the file (backed up first).
-fn plan_opencode(uninstall: bool, places: &Places) -> Result<Change, InstallError> {
+/// OpenCode and Kilo CLI have no command hooks: Plandesk's plugin, a file of its own in the
+/// agent's plugins folder, naming this `plandesk` (and the store, if not the default). A file
+/// there that Plandesk did not write is left alone; uninstalling removes the file (backed up
+/// first).
+fn plan_plugin(host: Host, uninstall: bool, places: &Places) -> Result<Change, InstallError> {
     let config = places
         .config_home
         .clone()
         .unwrap_or_else(|| places.home.join(".config"));
-    let file = config.join("opencode/plugins/plandesk.js");
+    let file = config.join(host.program()).join("plugins/plandesk.js");
     let target = resolve_links(&file)?;
     let before = read(&target, OFlags::empty())?.map(|existing| existing.text);
     if before
@@ -534,10 +542,14 @@ fn plan_opencode(uninstall: bool, places: &Places) -> Result<Change, InstallErro
         false => super::opencode::plugin_with(&command, places.record)
             .ok_or_else(|| file_error(&file, "this plandesk's plugin has no command line"))?,
     };
-    let note = (!uninstall).then(|| {
-        "OpenCode loads the plugin when it starts: restart it. After you approve, OpenCode still \
-         asks whether to switch to its build agent."
-            .to_owned()
+    let note = (!uninstall).then(|| match host {
+        Host::OpenCode => "OpenCode loads the plugin when it starts: restart it. After you \
+                           approve, OpenCode still asks whether to switch to its build agent."
+            .to_owned(),
+        Host::Kilo => "Kilo CLI loads the plugin when it starts: restart it. After you approve, \
+                       Kilo still asks \"Ready to implement?\" (in a new session, here, or keep \
+                       refining)."
+            .to_owned(),
     });
     Ok(Change {
         file,
@@ -549,20 +561,26 @@ fn plan_opencode(uninstall: bool, places: &Places) -> Result<Change, InstallErro
     })
 }
 
-/// What a person should know once `change` is made, if anything needs checking: for OpenCode,
-/// whether it loads the plugin (a plugin it cannot load is only logged, and plans would go
-/// through unreviewed).
+/// What a person should know once `change` is made, if anything needs checking: for OpenCode
+/// and Kilo CLI, whether they load the plugin (a plugin they cannot load is only logged, and
+/// plans would go through unreviewed).
 pub fn check(target: Target, change: &Change) -> Option<String> {
-    if target != Target::OpenCode || change.remove {
+    let host = match target {
+        Target::OpenCode => Host::OpenCode,
+        Target::Kilo => Host::Kilo,
+        _ => return None,
+    };
+    if change.remove {
         return None;
     }
-    Some(match super::opencode::check_loaded(&change.target) {
-        Ok(true) => "OpenCode loads the plugin (checked with `opencode debug config`).".to_owned(),
-        Ok(false) => "OpenCode did not load the plugin (`opencode debug config --print-logs` \
-                      does not say \"Plandesk plugin loaded\"): plans would not be reviewed. \
-                      Look at OpenCode's log."
-            .to_owned(),
-        Err(why) => format!("Could not check that OpenCode loads the plugin: {why}."),
+    let (agent, program) = (agent_name(target.source()), host.program());
+    Some(match super::opencode::check_loaded(host, &change.target) {
+        Ok(true) => format!("{agent} loads the plugin (checked with `{program} debug config`)."),
+        Ok(false) => format!(
+            "{agent} did not load the plugin (`{program} debug config --print-logs` does not say \
+             \"Plandesk plugin loaded\"): plans would not be reviewed. Look at {agent}'s log."
+        ),
+        Err(why) => format!("Could not check that {agent} loads the plugin: {why}."),
     })
 }
 

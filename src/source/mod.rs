@@ -43,6 +43,7 @@ pub fn agent_name(kind: SourceKind) -> &'static str {
         SourceKind::QwenCode => "Qwen Code",
         SourceKind::Copilot => "Copilot CLI",
         SourceKind::OpenCode => "OpenCode",
+        SourceKind::Kilo => "Kilo CLI",
         SourceKind::Mcp => "an MCP client",
     }
 }

@@ -5,6 +5,10 @@
 //! "reason": …}`; the plugin throws the reason, which the model reads as the tool's result.
 //! The plugin fails closed: anything but that JSON is a deny. OpenCode gives a plugin's hook no
 //! timeout, so Plandesk's own deadline is what ends an undecided wait.
+//!
+//! Kilo CLI, OpenCode's fork, runs the same plugin unchanged (`plandesk install kilo` writes it
+//! into Kilo's plugins folder): the plugin tells which agent runs it, and calls `plandesk hook
+//! kilo` there.
 
 use std::path::Path;
 
@@ -15,8 +19,36 @@ use super::{read_plan_file, Answer, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
 
-const AGENT: &str = "OpenCode";
 const TOOL: &str = "plan_exit";
+
+/// The agents that run Plandesk's plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    OpenCode,
+    /// Kilo CLI: OpenCode's fork (its plans in `.kilo/plans`, its config in `~/.config/kilo`).
+    Kilo,
+}
+
+impl Host {
+    pub fn kind(self) -> SourceKind {
+        match self {
+            Host::OpenCode => SourceKind::OpenCode,
+            Host::Kilo => SourceKind::Kilo,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        super::agent_name(self.kind())
+    }
+
+    /// Its command, which is also its config folder's name (`~/.config/NAME/plugins/`).
+    pub fn program(self) -> &'static str {
+        match self {
+            Host::OpenCode => "opencode",
+            Host::Kilo => "kilo",
+        }
+    }
+}
 
 /// The plugin, with the line that names the `plandesk` command to run.
 pub const PLUGIN: &str = include_str!("opencode/plandesk.js");
@@ -51,29 +83,30 @@ pub fn plugin_with(command: &[String], record: bool) -> Option<String> {
 pub fn is_ours(text: &str) -> bool {
     text.lines()
         .any(|line| line.starts_with(COMMAND_LINE_START))
-        && text.contains("plandesk hook opencode")
+        && text.starts_with("// Plandesk's plugin for OpenCode")
 }
 
 /// How long OpenCode may take to start and show that it loaded the plugin (it may first add
 /// its plugin package with npm, a few seconds).
 const LOAD_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Whether OpenCode loads the plugin installed as `file`: runs `opencode debug config
+/// Whether `host` loads the plugin installed as `file`: runs `opencode debug config
 /// --print-logs` (OpenCode starts its plugins for any command, and the plugin logs a line when
 /// it starts), at most a minute, and looks for that line naming `file`. A plugin OpenCode
 /// cannot load is only logged by it, and the plan would go through unreviewed: so this is said,
 /// either way. `Err`: why it could not be told.
-pub fn check_loaded(file: &Path) -> Result<bool, String> {
+pub fn check_loaded(host: Host, file: &Path) -> Result<bool, String> {
     use std::io::Read;
     use std::process::{Command, Stdio};
-    let mut child = Command::new("opencode")
+    let program = host.program();
+    let mut child = Command::new(program)
         .args(["debug", "config", "--print-logs"])
         .current_dir(std::env::var_os("HOME").unwrap_or_else(|| "/".into()))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run opencode ({e})"))?;
+        .map_err(|e| format!("cannot run {program} ({e})"))?;
     let mut stderr = child.stderr.take().ok_or("no stderr")?;
     // Read beside the wait, so that a chatty log never fills the pipe; at most 16 MiB kept.
     let reader = std::thread::spawn(move || {
@@ -93,12 +126,14 @@ pub fn check_loaded(file: &Path) -> Result<bool, String> {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
-                    "opencode did not finish within {LOAD_CHECK_LIMIT:?}"
+                    "{program} did not finish within {LOAD_CHECK_LIMIT:?}"
                 ));
             }
         }
     }
-    let log = reader.join().map_err(|_| "cannot read opencode's log")?;
+    let log = reader
+        .join()
+        .map_err(|_| format!("cannot read {program}'s log"))?;
     let loaded = format!(
         "message=\"Plandesk plugin loaded\" plugin=file://{} ",
         file.display()
@@ -124,17 +159,17 @@ pub enum Call {
     Unwritten(String),
 }
 
-/// Parses what the plugin sends; the plan is read from the file it names (a regular `.md`
-/// file, never through a link).
-pub fn parse(stdin: &str) -> Result<Call, SourceError> {
+/// Parses what the plugin sends from `host`; the plan is read from the file it names (a regular
+/// `.md` file, never through a link).
+pub fn parse(stdin: &str, host: Host) -> Result<Call, SourceError> {
     let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: AGENT,
+        agent: host.name(),
         message: e.to_string(),
     })?;
     let path = Path::new(&input.plan_file);
     if !path.is_absolute() || path.extension().is_none_or(|e| e != "md") {
         return Err(SourceError::Input {
-            agent: AGENT,
+            agent: host.name(),
             message: "plan_file is not the absolute path of a .md file".into(),
         });
     }
@@ -150,7 +185,7 @@ pub fn parse(stdin: &str) -> Result<Call, SourceError> {
     };
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
-            kind: SourceKind::OpenCode,
+            kind: host.kind(),
             session: Some(input.session_id),
         },
         prompt: input
@@ -159,7 +194,8 @@ pub fn parse(stdin: &str) -> Result<Call, SourceError> {
             .map(|p| crate::text::short(p.trim(), 200))
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| {
-                format!("{AGENT} session in {}", crate::text::short(&input.cwd, 200))
+                let agent = host.name();
+                format!("{agent} session in {}", crate::text::short(&input.cwd, 200))
             }),
         cwd: input.cwd,
         tool_name: TOOL.into(),
@@ -209,6 +245,10 @@ mod tests {
         assert!(!is_ours("export const Mine = async () => ({})\n"));
     }
 
+    fn parse_opencode(stdin: &str) -> Result<Call, SourceError> {
+        parse(stdin, Host::OpenCode)
+    }
+
     #[test]
     fn the_plan_is_the_file_the_plugin_names() {
         let dir = tempfile::tempdir().unwrap();
@@ -216,9 +256,12 @@ mod tests {
         let stdin = |file: &Path| {
             json!({"session_id": "ses_1", "cwd": "/w", "plan_file": file}).to_string()
         };
-        assert!(matches!(parse(&stdin(&plan)).unwrap(), Call::Unwritten(_)));
+        assert!(matches!(
+            parse_opencode(&stdin(&plan)).unwrap(),
+            Call::Unwritten(_)
+        ));
         std::fs::write(&plan, "# Cache\n\n1. Add it\n").unwrap();
-        let Call::Review(review) = parse(&stdin(&plan)).unwrap() else {
+        let Call::Review(review) = parse_opencode(&stdin(&plan)).unwrap() else {
             panic!("a plan");
         };
         assert_eq!(review.text, "# Cache\n\n1. Add it\n");
@@ -226,18 +269,25 @@ mod tests {
         assert_eq!(review.prompt, "OpenCode session in /w");
         let asked =
             json!({"session_id": "s", "cwd": "/w", "plan_file": plan, "prompt": "  Add a cache  "});
-        let Call::Review(asked) = parse(&asked.to_string()).unwrap() else {
+        let Call::Review(asked) = parse(&asked.to_string(), Host::Kilo).unwrap() else {
             panic!("a plan");
         };
         assert_eq!(asked.prompt, "Add a cache", "the request the plugin read");
+        assert_eq!(asked.source.kind, SourceKind::Kilo, "Kilo CLI's plugin");
         let link = dir.path().join("link.md");
         std::os::unix::fs::symlink(&plan, &link).unwrap();
         assert!(
-            matches!(parse(&stdin(&link)).unwrap(), Call::Unwritten(_)),
+            matches!(parse_opencode(&stdin(&link)).unwrap(), Call::Unwritten(_)),
             "never through a link"
         );
-        assert!(parse(&stdin(Path::new("plan.md"))).is_err(), "relative");
-        assert!(parse(&stdin(&dir.path().join("x.txt"))).is_err(), "not .md");
+        assert!(
+            parse_opencode(&stdin(Path::new("plan.md"))).is_err(),
+            "relative"
+        );
+        assert!(
+            parse_opencode(&stdin(&dir.path().join("x.txt"))).is_err(),
+            "not .md"
+        );
         let denied: Value =
             serde_json::from_str(&answer(&Answer::Revise("Smaller".into()))).unwrap();
         assert_eq!(denied["decision"], "deny");

@@ -101,6 +101,8 @@ vocabulary! {
         Copilot = "copilot",
         /// OpenCode, through Plandesk's plugin.
         OpenCode = "opencode",
+        /// Kilo CLI (OpenCode's fork), through the same plugin.
+        Kilo = "kilo",
         /// Any MCP client calling `plandesk mcp`'s `submit_plan`.
         Mcp = "mcp",
     }

@@ -655,38 +655,48 @@ fn droid_gets_its_hooks_where_its_hooks_json_would_not_hide_them() {
 }
 
 #[test]
-fn opencode_gets_plandesks_plugin_a_file_of_its_own() {
+fn opencode_and_kilo_get_plandesks_plugin_a_file_of_its_own() {
+    for (target, folder) in [(Target::OpenCode, "opencode"), (Target::Kilo, "kilo")] {
+        plugin_installed(target, folder);
+    }
+}
+
+fn plugin_installed(target: Target, folder: &str) {
     let dir = tempfile::tempdir().unwrap();
     let mut p = places(dir.path());
     p.data_dir = Some(PathBuf::from("/data"));
-    let file = p.home.join(".config/opencode/plugins/plandesk.js");
-    let change = plan(Target::OpenCode, false, &p).unwrap();
+    let file = p.home.join(format!(".config/{folder}/plugins/plandesk.js"));
+    let change = plan(target, false, &p).unwrap();
     assert_eq!(change.file, file);
     assert!(change
         .after
         .contains(r#"const PLANDESK = ["/opt/Plan Desk/plandesk","--data-dir","/data"];"#));
     assert!(change.after.contains("const RECORD = true;"));
+    let agent = crate::source::agent_name(target.source());
+    assert!(change
+        .note
+        .as_deref()
+        .unwrap()
+        .starts_with(&format!("{agent} loads the plugin")));
     assert_eq!(apply(&change, 7).unwrap(), None, "nothing to back up");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), change.after);
     assert_eq!(mode(&file), NEW_FILE_MODE);
-    assert!(!plan(Target::OpenCode, false, &p)
-        .unwrap()
-        .changes_anything());
+    assert!(!plan(target, false, &p).unwrap().changes_anything());
     p.record = false;
-    let quiet = plan(Target::OpenCode, false, &p).unwrap();
+    let quiet = plan(target, false, &p).unwrap();
     assert!(quiet.after.contains("const RECORD = false;"));
 
-    let removed = plan(Target::OpenCode, true, &p).unwrap();
+    let removed = plan(target, true, &p).unwrap();
     assert!(removed.changes_anything());
     let backup = apply(&removed, 8).unwrap().unwrap();
     assert!(!file.exists(), "uninstalling removes Plandesk's own file");
     assert_eq!(std::fs::read_to_string(backup).unwrap(), change.after);
-    assert!(!plan(Target::OpenCode, true, &p).unwrap().changes_anything());
+    assert!(!plan(target, true, &p).unwrap().changes_anything());
 
     std::fs::write(&file, "export const Mine = async () => ({})\n").unwrap();
-    let err = plan(Target::OpenCode, false, &p).unwrap_err().to_string();
+    let err = plan(target, false, &p).unwrap_err().to_string();
     assert!(err.contains("a plugin Plandesk did not write"), "{err}");
-    let err = plan(Target::OpenCode, true, &p).unwrap_err().to_string();
+    let err = plan(target, true, &p).unwrap_err().to_string();
     assert!(
         err.contains("did not write"),
         "theirs is never removed: {err}"

@@ -1,10 +1,13 @@
-// Plandesk's plugin for OpenCode (checked with opencode-ai 1.18.33). `plandesk install opencode`
-// writes it into OpenCode's plugins folder (~/.config/opencode/plugins/plandesk.js), with the
-// two lines below filled in. OpenCode loads it when it starts.
+// Plandesk's plugin for OpenCode (checked with opencode-ai 1.18.33) and for Kilo CLI, its fork
+// (checked with @kilocode/cli 7.7.7). `plandesk install opencode` writes it into OpenCode's
+// plugins folder (~/.config/opencode/plugins/plandesk.js), `plandesk install kilo` into Kilo's
+// (~/.config/kilo/plugins/plandesk.js), with the two lines below filled in. The agent loads it
+// when it starts; "OpenCode" below stands for either.
 //
 // - Before the plan agent's `plan_exit` runs, it runs `plandesk hook opencode` with the
 //   session's plan file and waits for your decision in Plandesk. An approval lets `plan_exit`
-//   run (OpenCode then asks whether to switch to the build agent); anything else throws, and
+//   run (OpenCode then asks whether to switch to the build agent, Kilo whether to implement in
+//   a new session, here, or keep refining); anything else throws, and
 //   the model reads the thrown message as plan_exit's result: your feedback, or why the plan
 //   is not approved. It fails closed: if Plandesk cannot be asked or answers anything else,
 //   the plan is not approved.
@@ -12,7 +15,9 @@
 //   stopped (SIGTERM), and Plandesk marks the plan abandoned.
 // - Once an approved plan_exit ran (the person also said Yes to OpenCode's question), what the
 //   agent then does (files written or edited, commands run) and the end of each of its turns
-//   go to `plandesk record opencode`, one at a time, in the background.
+//   go to `plandesk record opencode`, one at a time, in the background. Kilo implements in a
+//   new session that it opens with "Plan file: <the approved plan>": its work is recorded as
+//   the planning session's.
 //
 // Plain JavaScript with no dependencies. Every export of a plugin file must be a function.
 import { spawn } from 'node:child_process';
@@ -22,6 +27,11 @@ import { isAbsolute, join, resolve, sep } from 'node:path';
 
 const PLANDESK = ["plandesk"]; // set by plandesk install
 const RECORD = true; // set by plandesk install
+
+/** The agent running the plugin, as `plandesk hook` and `plandesk record` name it: Kilo sets
+ * KILO_PID to its own pid (so one inherited from a Kilo that started OpenCode is not taken). */
+const HOST = process.env.KILO_PID === String(process.pid) ? 'kilo' : 'opencode';
+const HOST_NAME = HOST === 'kilo' ? 'Kilo CLI' : 'OpenCode';
 
 /** The most of a tool's output (and of any one argument) sent to `plandesk record`. */
 const MAX_TEXT = 64 * 1024;
@@ -57,9 +67,9 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   const cwd = directory || worktree || process.cwd();
   /** sessionID → the `plandesk hook` processes waiting for a decision. */
   const waiting = new Map();
-  /** Sessions whose plan Plandesk approved, until plan_exit ran (or failed: OpenCode asks
+  /** sessionID → the plan file Plandesk approved, until plan_exit ran (or failed: OpenCode asks
    * "switch to the build agent?", and No or Esc ends the turn in plan_exit). */
-  const allowed = new Set();
+  const allowed = new Map();
   /** Sessions whose approved plan_exit ran (while this OpenCode runs): their work is recorded. */
   const approved = new Set();
   /** sessionID → {slug, created} from OpenCode's session events. */
@@ -68,6 +78,12 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   const planWrites = new Map();
   /** sessionID → the tail of its record queue (records are sent one at a time, in order). */
   const queues = new Map();
+  /** An approved plan file → the session that planned it (Kilo implements it in another). */
+  const plannedIn = new Map();
+  /** sessionID → the planning session whose plan it implements (its records are that one's). */
+  const implementing = new Map();
+  /** sessionID → the id of its first message from the user's side (Kilo's handover is one). */
+  const firstUserMessage = new Map();
 
   /** sessionID → the reviews under way, from plan_exit until `plandesk hook` answered. */
   const reviews = new Map();
@@ -75,7 +91,7 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   const stopWaiting = (sessionID) => {
     for (const review of reviews.get(sessionID) ?? []) review.stopped = true;
     for (const child of waiting.get(sessionID) ?? []) {
-      child.stoppedBecause = 'the OpenCode session was stopped';
+      child.stoppedBecause = `the ${HOST_NAME} session was stopped`;
       try { child.kill('SIGTERM'); } catch { /* gone */ }
     }
   };
@@ -89,16 +105,20 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   // The proof that OpenCode loaded this plugin: `opencode debug config --print-logs` runs every
   // plugin and shows this line on stderr (a plugin that fails to load is only logged, or not
   // even that for a syntax error).
-  await log('info', 'Plandesk plugin loaded', { plugin: import.meta.url, command: PLANDESK.join(' ') });
+  await log('info', 'Plandesk plugin loaded', { plugin: import.meta.url, command: PLANDESK.join(' '), host: HOST });
 
   /** The plan file OpenCode gives this session: <worktree>/.opencode/plans/<created>-<slug>.md
-   * in a git project, else in OpenCode's data folder. Which one exists, else the one expected. */
-  async function planFile(sessionID) {
+   * in a git project, else in OpenCode's data folder. Which one exists, else the one expected.
+   * Kilo's model names the file itself, and passes it to plan_exit (`given`): that one first,
+   * if it is a plan file of this project's. */
+  async function planFile(sessionID, given) {
     const info = (await lookup(sessionID)) ?? sessions.get(sessionID);
-    const candidates = [];
+    const named = typeof given === 'string' && given && given.length < 4096 ? resolve(worktree || cwd, given) : undefined;
+    const plans = [join(worktree || cwd, `.${HOST}`, 'plans'), join(dataDir(), 'plans')];
+    const candidates = named?.endsWith('.md') && plans.some((dir) => named.startsWith(dir + sep)) ? [named] : [];
     if (info?.slug && Number.isFinite(info.created)) {
       const name = `${info.created}-${info.slug}.md`;
-      const inProject = join(worktree || cwd, '.opencode', 'plans', name);
+      const inProject = join(worktree || cwd, `.${HOST}`, 'plans', name);
       const inData = join(dataDir(), 'plans', name);
       candidates.push(...(project?.vcs ? [inProject, inData] : [inData, inProject]));
     }
@@ -135,33 +155,33 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   }
 
   /** Runs `plandesk hook opencode` for the plan; returns normally only on its explicit allow. */
-  async function review(sessionID) {
+  async function review(sessionID, given) {
     const mine = { stopped: false };
     const all = reviews.get(sessionID) ?? new Set();
     all.add(mine);
     reviews.set(sessionID, all);
     try {
-      return await reviewOnce(sessionID, mine);
+      return await reviewOnce(sessionID, mine, given);
     } finally {
       all.delete(mine);
       if (!all.size && reviews.get(sessionID) === all) reviews.delete(sessionID);
     }
   }
 
-  async function reviewOnce(sessionID, mine) {
-    const plan = await planFile(sessionID);
+  async function reviewOnce(sessionID, mine, given) {
+    const plan = await planFile(sessionID, given);
     if (!plan) {
       throw new Error(notReviewed('the session\'s plan file could not be found'));
     }
     const prompt = await firstRequest(sessionID);
     // Stopped while the plan file was looked up: never ask.
-    if (mine.stopped) throw new Error('The plan was not reviewed: the OpenCode session was stopped.');
+    if (mine.stopped) throw new Error(`The plan was not reviewed: the ${HOST_NAME} session was stopped.`);
     const payload = JSON.stringify({ session_id: sessionID, cwd, plan_file: plan, ...(prompt ? { prompt } : {}) });
     let result;
     try {
-      result = await run(['hook', 'opencode'], payload, sessionID);
+      result = await run(['hook', HOST], payload, sessionID);
     } catch (err) {
-      throw new Error(notReviewed(`\`plandesk hook opencode\` could not be started: ${err?.message ?? err}`));
+      throw new Error(notReviewed(`\`plandesk hook ${HOST}\` could not be started: ${err?.message ?? err}`));
     }
     if (result.stoppedBecause) {
       throw new Error(`The plan was not reviewed: ${result.stoppedBecause}.`);
@@ -171,15 +191,15 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
       answer = JSON.parse(result.stdout.trim());
     } catch { /* below */ }
     if (result.code === 0 && answer?.decision === 'allow') {
-      allowed.add(sessionID);
+      allowed.set(sessionID, plan);
       return;
     }
     if (result.code === 0 && answer?.decision === 'deny' && typeof answer.reason === 'string' && answer.reason.trim()) {
       throw new Error(answer.reason);
     }
     const why = result.code !== 0
-      ? `\`plandesk hook opencode\` exited with ${result.signal ?? `status ${result.code}`}${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`
-      : '`plandesk hook opencode` gave no decision';
+      ? `\`plandesk hook ${HOST}\` exited with ${result.signal ?? `status ${result.code}`}${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`
+      : `\`plandesk hook ${HOST}\` gave no decision`;
     throw new Error(notReviewed(why));
   }
 
@@ -214,19 +234,20 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
     });
   }
 
-  /** Sends one record to `plandesk record opencode` after the session's earlier ones; never
-   * throws, never holds up the agent. */
+  /** Sends one record to `plandesk record opencode` after the session's earlier ones, as the
+   * planning session's if the session implements another's plan; never throws, never holds up
+   * the agent. */
   function record(sessionID, body) {
     if (!RECORD) return;
     const queue = queues.get(sessionID) ?? { tail: Promise.resolve(), length: 0 };
     if (queue.length >= MAX_QUEUED) return;
     queue.length += 1;
     queues.set(sessionID, queue);
-    const stdin = JSON.stringify({ session_id: sessionID, cwd, ...body });
+    const stdin = JSON.stringify({ session_id: implementing.get(sessionID) ?? sessionID, cwd, ...body });
     queue.tail = queue.tail.then(() => new Promise((done) => {
       try {
         const [command, ...rest] = PLANDESK;
-        const child = spawn(command, [...rest, 'record', 'opencode'], { cwd, stdio: ['pipe', 'ignore', 'ignore'], windowsHide: true });
+        const child = spawn(command, [...rest, 'record', HOST], { cwd, stdio: ['pipe', 'ignore', 'ignore'], windowsHide: true });
         child.once('error', () => done());
         child.once('close', () => done());
         child.stdin.on('error', () => {});
@@ -241,10 +262,10 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   }
 
   return {
-    'tool.execute.before': async (input) => {
+    'tool.execute.before': async (input, output) => {
       if (input?.tool !== 'plan_exit') return;
       try {
-        await review(input.sessionID);
+        await review(input.sessionID, output?.args?.path);
       } catch (err) {
         if (/^Plandesk could not review/.test(err?.message)) log('error', err.message, { session: input.sessionID });
         throw err;
@@ -254,8 +275,13 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
     'tool.execute.after': async (input, output) => {
       try {
         const { tool, sessionID, args } = input ?? {};
-        // Called only when the tool succeeded: for plan_exit, once the person said Yes.
-        if (tool === 'plan_exit' && allowed.delete(sessionID)) approved.add(sessionID);
+        // Called only when the tool succeeded: for plan_exit, once the person said Yes (in
+        // Kilo, before it asks how to implement).
+        if (tool === 'plan_exit' && allowed.has(sessionID)) {
+          plannedIn.set(allowed.get(sessionID), sessionID);
+          allowed.delete(sessionID);
+          approved.add(sessionID);
+        }
         if ((tool === 'write' || tool === 'edit') && typeof args?.filePath === 'string' && isPlanPath(args.filePath)) {
           planWrites.set(sessionID, resolve(cwd, args.filePath));
         }
@@ -281,6 +307,25 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
               sessions.set(props.info.id, { slug: props.info.slug, created: props.info.time.created });
             }
             break;
+          case 'message.updated':
+            if (props.info?.role === 'user' && props.info.sessionID && !firstUserMessage.has(props.info.sessionID)) {
+              firstUserMessage.set(props.info.sessionID, props.info.id);
+            }
+            break;
+          case 'message.part.updated': {
+            // Kilo's "Start new session" opens the implementing session with a user message of
+            // its own naming the approved plan file on its first line.
+            const part = props.part;
+            const named = part?.type === 'text' && typeof part.text === 'string' && part.messageID !== undefined
+              && part.messageID === firstUserMessage.get(part.sessionID)
+              && part.text.slice(0, 4096).match(/^Plan file: ([^\n]+)\n/);
+            const from = named && plannedIn.get(resolve(worktree || cwd, named[1].trim()));
+            if (from && part.sessionID && part.sessionID !== from && !implementing.has(part.sessionID)) {
+              implementing.set(part.sessionID, from);
+              approved.add(part.sessionID);
+            }
+            break;
+          }
           case 'session.error':
             // Esc (interrupt) while plan_exit waits: MessageAbortedError, then session.idle.
             if (props.error?.name === 'MessageAbortedError' && sessionID) stopWaiting(sessionID);
@@ -300,6 +345,8 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
               approved.delete(sessionID);
               sessions.delete(sessionID);
               planWrites.delete(sessionID);
+              implementing.delete(sessionID);
+              firstUserMessage.delete(sessionID);
             }
             break;
           default:
@@ -312,14 +359,14 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   };
 };
 
-/** OpenCode's data folder: $XDG_DATA_HOME/opencode, else ~/.local/share/opencode. */
+/** The agent's data folder: $XDG_DATA_HOME/opencode, else ~/.local/share/opencode (Kilo: kilo). */
 function dataDir() {
-  return join(process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'opencode');
+  return join(process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), HOST);
 }
 
 function isPlanPath(file) {
   const path = isAbsolute(file) ? file : resolve(file);
-  return path.endsWith('.md') && (path.includes(`${sep}.opencode${sep}plans${sep}`) || path.startsWith(join(dataDir(), 'plans') + sep));
+  return path.endsWith('.md') && (path.includes(`${sep}.${HOST}${sep}plans${sep}`) || path.startsWith(join(dataDir(), 'plans') + sep));
 }
 
 function isFile(path) {

@@ -10,8 +10,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
 import {
-  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, Tmux, agentEnv, endWorld, install, killMarked,
-  pendingFrom, plandesk, plandeskJson, processes, screenDiagnosis, sleep, typeFirstPlan, waitFor,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, Tmux, agentEnv, endWorld, install, pendingFrom,
+  plandesk, plandeskJson, processes, screenDiagnosis, secondPlan, sleep, typeFirstPlan, waitFor,
   world,
 } from './harness.mjs';
 
@@ -196,10 +196,7 @@ test('Claude Code: plan → pending → reject with feedback → revision 2 → 
   assert.ok(feedbackText.includes(`User feedback: ${FEEDBACK}`), feedbackText);
 
   // 3. The revised plan is revision 2 of the same thread, compared with the feedback between.
-  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'claude-code');
-    return items[0]?.revision?.revisionNo === 2 ? items : null;
-  }, { seconds: 30, diagnose });
+  const second = await secondPlan({ w, diagnose }, 'claude-code');
   assert.equal(second.runId, run, 'a revision of the same plan thread');
   assert.equal(second.revision.title, 'Cache user lookups (bounded)');
   assert.equal(second.source.session, first.source.session);
@@ -331,10 +328,7 @@ test('Claude Code on another machine: its type "http" hook reaches `plandesk ser
   plandesk(w, ['reject', run, '--feedback', FEEDBACK]);
   const denied = await waitFor('the feedback in the model\'s next request', () => exitPlanResult(fake, true), { seconds: 30, diagnose });
   assert.ok(toolResults(denied.body)[0].text.includes(`User feedback: ${FEEDBACK}`));
-  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'claude-code');
-    return items[0]?.revision?.revisionNo === 2 ? items : null;
-  }, { seconds: 30, diagnose });
+  const second = await secondPlan({ w, diagnose }, 'claude-code');
   assert.equal(second.runId, run, 'a revision of the same plan thread');
 
   plandesk(w, ['approve', run]);

@@ -12,8 +12,8 @@ import { dirname, join } from 'node:path';
 import { allText, contentText, startFakeOpenAI, toolResults } from './fake-openai.mjs';
 import {
   BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld,
-  parentOf, pendingFrom, plandesk, plandeskJson, processes, screenDiagnosis, sleep, statuses,
-  typeFirstPlan, waitFor, world,
+  parentOf, pendingFrom, plandesk, plandeskJson, processes, screenDiagnosis, secondPlan, sleep,
+  statuses, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const SUMMARY_1 = '- Add an in-memory cache in src/fetch.js';
@@ -220,10 +220,7 @@ test('Copilot CLI: plan.md → pending → reject with feedback → revision 2 �
   assert.ok(feedbackText.includes(`User feedback: ${FEEDBACK}`), feedbackText);
 
   // 3. The revised plan is revision 2 of the same thread, compared with the feedback between.
-  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'copilot');
-    return items[0]?.revision?.revisionNo === 2 ? items : null;
-  }, { seconds: 30, diagnose });
+  const second = await secondPlan({ w, diagnose }, 'copilot');
   assert.equal(second.runId, run, 'a revision of the same plan thread');
   assert.equal(second.revision.title, 'Cache user lookups (bounded)');
   assert.match(second.revision.body, /Test the eviction order/);

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
 import {
   CLI, FEEDBACK, PROMPT, Tmux, agentEnv, endWorld, install, parentOf, pendingFrom, plandesk,
-  plandeskJson, processes, screenDiagnosis, sleep, typeFirstPlan, waitFor, world,
+  plandeskJson, processes, screenDiagnosis, secondPlan, sleep, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 // Droid's own binary (its npm launcher, @factory/cli, pins a linux-x64 build that was never
@@ -192,10 +192,7 @@ test('Droid: spec → pending → reject with feedback → revision 2 → approv
   assert.doesNotMatch(JSON.stringify(denied.request.body.messages), /Spec mode has ended|The user has approved your implementation plan/);
 
   // 3. The revised spec is revision 2 of the same run, from the same session.
-  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'droid');
-    return items[0]?.revision?.revisionNo === 2 ? items : null;
-  }, { seconds: 30, diagnose });
+  const second = await secondPlan({ w, diagnose }, 'droid');
   assert.equal(second.runId, run, 'a revision of the same plan thread');
   assert.equal(second.source.session, session);
   assert.equal(second.revision.title, PLAN_2.title);

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { declaration, functionResponses, startFakeGemini } from './fake-gemini.mjs';
 import {
   BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, install, killMarked, parentOf, pendingFrom,
-  plandesk, plandeskJson, processes, removeWorld, saveArtifact, summarize, waitFor, world,
+  plandesk, plandeskJson, processes, removeWorld, saveArtifact, secondPlan, summarize, waitFor,
+  world,
 } from './harness.mjs';
 
 const PLAN_FILE = 'cache-user-lookups.md';
@@ -188,10 +189,7 @@ test('Gemini CLI: plan → pending → reject with feedback → revision 2 → a
   assert.ok(blocked.text.includes(`User feedback: ${FEEDBACK}`), blocked.text);
 
   // 3. The revised plan is revision 2 of the same thread, compared with the feedback between.
-  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'gemini');
-    return items[0]?.revision?.revisionNo === 2 ? items : null;
-  }, { seconds: 30, diagnose });
+  const second = await secondPlan({ w, diagnose }, 'gemini');
   assert.equal(second.runId, run, 'a revision of the same plan thread');
   assert.equal(second.revision.title, 'Cache user lookups (bounded)');
   const history = plandeskJson(w, ['history', run]);

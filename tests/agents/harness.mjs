@@ -6,6 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { describeRequest, startFakeOpenAI } from './fake-openai.mjs';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const CLI = process.env.PLANDESK_CLI || join(ROOT, 'target/debug/plandesk');
@@ -203,6 +204,41 @@ export async function typeFirstPlan({ w, tmux, diagnose }, kind, prompt) {
     return items.length ? items : null;
   }, { seconds: 40, diagnose });
   return item;
+}
+
+/** Waits for revision 2 of the agent's (`kind`) plan in the inbox (the plan revised after a
+ * rejection), and returns that item. */
+export async function secondPlan({ w, diagnose }, kind) {
+  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
+    const items = pendingFrom(w, kind);
+    return items[0]?.revision?.revisionNo === 2 ? items : null;
+  }, { seconds: 30, diagnose });
+  return second;
+}
+
+/**
+ * Runs `fn(ctx)` for an agent in a terminal: a world of its own (`name`), a fake OpenAI-compatible
+ * model answering as `brain` says, and a tmux server; `ctx` is {w, fake, tmux, diagnose}.
+ * `work`: the fake plays the scenario's work steps (in the agent's `tools`) once the plan is
+ * approved. `start(ctx)` sets the agent up and starts it. Afterwards, also on failure, ends the
+ * world (`endWorld`); a failure's report is kept among the artifacts as NAME-failure.txt.
+ */
+export async function withTmuxAgent(name, { brain, tools, work = false, start }, fn) {
+  const w = world(name);
+  const fake = await startFakeOpenAI(brain);
+  fake.work = work ? scenarioSteps(w, tools) : [];
+  const tmux = new Tmux(w);
+  const diagnose = () => screenDiagnosis(name, fake, tmux, describeRequest);
+  const ctx = { w, fake, tmux, diagnose };
+  let failed = true;
+  try {
+    await start(ctx);
+    await fn(ctx);
+    failed = false;
+  } finally {
+    if (failed) saveArtifact(`${name}-failure.txt`, diagnose());
+    await endWorld({ w, tmux, fake }, failed);
+  }
 }
 
 /**

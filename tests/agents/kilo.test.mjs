@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contentText, describeRequest, startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
+import { contentText, toolNames, toolResults } from './fake-openai.mjs';
 import { OPENCODE_TOOLS, loadPluginAlone, planExitResult } from './opencode-plugin.mjs';
 import {
-  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, Tmux, agentEnv, assertScenarioWork, endWorld, install,
-  pendingFrom, plandesk, plandeskJson, processes, removeWorld, saveArtifact, scenarioSteps,
-  screenDiagnosis, sleep, statuses, typeFirstPlan, waitFor, world,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, assertScenarioWork, install, pendingFrom,
+  plandesk, plandeskJson, processes, removeWorld, secondPlan, sleep, statuses, typeFirstPlan,
+  waitFor, withTmuxAgent, world,
 } from './harness.mjs';
 
 const KILO = process.env.KILO_BIN || join(BIN, 'kilo');
@@ -123,23 +123,12 @@ const questionShown = (tmux) => QUESTION.test(tmux.screen());
  * failure) stops tmux, every process of that world, and the fake.
  */
 async function withKilo(name, fn, options = {}) {
-  const w = world(name);
-  const fake = await startFakeOpenAI(brain);
-  fake.work = options.work ? scenarioSteps(w, OPENCODE_TOOLS) : [];
-  const tmux = new Tmux(w);
-  const diagnose = () => screenDiagnosis(name, fake, tmux, describeRequest);
-  const ctx = { w, fake, tmux, diagnose };
-  let failed = true;
-  try {
+  const start = async ({ w, fake, tmux, diagnose }) => {
     configure(w, fake);
     tmux.start([KILO, '--agent', 'plan'], { cwd: w.ws, env: kiloEnv(w) });
     await waitFor('Kilo to start with its plan agent', () => agentShown(tmux) === 'Plan', { seconds: 60, diagnose });
-    await fn(ctx);
-    failed = false;
-  } finally {
-    if (failed) saveArtifact(`${name}-failure.txt`, diagnose());
-    await endWorld({ w, tmux, fake }, failed);
-  }
+  };
+  return withTmuxAgent(name, { brain, tools: OPENCODE_TOOLS, work: options.work, start }, fn);
 }
 
 /** The first request that opens the session implementing the plan. */
@@ -167,10 +156,7 @@ test('Kilo CLI: plan → pending → reject with feedback → revision 2 → app
   assert.ok(toolResults(denied.body)[0].text.includes(`User feedback: ${FEEDBACK}`));
 
   // 3. Revision 2 of the same thread.
-  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'kilo');
-    return items[0]?.revision?.revisionNo === 2 ? items : null;
-  }, { seconds: 30, diagnose });
+  const second = await secondPlan({ w, diagnose }, 'kilo');
   assert.equal(second.runId, run, 'a revision of the same plan thread');
   assert.equal(second.revision.title, 'Cache user lookups (bounded)');
   assert.equal(agentShown(tmux), 'Plan', 'still the plan agent after the rejection');

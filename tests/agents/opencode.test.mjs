@@ -10,12 +10,12 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contentText, describeRequest, startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
+import { contentText, toolNames, toolResults } from './fake-openai.mjs';
 import { OPENCODE_TOOLS, loadPluginAlone, planExitResult } from './opencode-plugin.mjs';
 import {
-  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld,
-  install, pendingFrom, plandesk, plandeskJson, processes, removeWorld, scenarioSteps,
-  screenDiagnosis, sleep, statuses, typeFirstPlan, waitFor, world,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, agentEnv, assertScenarioWork, install,
+  pendingFrom, plandesk, plandeskJson, processes, removeWorld, secondPlan, sleep, statuses,
+  typeFirstPlan, waitFor, withTmuxAgent, world,
 } from './harness.mjs';
 
 const OPENCODE = process.env.OPENCODE_BIN || join(BIN, 'opencode');
@@ -151,23 +151,13 @@ const questionShown = (tmux) => QUESTION.test(tmux.screen().replace(/\s*┃\s*/g
  * afterwards (also on failure) stops tmux, every process of that world, and the fake.
  */
 async function withOpenCode(name, fn, options = {}) {
-  const w = world(name);
-  const fake = await startFakeOpenAI(brain);
-  fake.work = options.work ? scenarioSteps(w, OPENCODE_TOOLS) : [];
-  const tmux = new Tmux(w);
-  const diagnose = () => screenDiagnosis(name, fake, tmux, describeRequest);
-  const ctx = { w, fake, tmux, diagnose };
-  let failed = true;
-  try {
+  const start = async ({ w, fake, tmux, diagnose }) => {
     configure(w, fake, { command: options.command?.(w), proveLoaded: options.work });
     tmux.start([OPENCODE, '--agent', 'plan'], { cwd: w.ws, env: openCodeEnv(w) });
     await waitFor('OpenCode to start with its plan agent', () => /Ask anything/.test(tmux.screen()) && agentShown(tmux) === 'Plan',
       { seconds: 60, diagnose });
-    await fn(ctx);
-    failed = false;
-  } finally {
-    await endWorld({ w, tmux, fake }, failed);
-  }
+  };
+  return withTmuxAgent(name, { brain, tools: OPENCODE_TOOLS, work: options.work, start }, fn);
 }
 
 /** Types the request and waits for its plan in the inbox. */
@@ -202,10 +192,7 @@ test('OpenCode: plan → pending → reject with feedback → revision 2 → app
   assert.ok(feedbackText.includes(`User feedback: ${FEEDBACK}`), feedbackText);
 
   // 3. The revised plan is revision 2 of the same thread, compared with the feedback between.
-  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'opencode');
-    return items[0]?.revision?.revisionNo === 2 ? items : null;
-  }, { seconds: 30, diagnose });
+  const second = await secondPlan({ w, diagnose }, 'opencode');
   assert.equal(second.runId, run, 'a revision of the same plan thread');
   assert.equal(second.revision.title, 'Cache user lookups (bounded)');
   assert.equal(second.source.session, first.source.session);

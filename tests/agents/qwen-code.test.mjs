@@ -8,11 +8,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describeRequest, startFakeOpenAI, toolNames, toolResults } from './fake-openai.mjs';
+import { toolNames, toolResults } from './fake-openai.mjs';
 import {
-  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, Tmux, agentEnv, assertScenarioWork, endWorld, install,
-  parentOf, pendingFrom, plandesk, plandeskJson, processes, scenarioSteps, screenDiagnosis, sleep,
-  statuses, typeFirstPlan, waitFor, world,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, assertScenarioWork, install, parentOf,
+  pendingFrom, plandesk, plandeskJson, processes, secondPlan, sleep, statuses, typeFirstPlan,
+  waitFor, withTmuxAgent,
 } from './harness.mjs';
 
 const FINAL = 'Implementation started: the bounded cache plan is approved.';
@@ -106,14 +106,7 @@ const TOOLS = {
  * (also on failure) stops tmux, every process of that world, and the fake.
  */
 async function withQwen(name, fn, options = {}) {
-  const w = world(name);
-  const fake = await startFakeOpenAI(brain);
-  fake.work = options.work ? scenarioSteps(w, TOOLS) : [];
-  const tmux = new Tmux(w);
-  const diagnose = () => screenDiagnosis(name, fake, tmux, describeRequest);
-  const ctx = { w, fake, tmux, diagnose };
-  let failed = true;
-  try {
+  const start = async ({ w, fake, tmux, diagnose }) => {
     configure(w, options);
     // Its own TMPDIR inside the world: Qwen Code leaves `qwen-socks-*` folders there.
     const tmp = join(w.root, 'tmp');
@@ -124,11 +117,8 @@ async function withQwen(name, fn, options = {}) {
     });
     await waitFor('Qwen Code to start in plan mode', () => /Type your message/.test(tmux.screen()) && /plan mode/.test(status(tmux)),
       { seconds: 40, diagnose });
-    await fn(ctx);
-    failed = false;
-  } finally {
-    await endWorld({ w, tmux, fake }, failed);
-  }
+  };
+  return withTmuxAgent(name, { brain, tools: TOOLS, work: options.work, start }, fn);
 }
 
 /** Types the request and waits for its plan in the inbox. */
@@ -167,10 +157,7 @@ test('Qwen Code: plan → pending → reject with feedback → revision 2 → ap
   assert.ok(feedbackText.includes(`User feedback: ${FEEDBACK}`), feedbackText);
 
   // 3. The revised plan is revision 2 of the same thread, compared with the feedback between.
-  const [second] = await waitFor('revision 2 in `plandesk pending`', () => {
-    const items = pendingFrom(w, 'qwen-code');
-    return items[0]?.revision?.revisionNo === 2 ? items : null;
-  }, { seconds: 30, diagnose });
+  const second = await secondPlan({ w, diagnose }, 'qwen-code');
   assert.equal(second.runId, run, 'a revision of the same plan thread');
   assert.equal(second.revision.title, 'Cache user lookups (bounded)');
   assert.equal(second.source.session, first.source.session);

@@ -14,8 +14,8 @@ use plandesk::source::install::{self, Places, Target};
 use plandesk::source::mcp::{self, McpOptions};
 use plandesk::source::serve::ServeOptions;
 use plandesk::source::{
-    self, claude, codex, copilot, gemini, held, opencode, review_plan, stop_requested, SourceError,
-    WaitSettings,
+    self, claude, codex, copilot, gemini, held, opencode, pi, review_plan, script, stop_requested,
+    SourceError, WaitSettings,
 };
 use plandesk::{Engine, EngineError};
 
@@ -85,6 +85,8 @@ pub enum Agent {
     OpenCode,
     /// Kilo CLI (the same plugin, on plan_exit)
     Kilo,
+    /// Pi (Plandesk's extension: its submit_plan tool)
+    Pi,
 }
 
 impl Agent {
@@ -96,7 +98,7 @@ impl Agent {
             Agent::Droid => held::failure(held::Agent::Droid, err),
             Agent::QwenCode => held::failure(held::Agent::QwenCode, err),
             Agent::Copilot => copilot::failure(err),
-            Agent::OpenCode | Agent::Kilo => opencode::failure(err),
+            Agent::OpenCode | Agent::Kilo | Agent::Pi => script::failure(err),
         })
     }
 
@@ -234,7 +236,7 @@ fn agent_timeout(agent: Agent) -> Duration {
             held::hook_timeout(held::Agent::Droid, env).unwrap_or(held::DROID_DEFAULT_TIMEOUT)
         }
         Agent::QwenCode => held::hook_timeout(held::Agent::QwenCode, env).unwrap_or(installed),
-        Agent::ClaudeCode | Agent::Codex | Agent::OpenCode | Agent::Kilo => installed,
+        Agent::ClaudeCode | Agent::Codex | Agent::OpenCode | Agent::Kilo | Agent::Pi => installed,
     }
 }
 
@@ -334,7 +336,7 @@ async fn run_hook(
                 _ => opencode::Host::OpenCode,
             };
             match opencode::parse(&input, host)? {
-                opencode::Call::Unwritten(reason) => Ok(Some(opencode::deny(&reason))),
+                opencode::Call::Unwritten(reason) => Ok(Some(script::deny(&reason))),
                 opencode::Call::Review(plan) => {
                     let process = format!("hook:{}", host.program());
                     let engine = Engine::open_at(&store, &process).await?;
@@ -344,6 +346,14 @@ async fn run_hook(
                 }
             }
         }
+        Agent::Pi => match pi::parse(&input)? {
+            pi::Call::Unusable(reason) => Ok(Some(script::deny(&reason))),
+            pi::Call::Review(plan) => {
+                let engine = Engine::open_at(&store, "hook:pi").await?;
+                let answer = review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
+                Ok(Some(pi::answer(&answer)))
+            }
+        },
         Agent::Gemini => {
             let plans_dir = std::env::var_os(gemini::PLANS_DIR_ENV).map(PathBuf::from);
             match gemini::parse(&input, plans_dir.as_deref())? {
@@ -591,6 +601,7 @@ pub fn install(
     let what = match target {
         Target::Mcp => "MCP server",
         Target::OpenCode | Target::Kilo => "plugin",
+        Target::Pi => "extension",
         _ => "hook",
     };
     eprintln!(

@@ -47,6 +47,8 @@ pub enum InstallTarget {
     OpenCode,
     /// Kilo CLI: the same plugin in its plugins folder
     Kilo,
+    /// Pi: Plandesk's extension (plan mode, submit_plan) in its extensions folder
+    Pi,
     /// An MCP server entry in the project's .mcp.json
     Mcp,
 }
@@ -62,6 +64,7 @@ impl From<InstallTarget> for Target {
             InstallTarget::Copilot => Target::Copilot,
             InstallTarget::OpenCode => Target::OpenCode,
             InstallTarget::Kilo => Target::Kilo,
+            InstallTarget::Pi => Target::Pi,
             InstallTarget::Mcp => Target::Mcp,
         }
     }

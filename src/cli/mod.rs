@@ -557,11 +557,11 @@ mod tests {
         for (args, choices) in [
             (
                 &["install", "cursor"][..],
-                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, kilo, mcp",
+                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, kilo, pi, mcp",
             ),
             (
                 &["hook", "mcp"],
-                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, kilo",
+                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, kilo, pi",
             ),
             (&["run", "--mode", "yolo", "Add a cache"], "plan, build"),
             (&["key", "set", "google"], "openai, anthropic"),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use plandesk::config::StoreLocation;
-use plandesk::source::opencode::Host;
+use plandesk::review::SourceKind;
 use plandesk::source::{self, after};
 use plandesk::Engine;
 
@@ -34,6 +34,8 @@ pub enum Agent {
     OpenCode,
     /// Kilo CLI (the same plugin)
     Kilo,
+    /// Pi (Plandesk's extension: tool_result, agent_end)
+    Pi,
 }
 
 pub async fn record(agent: Agent, data_dir: &Path, store: Option<&str>) -> ExitCode {
@@ -59,8 +61,11 @@ async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Resul
         Agent::Droid => after::droid(&input).map(|r| r.into_iter().collect()),
         Agent::QwenCode => after::qwen(&input).map(|r| r.into_iter().collect()),
         Agent::Copilot => after::copilot(&input).map(|r| r.into_iter().collect()),
-        Agent::OpenCode => after::opencode(&input, Host::OpenCode).map(Option::unwrap_or_default),
-        Agent::Kilo => after::opencode(&input, Host::Kilo).map(Option::unwrap_or_default),
+        Agent::OpenCode => {
+            after::plugin(&input, SourceKind::OpenCode).map(Option::unwrap_or_default)
+        }
+        Agent::Kilo => after::plugin(&input, SourceKind::Kilo).map(Option::unwrap_or_default),
+        Agent::Pi => after::plugin(&input, SourceKind::Pi).map(Option::unwrap_or_default),
         Agent::Codex => after::codex(&input).map(Option::unwrap_or_default),
     }
     .map_err(|e| e.to_string())?;

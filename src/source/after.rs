@@ -9,7 +9,6 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::opencode::Host;
 use super::SourceError;
 use crate::store::{NewWork, Source, SourceKind, Work, WorkKind, WorkOf};
 
@@ -332,9 +331,10 @@ pub fn copilot(stdin: &str) -> Result<Option<Report>, SourceError> {
 /// What Plandesk's OpenCode plugin sends after a tool ran (`{session_id, cwd, tool, args,
 /// output, exit_code?}`: `write`, `edit`, `multiedit`: a file; `apply_patch`: the files its
 /// patch names; `bash`: a command) or when the session went idle (`{session_id, cwd, event:
-/// "idle"}`: its turn ended). `None`: another tool. Kilo CLI runs the same plugin.
-pub fn opencode(stdin: &str, host: Host) -> Result<Option<Vec<Report>>, SourceError> {
-    let agent = super::agent_name(host.kind());
+/// "idle"}`: its turn ended). `None`: another tool. Kilo CLI runs the same plugin, and Pi's
+/// extension sends the same (`kind`: which of them).
+pub fn plugin(stdin: &str, kind: SourceKind) -> Result<Option<Vec<Report>>, SourceError> {
+    let agent = super::agent_name(kind);
     let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
         agent,
         message: e.to_string(),
@@ -369,7 +369,7 @@ pub fn opencode(stdin: &str, host: Host) -> Result<Option<Vec<Report>>, SourceEr
         _ => return Ok(None),
     };
     let source = Source {
-        kind: host.kind(),
+        kind,
         session: Some(session.to_owned()),
     };
     let report = |work| Report {

@@ -47,11 +47,11 @@ pub fn parse(stdin: &str) -> Result<Option<Call>, SourceError> {
         return Ok(None);
     };
     let (path, text) = find_plan(&input)?;
-    let prompt = input
+    let request = input
         .transcript_path
         .as_deref()
-        .and_then(|t| super::first_user_request(Path::new(t), MAX_TRANSCRIPT))
-        .unwrap_or_else(|| format!("{AGENT} session in {}", input.cwd));
+        .and_then(|t| super::first_user_request(Path::new(t), MAX_TRANSCRIPT));
+    let prompt = super::plan_prompt(request.as_deref(), AGENT, &input.cwd);
     let session = input.session_id.clone();
     let file = PlanFile::inside(Path::new(&path), &writable_roots(&input.cwd));
     let mut call = call(input, path, text, prompt, session, None);

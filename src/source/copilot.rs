@@ -93,8 +93,8 @@ pub fn parse(stdin: &str, state: Option<&Path>) -> Result<Call, SourceError> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let prompt = super::first_user_request(&events, MAX_EVENTS)
-        .unwrap_or_else(|| format!("{AGENT} session in {}", crate::text::short(&input.cwd, 200)));
+    let request = super::first_user_request(&events, MAX_EVENTS);
+    let prompt = super::plan_prompt(request.as_deref(), AGENT, &input.cwd);
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
             kind: SourceKind::Copilot,

@@ -218,17 +218,15 @@ pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
             kind: agent.kind(),
             session: Some(input.session_id),
         },
-        prompt: input
-            .transcript_path
-            .as_deref()
-            .and_then(|t| super::first_user_request(std::path::Path::new(t), MAX_TRANSCRIPT))
-            .unwrap_or_else(|| {
-                format!(
-                    "{} session in {}",
-                    agent.name(),
-                    crate::text::short(&input.cwd, 200)
-                )
-            }),
+        prompt: super::plan_prompt(
+            input
+                .transcript_path
+                .as_deref()
+                .and_then(|t| super::first_user_request(std::path::Path::new(t), MAX_TRANSCRIPT))
+                .as_deref(),
+            agent.name(),
+            &input.cwd,
+        ),
         cwd: input.cwd,
         tool_name: agent.tool().into(),
         path: "plan.md".into(),

@@ -61,13 +61,15 @@ pub enum Target {
     OpenCode,
     /// Kilo CLI: OpenCode's plugin, in Kilo's plugins folder.
     Kilo,
+    /// Pi: Plandesk's extension, in Pi's extensions folder.
+    Pi,
     /// An MCP server entry in the project's `.mcp.json`.
     Mcp,
 }
 
 impl Target {
     /// Every target, in the order people see them listed.
-    pub const ALL: [Target; 9] = [
+    pub const ALL: [Target; 10] = [
         Target::ClaudeCode,
         Target::Codex,
         Target::Gemini,
@@ -76,6 +78,7 @@ impl Target {
         Target::Copilot,
         Target::OpenCode,
         Target::Kilo,
+        Target::Pi,
         Target::Mcp,
     ];
 
@@ -102,6 +105,7 @@ impl Target {
             Target::Copilot => SourceKind::Copilot,
             Target::OpenCode => SourceKind::OpenCode,
             Target::Kilo => SourceKind::Kilo,
+            Target::Pi => SourceKind::Pi,
             Target::Mcp => SourceKind::Mcp,
         }
     }
@@ -145,6 +149,8 @@ pub struct Places {
     pub copilot_home: Option<PathBuf>,
     /// `XDG_CONFIG_HOME`, if set (OpenCode's plugins are under it).
     pub config_home: Option<PathBuf>,
+    /// `PI_CODING_AGENT_DIR`, if set (Pi's folder, else `~/.pi/agent`).
+    pub pi_dir: Option<PathBuf>,
     /// The folder `install mcp` writes `.mcp.json` into (and the server's workspace).
     pub project: PathBuf,
     /// This `plandesk` binary, absolute.
@@ -170,6 +176,7 @@ impl Places {
             codex_home: env_dir("CODEX_HOME"),
             copilot_home: env_dir("COPILOT_HOME"),
             config_home: env_dir("XDG_CONFIG_HOME"),
+            pi_dir: env_dir("PI_CODING_AGENT_DIR"),
             project: std::env::current_dir().map_err(|e| file_error(Path::new("."), e))?,
             exe,
             data_dir,
@@ -454,8 +461,9 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
             });
             (state.join("hooks/plandesk.json"), hooks, note)
         }
-        Target::OpenCode => return plan_plugin(Host::OpenCode, uninstall, places),
-        Target::Kilo => return plan_plugin(Host::Kilo, uninstall, places),
+        Target::OpenCode | Target::Kilo | Target::Pi => {
+            return plan_script(target, uninstall, places)
+        }
         Target::Mcp => return plan_mcp(uninstall, places),
     };
     // A `hooks.json` holds the hooks at its top level; a settings file under `hooks`.
@@ -512,25 +520,53 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
     })
 }
 
-/// OpenCode and Kilo CLI have no command hooks: Plandesk's plugin, a file of its own in the
-/// agent's plugins folder, naming this `plandesk` (and the store, if not the default). A file
-/// there that Plandesk did not write is left alone; uninstalling removes the file (backed up
-/// first).
-fn plan_plugin(host: Host, uninstall: bool, places: &Places) -> Result<Change, InstallError> {
-    let config = places
-        .config_home
-        .clone()
-        .unwrap_or_else(|| places.home.join(".config"));
-    let file = config.join(host.program()).join("plugins/plandesk.js");
+/// OpenCode, Kilo CLI and Pi have no command hooks: a script of Plandesk's own (the plugin, the
+/// extension), a file of its own in the agent's plugins or extensions folder, naming this
+/// `plandesk` (and the store, if not the default). A file there that Plandesk did not write is
+/// left alone; uninstalling removes the file (backed up first).
+fn plan_script(target: Target, uninstall: bool, places: &Places) -> Result<Change, InstallError> {
+    let config = || {
+        places
+            .config_home
+            .clone()
+            .unwrap_or_else(|| places.home.join(".config"))
+    };
+    let (file, script, header, note) = match target {
+        Target::OpenCode => (
+            config().join("opencode/plugins/plandesk.js"),
+            super::opencode::PLUGIN,
+            super::opencode::HEADER,
+            "OpenCode loads the plugin when it starts: restart it. After you approve, OpenCode \
+             still asks whether to switch to its build agent.",
+        ),
+        Target::Kilo => (
+            config().join("kilo/plugins/plandesk.js"),
+            super::opencode::PLUGIN,
+            super::opencode::HEADER,
+            "Kilo CLI loads the plugin when it starts: restart it. After you approve, Kilo still \
+             asks \"Ready to implement?\" (in a new session, here, or keep refining).",
+        ),
+        _ => (
+            places
+                .pi_dir
+                .clone()
+                .unwrap_or_else(|| places.home.join(".pi/agent"))
+                .join("extensions/plandesk.js"),
+            super::pi::EXTENSION,
+            super::pi::HEADER,
+            "Pi loads the extension when it starts: restart it, then type /plan (or start it with \
+             `pi --plan=true`) before asking for a change.",
+        ),
+    };
     let target = resolve_links(&file)?;
     let before = read(&target, OFlags::empty())?.map(|existing| existing.text);
     if before
         .as_deref()
-        .is_some_and(|text| !super::opencode::is_ours(text))
+        .is_some_and(|text| !super::script::is_ours(text, header))
     {
         return Err(file_error(
             &file,
-            "a plugin Plandesk did not write; rename or remove it, then install again",
+            "a file Plandesk did not write; rename or remove it, then install again",
         ));
     }
     let mut command = vec![places.exe.display().to_string()];
@@ -539,48 +575,55 @@ fn plan_plugin(host: Host, uninstall: bool, places: &Places) -> Result<Change, I
     }
     let after = match uninstall {
         true => String::new(),
-        false => super::opencode::plugin_with(&command, places.record)
-            .ok_or_else(|| file_error(&file, "this plandesk's plugin has no command line"))?,
+        false => super::script::filled(script, &command, places.record)
+            .ok_or_else(|| file_error(&file, "this plandesk's script has no command line"))?,
     };
-    let note = (!uninstall).then(|| match host {
-        Host::OpenCode => "OpenCode loads the plugin when it starts: restart it. After you \
-                           approve, OpenCode still asks whether to switch to its build agent."
-            .to_owned(),
-        Host::Kilo => "Kilo CLI loads the plugin when it starts: restart it. After you approve, \
-                       Kilo still asks \"Ready to implement?\" (in a new session, here, or keep \
-                       refining)."
-            .to_owned(),
-    });
     Ok(Change {
         file,
         before,
         after,
-        note,
+        note: (!uninstall).then(|| note.to_owned()),
         target,
         remove: uninstall,
     })
 }
 
-/// What a person should know once `change` is made, if anything needs checking: for OpenCode
-/// and Kilo CLI, whether they load the plugin (a plugin they cannot load is only logged, and
-/// plans would go through unreviewed).
+/// What a person should know once `change` is made, if anything needs checking: for OpenCode,
+/// Kilo CLI and Pi, whether they load Plandesk's script (a plugin OpenCode cannot load is only
+/// logged, and plans would go through unreviewed; an extension Pi cannot load keeps Pi from
+/// starting).
 pub fn check(target: Target, change: &Change) -> Option<String> {
-    let host = match target {
-        Target::OpenCode => Host::OpenCode,
-        Target::Kilo => Host::Kilo,
-        _ => return None,
-    };
     if change.remove {
         return None;
     }
-    let (agent, program) = (agent_name(target.source()), host.program());
-    Some(match super::opencode::check_loaded(host, &change.target) {
-        Ok(true) => format!("{agent} loads the plugin (checked with `{program} debug config`)."),
-        Ok(false) => format!(
-            "{agent} did not load the plugin (`{program} debug config --print-logs` does not say \
-             \"Plandesk plugin loaded\"): plans would not be reviewed. Look at {agent}'s log."
+    let agent = agent_name(target.source());
+    let (loaded, how, what) = match target {
+        Target::OpenCode | Target::Kilo => {
+            let host = match target {
+                Target::Kilo => Host::Kilo,
+                _ => Host::OpenCode,
+            };
+            let program = host.program();
+            (
+                super::opencode::check_loaded(host, &change.target),
+                format!("`{program} debug config`"),
+                "plugin",
+            )
+        }
+        Target::Pi => (
+            super::pi::check_loaded(&change.target),
+            "`pi --mode rpc`".to_owned(),
+            "extension",
         ),
-        Err(why) => format!("Could not check that {agent} loads the plugin: {why}."),
+        _ => return None,
+    };
+    Some(match loaded {
+        Ok(true) => format!("{agent} loads the {what} (checked with {how})."),
+        Ok(false) => format!(
+            "{agent} did not load the {what} ({how} does not show it): plans would not be \
+             reviewed. Look at {agent}'s log."
+        ),
+        Err(why) => format!("Could not check that {agent} loads the {what}: {why}."),
     })
 }
 

@@ -14,7 +14,9 @@ pub mod install;
 pub mod mcp;
 mod notify;
 pub mod opencode;
+pub mod pi;
 pub mod presence;
+pub mod script;
 pub mod serve;
 
 use std::path::PathBuf;
@@ -44,8 +46,18 @@ pub fn agent_name(kind: SourceKind) -> &'static str {
         SourceKind::Copilot => "Copilot CLI",
         SourceKind::OpenCode => "OpenCode",
         SourceKind::Kilo => "Kilo CLI",
+        SourceKind::Pi => "Pi",
         SourceKind::Mcp => "an MCP client",
     }
+}
+
+/// What the inbox says a plan is about: the request the person typed (`request`, on one line,
+/// at most 200 characters), else "AGENT session in CWD".
+pub(crate) fn plan_prompt(request: Option<&str>, agent: &str, cwd: &str) -> String {
+    request
+        .map(|request| crate::text::short(request, 200))
+        .filter(|request| !request.is_empty())
+        .unwrap_or_else(|| format!("{agent} session in {}", crate::text::short(cwd, 200)))
 }
 
 /// The contract's rejection text, for agents that revise without calling `submit_plan`.

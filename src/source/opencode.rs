@@ -50,90 +50,21 @@ impl Host {
     }
 }
 
-/// The plugin, with the line that names the `plandesk` command to run.
+/// The plugin, with the lines `plandesk install` fills in (see [`super::script`]).
 pub const PLUGIN: &str = include_str!("opencode/plandesk.js");
 
-/// The plugin's line the installer fills in (a JSON array of argv strings).
-const COMMAND_LINE_START: &str = "const PLANDESK = [";
-
-/// The plugin's line that says whether it records work after an approval.
-const RECORD_LINE_START: &str = "const RECORD = ";
-
-/// The plugin as installed: `command` (argv) in place of its placeholder, recording work or
-/// not. `None` if the plugin lacks either line (a build mistake, caught by its test).
-pub fn plugin_with(command: &[String], record: bool) -> Option<String> {
-    let line = |start: &str| PLUGIN.lines().find(|line| line.starts_with(start));
-    let (command_line, record_line) = (line(COMMAND_LINE_START)?, line(RECORD_LINE_START)?);
-    let plugin = PLUGIN.replacen(
-        command_line,
-        &format!(
-            "const PLANDESK = {}; // set by plandesk install",
-            json!(command)
-        ),
-        1,
-    );
-    Some(plugin.replacen(
-        record_line,
-        &format!("const RECORD = {record}; // set by plandesk install"),
-        1,
-    ))
-}
-
-/// Whether `text` is a plugin Plandesk wrote (any version, any command).
-pub fn is_ours(text: &str) -> bool {
-    text.lines()
-        .any(|line| line.starts_with(COMMAND_LINE_START))
-        && text.starts_with("// Plandesk's plugin for OpenCode")
-}
-
-/// How long OpenCode may take to start and show that it loaded the plugin (it may first add
-/// its plugin package with npm, a few seconds).
-const LOAD_CHECK_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How the plugin starts: what tells a file of Plandesk's own (any version) from another's.
+pub const HEADER: &str = "// Plandesk's plugin for OpenCode";
 
 /// Whether `host` loads the plugin installed as `file`: runs `opencode debug config
 /// --print-logs` (OpenCode starts its plugins for any command, and the plugin logs a line when
-/// it starts), at most a minute, and looks for that line naming `file`. A plugin OpenCode
-/// cannot load is only logged by it, and the plan would go through unreviewed: so this is said,
-/// either way. `Err`: why it could not be told.
+/// it starts) and looks for that line naming `file`. A plugin OpenCode cannot load is only
+/// logged by it, and the plan would go through unreviewed: so this is said, either way. `Err`:
+/// why it could not be told.
 pub fn check_loaded(host: Host, file: &Path) -> Result<bool, String> {
-    use std::io::Read;
-    use std::process::{Command, Stdio};
-    let program = host.program();
-    let mut child = Command::new(program)
-        .args(["debug", "config", "--print-logs"])
-        .current_dir(std::env::var_os("HOME").unwrap_or_else(|| "/".into()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {program} ({e})"))?;
-    let mut stderr = child.stderr.take().ok_or("no stderr")?;
-    // Read beside the wait, so that a chatty log never fills the pipe; at most 16 MiB kept.
-    let reader = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = (&mut stderr).take(16 * 1024 * 1024).read_to_end(&mut text);
-        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-        String::from_utf8_lossy(&text).into_owned()
-    });
-    let started = std::time::Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < LOAD_CHECK_LIMIT => {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{program} did not finish within {LOAD_CHECK_LIMIT:?}"
-                ));
-            }
-        }
-    }
-    let log = reader
-        .join()
-        .map_err(|_| format!("cannot read {program}'s log"))?;
+    let mut command = std::process::Command::new(host.program());
+    command.args(["debug", "config", "--print-logs"]);
+    let log = super::script::agent_output(command, b"", true)?;
     let loaded = format!(
         "message=\"Plandesk plugin loaded\" plugin=file://{} ",
         file.display()
@@ -188,15 +119,7 @@ pub fn parse(stdin: &str, host: Host) -> Result<Call, SourceError> {
             kind: host.kind(),
             session: Some(input.session_id),
         },
-        prompt: input
-            .prompt
-            .as_deref()
-            .map(|p| crate::text::short(p.trim(), 200))
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| {
-                let agent = host.name();
-                format!("{agent} session in {}", crate::text::short(&input.cwd, 200))
-            }),
+        prompt: super::plan_prompt(input.prompt.as_deref(), host.name(), &input.cwd),
         cwd: input.cwd,
         tool_name: TOOL.into(),
         path: input.plan_file,
@@ -207,22 +130,9 @@ pub fn parse(stdin: &str, host: Host) -> Result<Call, SourceError> {
     })))
 }
 
-/// What the plugin prints for a decision: an explicit allow or deny, always.
+/// What the plugin reads for a decision: an explicit allow or deny, always.
 pub fn answer(answer: &Answer) -> String {
-    match answer {
-        Answer::Approve(_) => json!({"decision": "allow"}).to_string(),
-        Answer::Abandoned => deny("The plan was not reviewed: the review was stopped."),
-        other => deny(&other.denial().unwrap_or_default()),
-    }
-}
-
-pub fn deny(reason: &str) -> String {
-    json!({"decision": "deny", "reason": reason}).to_string()
-}
-
-/// Not approved because we failed.
-pub fn failure(err: &SourceError) -> String {
-    deny(&err.denial())
+    super::script::answer(answer, |_| json!({"decision": "allow"}))
 }
 
 #[cfg(test)]
@@ -231,18 +141,10 @@ mod tests {
     use serde_json::Value;
 
     #[test]
-    fn the_plugin_is_filled_with_the_command_and_known_as_ours() {
-        let command = vec![
-            "/opt/Plan Desk/plandesk".to_owned(),
-            "--data-dir".into(),
-            "/d \"x\"".into(),
-        ];
-        let plugin = plugin_with(&command, false).unwrap();
-        assert!(plugin
-            .contains(r#"const PLANDESK = ["/opt/Plan Desk/plandesk","--data-dir","/d \"x\""];"#));
-        assert!(plugin.contains("const RECORD = false;"));
-        assert!(is_ours(&plugin) && is_ours(PLUGIN));
-        assert!(!is_ours("export const Mine = async () => ({})\n"));
+    fn the_plugin_has_the_lines_install_fills_in_and_is_known_as_ours() {
+        let plugin = crate::source::script::filled(PLUGIN, &["/p".to_owned()], true).unwrap();
+        assert!(plugin.contains(r#"const PLANDESK = ["/p"]; // set by plandesk install"#));
+        assert!(crate::source::script::is_ours(&plugin, HEADER));
     }
 
     fn parse_opencode(stdin: &str) -> Result<Call, SourceError> {

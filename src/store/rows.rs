@@ -103,6 +103,8 @@ vocabulary! {
         OpenCode = "opencode",
         /// Kilo CLI (OpenCode's fork), through the same plugin.
         Kilo = "kilo",
+        /// Pi, through Plandesk's extension.
+        Pi = "pi",
         /// Any MCP client calling `plandesk mcp`'s `submit_plan`.
         Mcp = "mcp",
     }

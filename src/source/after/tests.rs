@@ -372,7 +372,7 @@ fn copilot_reports_files_commands_its_own_menus_answer_and_its_turns_end() {
 
 #[test]
 fn opencodes_plugin_reports_files_commands_and_the_idle_session() {
-    let reports = |payload: Value| opencode(&payload.to_string(), Host::OpenCode).unwrap();
+    let reports = |payload: Value| plugin(&payload.to_string(), SourceKind::OpenCode).unwrap();
     let report = |payload: Value| reports(payload).map(|mut r| r.remove(0));
     let wrote = report(json!({"session_id": "ses_1", "cwd": "/w", "tool": "write",
         "args": {"filePath": "/w/src/cache.js", "content": "x"}, "output": ""}))
@@ -394,10 +394,10 @@ fn opencodes_plugin_reports_files_commands_and_the_idle_session() {
     assert!(idle.answered);
     assert_eq!(idle.work.unwrap().kind, WorkKind::Finished);
     assert!(report(json!({"session_id": "s", "cwd": "/w", "tool": "read", "args": {}})).is_none());
-    assert!(opencode("{}", Host::OpenCode).is_err());
-    let kilo = opencode(
+    assert!(plugin("{}", SourceKind::OpenCode).is_err());
+    let kilo = plugin(
         &json!({"session_id": "ses_2", "cwd": "/w", "event": "idle"}).to_string(),
-        Host::Kilo,
+        SourceKind::Kilo,
     )
     .unwrap()
     .unwrap();

@@ -8,6 +8,7 @@ fn places(dir: &Path) -> Places {
         claude_dir: None,
         codex_home: None,
         copilot_home: None,
+        pi_dir: None,
         config_home: None,
         project: dir.join("project"),
         exe: PathBuf::from("/opt/Plan Desk/plandesk"),
@@ -655,17 +656,34 @@ fn droid_gets_its_hooks_where_its_hooks_json_would_not_hide_them() {
 }
 
 #[test]
-fn opencode_and_kilo_get_plandesks_plugin_a_file_of_its_own() {
-    for (target, folder) in [(Target::OpenCode, "opencode"), (Target::Kilo, "kilo")] {
-        plugin_installed(target, folder);
+fn opencode_kilo_and_pi_get_plandesks_script_a_file_of_its_own() {
+    for (target, place) in [
+        (Target::OpenCode, ".config/opencode/plugins"),
+        (Target::Kilo, ".config/kilo/plugins"),
+        (Target::Pi, ".pi/agent/extensions"),
+    ] {
+        script_installed(target, place);
     }
 }
 
-fn plugin_installed(target: Target, folder: &str) {
+#[test]
+fn pis_extension_goes_where_pi_coding_agent_dir_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = places(dir.path());
+    p.pi_dir = Some(dir.path().join("pi"));
+    let change = plan(Target::Pi, false, &p).unwrap();
+    assert_eq!(change.file, dir.path().join("pi/extensions/plandesk.js"));
+    assert!(crate::source::script::is_ours(
+        &change.after,
+        crate::source::pi::HEADER
+    ));
+}
+
+fn script_installed(target: Target, place: &str) {
     let dir = tempfile::tempdir().unwrap();
     let mut p = places(dir.path());
     p.data_dir = Some(PathBuf::from("/data"));
-    let file = p.home.join(format!(".config/{folder}/plugins/plandesk.js"));
+    let file = p.home.join(place).join("plandesk.js");
     let change = plan(target, false, &p).unwrap();
     assert_eq!(change.file, file);
     assert!(change
@@ -677,7 +695,7 @@ fn plugin_installed(target: Target, folder: &str) {
         .note
         .as_deref()
         .unwrap()
-        .starts_with(&format!("{agent} loads the plugin")));
+        .starts_with(&format!("{agent} loads the ")));
     assert_eq!(apply(&change, 7).unwrap(), None, "nothing to back up");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), change.after);
     assert_eq!(mode(&file), NEW_FILE_MODE);
@@ -695,7 +713,7 @@ fn plugin_installed(target: Target, folder: &str) {
 
     std::fs::write(&file, "export const Mine = async () => ({})\n").unwrap();
     let err = plan(target, false, &p).unwrap_err().to_string();
-    assert!(err.contains("a plugin Plandesk did not write"), "{err}");
+    assert!(err.contains("a file Plandesk did not write"), "{err}");
     let err = plan(target, true, &p).unwrap_err().to_string();
     assert!(
         err.contains("did not write"),

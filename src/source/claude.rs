@@ -59,21 +59,14 @@ pub fn parse(stdin: &str) -> Result<Option<Call>, SourceError> {
     Ok(Some(call))
 }
 
-/// Where a reviewer's edit of a Claude Code plan may be written back: the session's workspace
-/// (unless it is the whole file system or the home folder) and Claude Code's plans folder.
+/// Where a reviewer's edit of a Claude Code plan may be written back: its plans folder
+/// (`$CLAUDE_CONFIG_DIR/plans`, else `~/.claude/plans`) and the session's workspace.
 fn writable_roots(cwd: &str) -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
     let config = std::env::var_os("CLAUDE_CONFIG_DIR")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".claude")));
-    let workspace = PathBuf::from(cwd);
-    let too_wide = workspace.parent().is_none() || Some(&workspace) == home.as_ref();
-    let mut roots: Vec<PathBuf> = config.map(|c| c.join("plans")).into_iter().collect();
-    if !too_wide {
-        roots.push(workspace);
-    }
-    roots
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".claude")));
+    super::plan_roots(cwd, config.map(|c| c.join("plans")))
 }
 
 /// Parses what Claude Code's `type: "http"` hook POSTs to `plandesk serve`, sent with the

@@ -51,6 +51,19 @@ pub fn agent_name(kind: SourceKind) -> &'static str {
     }
 }
 
+/// Where a reviewer's edit of a plan may be written back to its file: the agent's own plans
+/// folder (`plans`), and the session's workspace `cwd` unless that is `/` or the home folder
+/// (too wide: any file there could be named).
+pub(crate) fn plan_roots(cwd: &str, plans: Option<PathBuf>) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let workspace = PathBuf::from(cwd);
+    let too_wide = workspace.parent().is_none() || Some(&workspace) == home.as_ref();
+    plans
+        .into_iter()
+        .chain((!too_wide).then_some(workspace))
+        .collect()
+}
+
 /// What the inbox says a plan is about: the request the person typed (`request`, on one line,
 /// at most 200 characters), else "AGENT session in CWD".
 pub(crate) fn plan_prompt(request: Option<&str>, agent: &str, cwd: &str) -> String {

@@ -10,13 +10,13 @@
 //! into Kilo's plugins folder): the plugin tells which agent runs it, and calls `plandesk hook
 //! kilo` there.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{read_plan_file, Answer, SourceError};
-use crate::review::ExternalPlan;
+use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Source, SourceKind};
 
 const TOOL: &str = "plan_exit";
@@ -47,6 +47,18 @@ impl Host {
             Host::OpenCode => "opencode",
             Host::Kilo => "kilo",
         }
+    }
+
+    /// Where it keeps the plans of a session outside a git project:
+    /// `$XDG_DATA_HOME/NAME/plans`, else `~/.local/share/NAME/plans`.
+    fn plans_folder(self) -> Option<PathBuf> {
+        let env = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let data = env("XDG_DATA_HOME").or_else(|| env("HOME").map(|h| h.join(".local/share")));
+        data.map(|data| data.join(self.program()).join("plans"))
     }
 }
 
@@ -114,6 +126,7 @@ pub fn parse(stdin: &str, host: Host) -> Result<Call, SourceError> {
             )))
         }
     };
+    let file = PlanFile::inside(path, &super::plan_roots(&input.cwd, host.plans_folder()));
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
             kind: host.kind(),
@@ -126,13 +139,18 @@ pub fn parse(stdin: &str, host: Host) -> Result<Call, SourceError> {
         text,
         item_id: None,
         submitter: None,
-        file: None,
+        file,
     })))
 }
 
-/// What the plugin reads for a decision: an explicit allow or deny, always.
+/// What the plugin reads for a decision: an explicit allow or deny, always. An allow's
+/// `message` is what the reviewer added (an edit, notes; else empty), which the plugin appends
+/// to `plan_exit`'s result.
 pub fn answer(answer: &Answer) -> String {
-    super::script::answer(answer, |_| json!({"decision": "allow"}))
+    super::script::answer(
+        answer,
+        |approval| json!({"decision": "allow", "message": approval.addendum()}),
+    )
 }
 
 #[cfg(test)]
@@ -166,6 +184,24 @@ mod tests {
         let Call::Review(review) = parse_opencode(&stdin(&plan)).unwrap() else {
             panic!("a plan");
         };
+        assert_eq!(
+            review.file, None,
+            "outside the workspace (/w) and the plans folder"
+        );
+        let workspace = json!({"session_id": "s", "cwd": dir.path(), "plan_file": plan});
+        let Call::Review(inside) = parse_opencode(&workspace.to_string()).unwrap() else {
+            panic!("a plan");
+        };
+        let file = inside
+            .file
+            .expect("a plan in the workspace: an edit is written back");
+        assert_eq!(
+            (file.root.as_path(), file.name.as_str()),
+            (dir.path(), "1765-cache.md")
+        );
+        let Call::Review(review) = parse_opencode(&stdin(&plan)).unwrap() else {
+            panic!("a plan");
+        };
         assert_eq!(review.text, "# Cache\n\n1. Add it\n");
         assert_eq!(review.source.kind, SourceKind::OpenCode);
         assert_eq!(review.prompt, "OpenCode session in /w");
@@ -195,7 +231,18 @@ mod tests {
         assert_eq!(denied["decision"], "deny");
         assert_eq!(
             answer(&Answer::Approve(Default::default())),
-            r#"{"decision":"allow"}"#
+            r#"{"decision":"allow","message":""}"#
         );
+        let noted: Value =
+            serde_json::from_str(&answer(&Answer::Approve(crate::source::Approval {
+                notes: Some("Keep it per process".into()),
+                edit: None,
+            })))
+            .unwrap();
+        assert_eq!(noted["decision"], "allow");
+        assert!(noted["message"]
+            .as_str()
+            .unwrap()
+            .contains("Keep it per process"));
     }
 }

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { contentText, toolNames, toolResults } from './fake-openai.mjs';
 import { OPENCODE_TOOLS, loadPluginAlone, planExitResult } from './opencode-plugin.mjs';
@@ -163,7 +163,7 @@ test('Kilo CLI: plan → pending → reject with feedback → revision 2 → app
   assert.deepEqual(plandeskJson(w, ['history', run]).map((r) => [r.revisionNo, r.status]), [[1, 'rejected'], [2, 'pending']]);
 
   // 4. Approve exactly that revision: plan_exit runs, and Kilo asks its own question.
-  plandesk(w, ['approve', run, '--revision', second.revision.sha256.slice(0, 12)]);
+  plandesk(w, ['approve', run, '--revision', second.revision.sha256.slice(0, 12), '--note', 'Keep the cache per process']);
   await waitFor('Kilo\'s own "Ready to implement?"', () => questionShown(tmux), { seconds: 30, diagnose });
   await sleep(800);
   assert.equal(handedOver(fake), undefined, 'the plugin\'s allow alone implements nothing');
@@ -173,6 +173,9 @@ test('Kilo CLI: plan → pending → reject with feedback → revision 2 → app
   // 5. A new session implements the approved plan; its work is held against that plan.
   const opened = await waitFor('the implementing session\'s first request', () => handedOver(fake), { seconds: 30, diagnose });
   assert.equal(HANDOVER.exec(contentText(opened.body.messages.at(-1).content))[1], `.kilo/plans/${fake.planPath.split('/').pop()}`);
+  // The note follows plan_exit's own result, which Kilo's handover summary is written from.
+  const results = fake.requests.flatMap((r) => (r.body.messages ?? []).filter((m) => m.role === 'tool').map((m) => contentText(m.content)));
+  assert.ok(results.some((text) => /^Plan is ready at .*\n\nReviewer notes: Keep the cache per process$/s.test(text)), results.join('\n---\n'));
   await waitFor('the model\'s final text on the screen', () => tmux.screen().includes(FINAL), { seconds: 40, diagnose });
   await assertScenarioWork(w, run, {
     finishedBy: 'session idle', diagnose, commands: [['echo cached', 0], ['ls src/eviction.test.js', 2]],
@@ -221,7 +224,7 @@ for (const [how, quit] of Object.entries(quits)) {
   }));
 }
 
-test('Kilo plugin: `plandesk hook kilo`, the plan file plan_exit names if it is one, and the new session\'s work as the plan\'s', { timeout: 30_000 }, async () => {
+test('Kilo plugin: `plandesk hook kilo`, the plan file Kilo will carry out, and the new session\'s work as the plan\'s', { timeout: 30_000 }, async () => {
   const w = world('kilo-plugin');
   try {
     const load = (mode, options) => loadPluginAlone(w, mode, { prompt: PROMPT, kilo: true, ...options });
@@ -229,15 +232,36 @@ test('Kilo plugin: `plandesk hook kilo`, the plan file plan_exit names if it is 
     const { hooks, sent, agents, planExit } = plugin;
     const plans = join(w.ws, '.kilo/plans');
     const named = join(plans, '1765000000000-cache-plan.md');
-    // The path plan_exit names, relative to the project, if it is in the plans folder; else
-    // the session's own file.
-    await planExit('ses_1', { path: '.kilo/plans/1765000000000-cache-plan.md' });
-    await planExit('ses_2', { path: join(w.ws, 'README.md') });
-    await planExit('ses_3', { path: '.kilo/plans/../../../../etc/passwd.md' });
-    await planExit('ses_4', { path: 42 });
-    const own = join(plans, '1765000000000-brave-squid.md');
-    assert.deepEqual(sent('hook').map((h) => h.plan_file), [named, own, own, own]);
+    mkdirSync(plans, { recursive: true });
+    writeFileSync(named, '# Cache\n');
+    // The file plan_exit names (relative to the project, or any file of it: Kilo carries out
+    // what it names), and plan_exit is given exactly the file reviewed.
+    const before = (sessionID, args) => {
+      const output = { args };
+      return hooks['tool.execute.before']({ tool: 'plan_exit', sessionID, callID: 'c1' }, output).then(() => output.args.path);
+    };
+    assert.equal(await before('ses_1', { path: '.kilo/plans/1765000000000-cache-plan.md' }), named);
+    assert.equal(await before('ses_2', { path: join(w.ws, 'README.md') }), join(w.ws, 'README.md'));
+    // No path: the session's own file, <created>-<slug>.md, or as Kilo takes it, the newest
+    // of the session's plan files beside it.
+    assert.equal(await before('ses_3', {}), named);
+    // Kilo carries out the newest of the file named and the session's others beside it.
+    const newer = join(plans, '1765000000000-other.md');
+    writeFileSync(newer, '# Other\n');
+    utimesSync(newer, new Date(), new Date(Date.now() + 60_000));
+    assert.equal(await before('ses_4', { path: named }), newer, 'the one Kilo would take, reviewed');
+    rmSync(newer);
+    assert.deepEqual(sent('hook').map((h) => h.plan_file), [named, join(w.ws, 'README.md'), named, newer]);
+    // A name outside the project, or none usable: not approved, nothing asked.
+    await assert.rejects(planExit('ses_5', { path: '.kilo/plans/../../../../etc/passwd.md' }), /which is not in this project/);
+    await assert.rejects(planExit('ses_6', { path: 42 }), /plan_exit named no usable plan file/);
     assert.deepEqual(agents('hook'), ['kilo', 'kilo', 'kilo', 'kilo']);
+    // Kilo took another file than the one approved: not approved, nothing recorded for it.
+    await before('ses_10', { path: named });
+    const took = { output: 'Plan is ready at .kilo/plans/x.md.', metadata: { plan: join(plans, 'x.md') } };
+    await hooks['tool.execute.after']({ tool: 'plan_exit', sessionID: 'ses_10', args: {} }, took);
+    assert.match(took.output, /^Plandesk approved .*1765000000000-cache-plan\.md, but Kilo took .*x\.md, which nobody approved\./);
+    await hooks['tool.execute.after']({ tool: 'write', sessionID: 'ses_10', args: { filePath: 'src/b.js', content: 'x' } }, { output: '', metadata: {} });
 
     // ses_1's plan_exit ran; Kilo opens ses_9 with its handover, naming that plan.
     await hooks['tool.execute.after']({ tool: 'plan_exit', sessionID: 'ses_1', args: {} }, { output: 'Plan is ready' });

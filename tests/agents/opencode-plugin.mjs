@@ -37,7 +37,7 @@ fs.appendFileSync(out + '/' + command + '.agents', agent + '\\n');
 process.on('SIGTERM', () => { fs.writeFileSync(out + '/signal', 'SIGTERM'); process.exit(143); });
 if (command === 'record') process.exit(0);
 const answers = {
-  allow: [0, '{"decision":"allow"}\\n'], deny: [0, '{"decision":"deny","reason":"Make it smaller"}'],
+  allow: [0, '{"decision":"allow","message":"\\\\n\\\\nReviewer notes: Keep it small"}\\n'], deny: [0, '{"decision":"deny","reason":"Make it smaller"}'],
   failed: [1, '{"decision":"allow"}'], junk: [0, 'allow'], empty: [0, ''], unexplained: [0, '{"decision":"deny"}'],
 };
 if (mode === 'wait') setInterval(() => {}, 1000);

@@ -205,7 +205,7 @@ test('OpenCode: plan → pending → reject with feedback → revision 2 → app
   assert.match(diff, /\{\+ ?\(bounded\)\+\}/, diff);
 
   // 4. Approve exactly the revision seen: plan_exit runs, and asks OpenCode's own question.
-  plandesk(w, ['approve', run, '--revision', second.revision.sha256.slice(0, 12)]);
+  plandesk(w, ['approve', run, '--revision', second.revision.sha256.slice(0, 12), '--note', 'Keep the cache per process']);
   await waitFor('OpenCode\'s own "switch to the build agent?"', () => questionShown(tmux), { seconds: 30, diagnose });
   await sleep(800);
   assert.equal(switched(fake), undefined, 'the plugin\'s allow alone does not switch agents');
@@ -215,6 +215,7 @@ test('OpenCode: plan → pending → reject with feedback → revision 2 → app
   const messages = approved.body.messages;
   assert.equal(messages.at(-2).role, 'tool');
   assert.match(contentText(messages.at(-2).content), /^User approved switching to build agent\./);
+  assert.match(contentText(messages.at(-2).content), /\n\nReviewer notes: Keep the cache per process$/, 'the note, after OpenCode\'s words');
   assert.equal(SWITCHED.exec(contentText(messages.at(-1).content))[1], `.opencode/plans/${fake.planPath.split('/').pop()}`);
 
   // 5. The model works (a file outside the plan, a planned edit, two commands) and finishes.
@@ -309,7 +310,9 @@ test('OpenCode plugin: the plan file OpenCode names for the session, an allow, t
     await planExit();
     await hooks['tool.execute.after']({ tool: 'bash', sessionID: 'ses_1', args: { command: 'ls' } }, { output: 'x', metadata: { exit: 0 } });
     // plan_exit ran: the person also said Yes to OpenCode's question (No or Esc fail it).
-    await hooks['tool.execute.after']({ tool: 'plan_exit', sessionID: 'ses_1', callID: 'c1', args: {} }, { output: 'User approved switching to build agent.' });
+    const result = { output: 'User approved switching to build agent.' };
+    await hooks['tool.execute.after']({ tool: 'plan_exit', sessionID: 'ses_1', callID: 'c1', args: {} }, result);
+    assert.equal(result.output, 'User approved switching to build agent.\n\nReviewer notes: Keep it small', 'what the reviewer added');
     const plan = join(w.ws, '.opencode/plans/1765000000000-brave-squid.md');
     assert.deepEqual(sent('hook'), [{ session_id: 'ses_1', cwd: w.ws, plan_file: plan, prompt: PROMPT }],
       'the expected plan file even before it exists: Plandesk tells the model to write it');

@@ -10,7 +10,8 @@
 //   a new session, here, or keep refining); anything else throws, and
 //   the model reads the thrown message as plan_exit's result: your feedback, or why the plan
 //   is not approved. It fails closed: if Plandesk cannot be asked or answers anything else,
-//   the plan is not approved.
+//   the plan is not approved. What you add to an approval (notes; an edit, which Plandesk also
+//   writes into the plan file) is appended to plan_exit's result, where the model reads it.
 // - When the session is stopped while its plan waits, the waiting `plandesk hook opencode` is
 //   stopped (SIGTERM), and Plandesk marks the plan abandoned.
 // - Once an approved plan_exit ran (the person also said Yes to OpenCode's question), what the
@@ -21,9 +22,9 @@
 //
 // Plain JavaScript with no dependencies. Every export of a plugin file must be a function.
 import { spawn } from 'node:child_process';
-import { lstatSync } from 'node:fs';
+import { lstatSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 
 const PLANDESK = ["plandesk"]; // set by plandesk install
 const RECORD = true; // set by plandesk install
@@ -44,6 +45,8 @@ const MAX_PROMPT = 4 * 1024;
 const LOOKUP_MS = 5_000;
 /** The most records waiting in one session's queue; past that new ones are dropped. */
 const MAX_QUEUED = 64;
+/** The most sessions and plan files the plugin remembers (older ones are forgotten first). */
+const MAX_REMEMBERED = 1000;
 /** Tools whose work is recorded after an approval. */
 const RECORDED = new Set(['write', 'edit', 'multiedit', 'apply_patch', 'patch', 'bash']);
 
@@ -67,8 +70,9 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
   const cwd = directory || worktree || process.cwd();
   /** sessionID → the `plandesk hook` processes waiting for a decision. */
   const waiting = new Map();
-  /** sessionID → the plan file Plandesk approved, until plan_exit ran (or failed: OpenCode asks
-   * "switch to the build agent?", and No or Esc ends the turn in plan_exit). */
+  /** sessionID → {plan, message}: the plan file Plandesk approved and what the reviewer added,
+   * until plan_exit ran (or failed: OpenCode asks "switch to the build agent?", and No or Esc
+   * ends the turn in plan_exit). */
   const allowed = new Map();
   /** Sessions whose approved plan_exit ran (while this OpenCode runs): their work is recorded. */
   const approved = new Set();
@@ -109,13 +113,12 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
 
   /** The plan file OpenCode gives this session: <worktree>/.opencode/plans/<created>-<slug>.md
    * in a git project, else in OpenCode's data folder. Which one exists, else the one expected.
-   * Kilo's model names the file itself, and passes it to plan_exit (`given`): that one first,
-   * if it is a plan file of this project's. */
+   * In Kilo: the file Kilo will carry out (see `kiloPlanFile`). */
   async function planFile(sessionID, given) {
     const info = (await lookup(sessionID)) ?? sessions.get(sessionID);
-    const named = typeof given === 'string' && given && given.length < 4096 ? resolve(worktree || cwd, given) : undefined;
-    const plans = [join(worktree || cwd, `.${HOST}`, 'plans'), join(dataDir(), 'plans')];
-    const candidates = named?.endsWith('.md') && plans.some((dir) => named.startsWith(dir + sep)) ? [named] : [];
+    if (info) remember(sessions, sessionID, info);
+    if (HOST === 'kilo') return kiloPlanFile(sessionID, given, info);
+    const candidates = [];
     if (info?.slug && Number.isFinite(info.created)) {
       const name = `${info.created}-${info.slug}.md`;
       const inProject = join(worktree || cwd, `.${HOST}`, 'plans', name);
@@ -125,6 +128,32 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
     const written = planWrites.get(sessionID);
     if (written) candidates.push(written);
     return candidates.find(isFile) ?? candidates[0];
+  }
+
+  /** Kilo's project folder: its worktree, or the session's folder outside git. */
+  const kiloBase = () => (worktree && worktree !== '/' ? worktree : (directory || cwd));
+
+  /** The plan file Kilo will carry out, which is the one reviewed: the file plan_exit names
+   * (`given`, Kilo's model names it) resolved as Kilo resolves it, else the session's own (the
+   * one it wrote last, else <created>-<slug>.md in .kilo/plans); then, as Kilo picks, the
+   * newest of it and the session's other plan files beside it (<created>-*.md). A name outside
+   * the project is refused (thrown: not approved), and so is a session whose creation time is
+   * unknown (which file Kilo takes cannot be told). plan_exit is then told exactly this file. */
+  function kiloPlanFile(sessionID, given, info) {
+    if (!Number.isFinite(info?.created)) throw new Error(notReviewed('which plan file Kilo will carry out cannot be told'));
+    let target;
+    if (given !== undefined && given !== null) {
+      if (typeof given !== 'string' || !given || given.length > 4096) throw new Error(notReviewed('plan_exit named no usable plan file'));
+      target = resolve(kiloBase(), given);
+      const inside = [kiloBase(), directory || cwd].some((root) => target.startsWith(root + sep));
+      if (!inside) throw new Error(notReviewed(`plan_exit named ${JSON.stringify(given.slice(0, 300))}, which is not in this project`));
+    } else {
+      const own = [planWrites.get(sessionID), info.slug && join(kiloBase(), '.kilo', 'plans', `${info.created}-${info.slug}.md`)].filter(Boolean);
+      // None written yet: the expected one, which Plandesk tells the model to write first.
+      target = own.find(isFile) ?? own.at(-1);
+      if (!target) return undefined;
+    }
+    return newestPlan(target, info.created);
   }
 
   async function lookup(sessionID) {
@@ -191,8 +220,8 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
       answer = JSON.parse(result.stdout.trim());
     } catch { /* below */ }
     if (result.code === 0 && answer?.decision === 'allow') {
-      allowed.set(sessionID, plan);
-      return;
+      allowed.set(sessionID, { plan, message: typeof answer.message === 'string' ? answer.message : '' });
+      return plan;
     }
     if (result.code === 0 && answer?.decision === 'deny' && typeof answer.reason === 'string' && answer.reason.trim()) {
       throw new Error(answer.reason);
@@ -234,6 +263,17 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
     });
   }
 
+  /** In Kilo, the plan file plan_exit took if it is not `plan`, the one approved (another was
+   * written beside it since); else undefined. */
+  function kiloTook(sessionID, plan, output) {
+    if (HOST !== 'kilo') return undefined;
+    const said = output?.metadata?.plan;
+    if (typeof said === 'string' && resolve(kiloBase(), said) !== plan) return resolve(kiloBase(), said);
+    const created = sessions.get(sessionID)?.created;
+    const newest = Number.isFinite(created) ? newestPlan(plan, created) : plan;
+    return newest !== plan ? newest : undefined;
+  }
+
   /** Sends one record to `plandesk record opencode` after the session's earlier ones, as the
    * planning session's if the session implements another's plan; never throws, never holds up
    * the agent. */
@@ -265,7 +305,9 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
     'tool.execute.before': async (input, output) => {
       if (input?.tool !== 'plan_exit') return;
       try {
-        await review(input.sessionID, output?.args?.path);
+        const plan = await review(input.sessionID, output?.args?.path);
+        // Kilo carries out the plan file plan_exit is given: exactly the one approved.
+        if (HOST === 'kilo' && output?.args && typeof output.args === 'object') output.args.path = plan;
       } catch (err) {
         if (/^Plandesk could not review/.test(err?.message)) log('error', err.message, { session: input.sessionID });
         throw err;
@@ -278,12 +320,22 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
         // Called only when the tool succeeded: for plan_exit, once the person said Yes (in
         // Kilo, before it asks how to implement).
         if (tool === 'plan_exit' && allowed.has(sessionID)) {
-          plannedIn.set(allowed.get(sessionID), sessionID);
+          const { plan, message } = allowed.get(sessionID);
           allowed.delete(sessionID);
+          const took = kiloTook(sessionID, plan, output);
+          if (took) {
+            // Kilo took another file than the one approved (changed meanwhile): that one is not.
+            log('error', `Kilo took ${took}, not the plan approved (${plan})`, { session: sessionID });
+            if (output) output.output = `Plandesk approved ${plan}, but Kilo took ${took}, which nobody approved. Do not implement it; tell the user.`;
+            return;
+          }
+          remember(plannedIn, plan, sessionID);
           approved.add(sessionID);
+          // The reviewer's notes and edit, after the agent's own words.
+          if (message && output && typeof output.output === 'string') output.output += message;
         }
         if ((tool === 'write' || tool === 'edit') && typeof args?.filePath === 'string' && isPlanPath(args.filePath)) {
-          planWrites.set(sessionID, resolve(cwd, args.filePath));
+          remember(planWrites, sessionID, resolve(cwd, args.filePath));
         }
         if (!RECORD || !approved.has(sessionID) || !RECORDED.has(tool)) return;
         const exit = output?.metadata?.exit;
@@ -304,12 +356,12 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
           case 'session.created':
           case 'session.updated':
             if (props.info?.slug && Number.isFinite(props.info?.time?.created)) {
-              sessions.set(props.info.id, { slug: props.info.slug, created: props.info.time.created });
+              remember(sessions, props.info.id, { slug: props.info.slug, created: props.info.time.created });
             }
             break;
           case 'message.updated':
             if (props.info?.role === 'user' && props.info.sessionID && !firstUserMessage.has(props.info.sessionID)) {
-              firstUserMessage.set(props.info.sessionID, props.info.id);
+              remember(firstUserMessage, props.info.sessionID, props.info.id);
             }
             break;
           case 'message.part.updated': {
@@ -321,7 +373,7 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
               && part.text.slice(0, 4096).match(/^Plan file: ([^\n]+)\n/);
             const from = named && plannedIn.get(resolve(worktree || cwd, named[1].trim()));
             if (from && part.sessionID && part.sessionID !== from && !implementing.has(part.sessionID)) {
-              implementing.set(part.sessionID, from);
+              remember(implementing, part.sessionID, from);
               approved.add(part.sessionID);
             }
             break;
@@ -367,6 +419,33 @@ function dataDir() {
 function isPlanPath(file) {
   const path = isAbsolute(file) ? file : resolve(file);
   return path.endsWith('.md') && (path.includes(`${sep}.${HOST}${sep}plans${sep}`) || path.startsWith(join(dataDir(), 'plans') + sep));
+}
+
+/** `map[key] = value`, forgetting the oldest entries past MAX_REMEMBERED. */
+function remember(map, key, value) {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > MAX_REMEMBERED) map.delete(map.keys().next().value);
+}
+
+/** The plan file Kilo carries out for `target`: the newest (then first by name) of it and the
+ * session's other plan files beside it, named <created>-*.md, as Kilo 7.7.7 picks it. */
+function newestPlan(target, created) {
+  const dir = dirname(target);
+  let names = [];
+  try {
+    names = readdirSync(dir).filter((name) => name.startsWith(`${created}-`) && name.endsWith('.md')).slice(0, 1000);
+  } catch { /* no folder: the target alone */ }
+  const files = [...new Set([target, ...names.map((name) => join(dir, name))])].flatMap((path) => {
+    try {
+      const stat = statSync(path);
+      return stat.isFile() ? [{ path, mtime: stat.mtimeMs }] : [];
+    } catch {
+      return [];
+    }
+  });
+  files.sort((a, b) => b.mtime - a.mtime || a.path.localeCompare(b.path));
+  return files[0]?.path ?? target;
 }
 
 function isFile(path) {

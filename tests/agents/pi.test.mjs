@@ -40,6 +40,7 @@ const TOOLS = {
  */
 function brain(body, fake) {
   if (fake.main().length > 20) return [{ text: 'fake model: too many turns, stopping' }];
+  if (fake.batch) return batchBrain(body);
   const last = body.messages?.at(-1);
   const [result] = last?.role === 'tool' ? toolResults(body) : [];
   if (!result) {
@@ -54,6 +55,21 @@ function brain(body, fake) {
   const done = fake.work.findIndex((step) => step.id === result.id);
   if (done >= 0) return fake.work[done + 1] ? [fake.work[done + 1]] : [{ text: FINAL }];
   return [{ text: `fake model: unexpected tool result for ${result.name}` }];
+}
+
+/**
+ * The fake model submitting its plan beside another tool call (`read`), so that an approval
+ * does not end the run; approved, it submits a revised plan at once; any other result: stop.
+ */
+function batchBrain(body) {
+  const last = body.messages?.at(-1);
+  const submitted = last?.role === 'tool' ? toolResults(body).find((r) => r.name === 'submit_plan') : undefined;
+  if (!submitted) {
+    if (last?.role === 'tool') return [{ text: 'fake model: waiting' }];
+    return [{ tool: 'read', args: { path: 'src/fetch.js' } }, { tool: 'submit_plan', args: { plan: PLAN_1 } }];
+  }
+  if (submitted.text.startsWith('Plan approved.')) return [{ tool: 'submit_plan', args: { plan: PLAN_2 } }];
+  return [{ text: STOPPED }];
 }
 
 /** What `pi` runs with: the world's HOME, nothing fetched or reported. */
@@ -102,6 +118,7 @@ function configure(w, fake, command) {
  */
 async function withPi(name, fn, options = {}) {
   const start = async ({ w, fake, tmux, diagnose }) => {
+    fake.batch = options.batch;
     configure(w, fake, options.command?.(w));
     tmux.start([PI, ...(options.flag ? ['--plan=true'] : [])], { cwd: w.ws, env: piEnv(w) });
     await waitFor('Pi to start with the fake model', () => /fake-model\s*$/m.test(tmux.screen()), { seconds: 30, diagnose });
@@ -181,6 +198,23 @@ test('Pi: reject without feedback → the model is told to stop and wait, still 
   await waitFor('the model\'s stop on the screen', () => tmux.screen().includes(STOPPED), { seconds: 30, diagnose });
   assert.deepEqual(statuses(w, item.runId), ['rejected']);
 }));
+
+test('Pi: approved beside another tool call, then a revised plan rejected in the same run → nothing is implemented', { timeout: 90_000 }, () => withPi('pi-batch', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  const first = await typeFirstPlan(ctx, 'pi', PROMPT);
+  plandesk(w, ['approve', first.runId, '--revision', first.revision.sha256.slice(0, 12)]);
+  // Pi goes on with the run (read was called beside submit_plan): the model submits again.
+  const second = await secondPlan(ctx, 'pi');
+  assert.equal(second.runId, first.runId);
+  plandesk(w, ['reject', first.runId]);
+  await waitFor('the model\'s stop on the screen', () => tmux.screen().includes(STOPPED), { seconds: 30, diagnose });
+  await sleep(1500);
+  const requests = fake.main();
+  assert.equal(requests.some((r) => IMPLEMENT.test(contentText(r.body.messages?.at(-1)?.content))), false,
+    'the earlier approval does not start the implementation');
+  for (const r of requests) assert.deepEqual(sortedTools(r), PLAN_TOOLS, 'plan mode throughout');
+  assert.deepEqual(statuses(w, first.runId), ['approved', 'rejected']);
+}, { batch: true }));
 
 test('Pi: Plandesk cannot be run → the plan is not approved (the extension fails closed)', { timeout: 90_000 }, () => withPi('pi-closed', async (ctx) => {
   const { w, fake, tmux, diagnose } = ctx;

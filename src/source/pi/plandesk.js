@@ -49,14 +49,21 @@ PLAN MODE (Plandesk): do not change anything yet. Read what you need, then write
 const notReviewed = (why) => `Plandesk could not review this plan (${why}), so it is not approved. `
   + 'Do not go on with it; tell the user.';
 
-/** Every `plandesk hook pi` still waiting in this process. */
-const waiting = new Set();
-const stopAll = () => {
-  for (const child of waiting) {
+/** Every `plandesk hook pi` still waiting in this process (shared by every copy of this file:
+ * Pi loads it again for each new session and reload). */
+const waiting = globalThis[Symbol.for('plandesk.pi.waiting')] ??= (() => {
+  const all = new Set();
+  // Pi's process exiting (SIGHUP, a quit): no plan may keep waiting for it.
+  process.once('exit', () => stopAll(all));
+  return all;
+})();
+
+function stopAll(all = waiting) {
+  for (const child of all) {
     child.stoppedBecause = 'Pi was closed';
     try { child.kill('SIGTERM'); } catch { /* gone */ }
   }
-};
+}
 
 export default function plandesk(pi) {
   try {
@@ -113,10 +120,9 @@ function setUp(pi) {
     if (planMode) return { systemPrompt: `${event.systemPrompt}${PLAN_MODE_PROMPT}` };
     return undefined;
   });
-  // Quitting Pi (Ctrl+C twice, Ctrl+D, /quit), or its process exiting (SIGHUP): no plan may keep
-  // waiting for it. (A Pi killed otherwise: the hook notices it has a new parent.)
+  // Quitting Pi (Ctrl+C twice, Ctrl+D, /quit): no plan may keep waiting for it. (Its process
+  // exiting: see `waiting`; a Pi killed otherwise: the hook notices it has a new parent.)
   pi.on('session_shutdown', async () => { stopAll(); });
-  process.once('exit', stopAll);
 
   pi.registerTool({
     name: TOOL,
@@ -131,6 +137,11 @@ function setUp(pi) {
     },
     async execute(_toolCallId, params, signal, onUpdate, ctx) {
       const session = ctx.sessionManager.getSessionId();
+      // A plan submitted again after an approval in the same run (Pi ends a run on an approval
+      // only when nothing else was called beside it): that approval no longer stands, and plan
+      // mode is back until this one is approved.
+      toImplement.delete(session);
+      enter();
       const prompt = firstRequest(ctx.sessionManager);
       const payload = JSON.stringify({
         session_id: session, cwd: ctx.cwd, plan: typeof params?.plan === 'string' ? params.plan : '',
@@ -209,9 +220,11 @@ function setUp(pi) {
       const session = ctx.sessionManager.getSessionId();
       if (approved.has(session)) record(session, ctx.cwd, { event: 'idle' });
       // Pi is still in its run here: the next one starts once it is idle (at most 10 s later).
-      if (toImplement.delete(session)) whenIdle(ctx, () => {
-        pi.sendMessage({ customType: 'plandesk', content: IMPLEMENT, display: true }, { triggerTurn: true });
-      });
+      if (toImplement.delete(session)) {
+        whenIdle(ctx, () => {
+          pi.sendMessage({ customType: 'plandesk', content: IMPLEMENT, display: true }, { triggerTurn: true });
+        }, () => ctx.ui?.notify?.('The plan is approved in Plandesk, but Pi stayed busy: ask it to implement the plan.', 'warning'));
+      }
     } catch { /* as above */ }
   });
 }
@@ -248,11 +261,13 @@ function run(args, stdin, signal) {
   });
 }
 
-/** Runs `then` once Pi is idle (checked every 50 ms, for at most 10 s); never throws. */
-function whenIdle(ctx, then, tries = 0) {
+/** Runs `then` once Pi is idle (checked every 50 ms, for at most 10 s), else `gaveUp`; never
+ * throws. */
+function whenIdle(ctx, then, gaveUp, tries = 0) {
   try {
     if (ctx.isIdle()) then();
-    else if (tries < 200) setTimeout(() => whenIdle(ctx, then, tries + 1), 50);
+    else if (tries < 200) setTimeout(() => whenIdle(ctx, then, gaveUp, tries + 1), 50);
+    else gaveUp();
   } catch { /* the session is gone */ }
 }
 

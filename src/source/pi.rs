@@ -7,7 +7,7 @@
 //! that JSON is "not approved". Pi gives a tool no timeout, so Plandesk's own deadline is what
 //! ends an undecided wait.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::json;
@@ -28,7 +28,8 @@ pub const EXTENSION: &str = include_str!("pi/plandesk.js");
 pub const HEADER: &str = "// Plandesk's extension for Pi";
 
 /// Whether Pi loads the extension installed as `file`: asks `pi --mode rpc --no-session` (with
-/// no network) for its commands, and looks for the extension's `/plan` from `file`. An
+/// no network) for its commands, and looks for one from `file` (the extension's `/plan`, under
+/// whatever name Pi gives it beside another extension's). An
 /// extension Pi cannot load keeps Pi from starting at all: so this is said, either way. `Err`:
 /// why it could not be told.
 pub fn check_loaded(file: &Path) -> Result<bool, String> {
@@ -51,7 +52,17 @@ pub fn check_loaded(file: &Path) -> Result<bool, String> {
                 .cloned()
                 .unwrap_or_default()
         })
-        .any(|c| c["name"] == "plan" && c["sourceInfo"]["path"].as_str() == file.to_str()))
+        .filter_map(|c| c["sourceInfo"]["path"].as_str().map(PathBuf::from))
+        .any(|path| same_file(&path, file)))
+}
+
+/// Whether `a` and `b` are one file (Pi names it by the path it found, which may go through a
+/// link to the folder).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 #[derive(Debug, Deserialize)]

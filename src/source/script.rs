@@ -71,10 +71,18 @@ pub fn failure(err: &SourceError) -> String {
 /// its own packages with npm, a few seconds).
 pub const LOAD_CHECK_LIMIT: Duration = Duration::from_secs(60);
 
+/// How long the output of an agent that exited may stay open (held by something it started).
+const OUTPUT_CLOSE_LIMIT: Duration = Duration::from_secs(5);
+
 /// Runs `command` (in the home folder, so that no project's own scripts are loaded) with
 /// `stdin`, for at most [`LOAD_CHECK_LIMIT`], and returns what it wrote to stdout or stderr
-/// (`stderr`), at most 16 MiB. `Err`: why it could not be run to its end.
+/// (`stderr`), at most 16 MiB. It runs in a process group of its own: past the limit, or if
+/// something it started still holds its output once it exited, the whole group is killed (an
+/// agent's launcher may run the agent itself as a child). `Err`: why it could not be run to its
+/// end.
 pub fn agent_output(mut command: Command, stdin: &[u8], stderr: bool) -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
+    use std::sync::mpsc;
     let program = command.get_program().to_string_lossy().into_owned();
     let (stdout, stderr_pipe) = match stderr {
         true => (Stdio::null(), Stdio::piped()),
@@ -82,46 +90,63 @@ pub fn agent_output(mut command: Command, stdin: &[u8], stderr: bool) -> Result<
     };
     let mut child = command
         .current_dir(std::env::var_os("HOME").unwrap_or_else(|| "/".into()))
+        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(stdout)
         .stderr(stderr_pipe)
         .spawn()
         .map_err(|e| format!("cannot run {program} ({e})"))?;
+    let group = rustix::process::Pid::from_child(&child);
+    let kill_group = || {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    };
     let mut output: Box<dyn Read + Send> = match (child.stdout.take(), child.stderr.take()) {
         (Some(out), _) => Box::new(out),
         (None, Some(err)) => Box::new(err),
         (None, None) => return Err(format!("no output from {program}")),
     };
     // Read beside the wait, so that a chatty agent never fills the pipe.
-    let reader = std::thread::spawn(move || {
+    let (sender, read) = mpsc::channel();
+    std::thread::spawn(move || {
         let mut text = Vec::new();
         let _ = (&mut output).take(16 * 1024 * 1024).read_to_end(&mut text);
         let _ = std::io::copy(&mut output, &mut std::io::sink());
-        String::from_utf8_lossy(&text).into_owned()
+        let _ = sender.send(String::from_utf8_lossy(&text).into_owned());
     });
+    // Written beside the wait too: an agent that never reads cannot hold it up.
     if let Some(mut input) = child.stdin.take() {
-        // An agent that exits without reading is told by its exit, not here.
-        let _ = input.write_all(stdin);
+        let stdin = stdin.to_vec();
+        std::thread::spawn(move || {
+            // An agent that exits without reading is told by its exit, not here.
+            let _ = input.write_all(&stdin);
+        });
     }
-    let started = Instant::now();
+    let deadline = Instant::now() + LOAD_CHECK_LIMIT;
     loop {
-        match child.try_wait() {
+        let waited = child.try_wait();
+        match waited {
             Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < LOAD_CHECK_LIMIT => {
+            Ok(None) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(100));
+                continue;
             }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{program} did not finish within {LOAD_CHECK_LIMIT:?}"
-                ));
-            }
+            _ => {}
         }
+        kill_group();
+        let _ = child.wait();
+        return Err(match waited {
+            Err(e) => format!("cannot wait for {program} ({e})"),
+            _ => format!("{program} did not finish within {LOAD_CHECK_LIMIT:?}"),
+        });
     }
-    reader
-        .join()
-        .map_err(|_| format!("cannot read {program}'s output"))
+    read.recv_timeout(OUTPUT_CLOSE_LIMIT)
+        .or_else(|_| {
+            // Something it started still holds its output: stopped with it, and what was
+            // written is read.
+            kill_group();
+            read.recv_timeout(OUTPUT_CLOSE_LIMIT)
+        })
+        .map_err(|_| format!("{program} exited, but its output was not closed"))
 }
 
 #[cfg(test)]
@@ -161,5 +186,21 @@ mod tests {
             missing.starts_with("cannot run /no/such/agent"),
             "{missing}"
         );
+        // It exits at once, but leaves a child holding its output: the child is stopped.
+        let mut left = Command::new("sh");
+        left.args(["-c", "echo started; sleep 600.4242 & exit 0"]);
+        let started = Instant::now();
+        assert_eq!(agent_output(left, b"", false).unwrap(), "started\n");
+        assert!(
+            started.elapsed() < OUTPUT_CLOSE_LIMIT * 2,
+            "{:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let running = std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| cmdline == b"sleep\x00600.4242\x00")
+        });
+        assert!(!running, "what the agent left running was killed");
     }
 }

@@ -34,8 +34,8 @@ export function commentsFor(revision, plan, { onCount } = {}) {
   const list = h('ol', { class: 'comment-list', id: 'comments' });
   const form = h('div', { class: 'comment-form', id: 'comment-form', hidden: true });
   const selected = h('span', { id: 'selected-lines' });
-  const commentButton = h('button', { type: 'button', id: 'comment', disabled: true, onclick: () => start() },
-    'Comment', h('kbd', {}, 'c'));
+  const commentButton = h('button', { type: 'button', id: 'comment', disabled: true, onclick: () => start(), key: 'c' },
+    'Comment');
   const bar = h('div', { class: 'select-bar' }, selected, commentButton);
   const panel = h('aside', { class: 'comments', 'aria-label': 'Comments' },
     h('h3', {}, 'Comments'), form, list,

@@ -1,15 +1,23 @@
 // A small element builder: text is always set as text, never parsed as HTML.
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
+  let shortcut;
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
-    if (key === 'class') el.className = value;
+    if (key === 'key') shortcut = value;
+    else if (key === 'class') el.className = value;
     else if (key === 'dataset') Object.assign(el.dataset, value);
     else if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
     else if (value === true) el.setAttribute(key, '');
     else el.setAttribute(key, value);
   }
   append(el, children);
+  // `key`: a control's keyboard shortcut, shown after its label but not part of its name (a
+  // screen reader says "Approve", not "Approve a"), and named for assistive technology.
+  if (shortcut) {
+    el.setAttribute('aria-keyshortcuts', shortcut.replace(/^Ctrl\+/, 'Control+').replace(/^[a-z]$/, (c) => c.toUpperCase()));
+    el.append(h('kbd', { 'aria-hidden': 'true' }, shortcut));
+  }
   return el;
 }
 

@@ -16,7 +16,7 @@ function showNewRun() {
   const model = h('input', { id: 'model', type: 'text', spellcheck: 'false', list: 'model-options', 'aria-label': 'Model', 'aria-describedby': 'model-hint' });
   const options = h('datalist', { id: 'model-options' }, SUGGESTIONS.map((spec) => h('option', { value: spec })));
   const hint = h('span', { class: 'hint', id: 'model-hint' }, `Empty: the default model. ${OTHER_MODELS}`);
-  const start = h('button', { id: 'start', class: 'primary', type: 'submit' }, 'Start run', h('kbd', {}, 'Ctrl+Enter'));
+  const start = h('button', { id: 'start', class: 'primary', type: 'submit', key: 'Ctrl+Enter' }, 'Start run');
   const form = h('form', { class: 'form card', onsubmit: (e) => { e.preventDefault(); startRun(workspace.value, prompt.value, model.value, start); } },
     h('label', {}, 'Workspace folder',
       h('div', { class: 'row' }, workspace, h('button', { type: 'button', onclick: async () => {

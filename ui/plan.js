@@ -44,8 +44,8 @@ export function planView(revision, { id, scroller = viewEl() } = {}) {
   };
 
   const renderedButton = h('button', { type: 'button', id: 'show-rendered', 'aria-pressed': 'true' }, 'Rendered');
-  const sourceButton = h('button', { type: 'button', id: 'show-source', 'aria-pressed': 'false', title: 'The exact text the agent wrote (s)' },
-    'Source', h('kbd', {}, 's'));
+  const sourceButton = h('button', { type: 'button', id: 'show-source', 'aria-pressed': 'false', title: 'The exact text the agent wrote (s)', key: 's' },
+    'Source');
   const toggle = h('div', { class: 'plan-toggle', role: 'group', 'aria-label': 'Show the plan as' }, renderedButton, sourceButton);
 
   const show = (mode) => {

@@ -31,13 +31,13 @@ async function renderPlanReview(item, slot, given) {
  * view and its comments (to load once placed). */
 function planReview(item, revision, slot) {
   const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder: 'Rejecting: what should change? (empty: tell it in your next message) · Approving: an optional note for the agent', 'aria-label': 'Feedback or approval note' });
-  const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, feedback.value) }, 'Approve', h('kbd', {}, 'a'));
-  const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, revision, false, feedback.value) }, 'Reject', h('kbd', {}, 'r'));
+  const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, feedback.value), key: 'a' }, 'Approve');
+  const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, revision, false, feedback.value), key: 'r' }, 'Reject');
   const compare = revision.revisionNo > 1
     ? h('button', { id: 'compare', type: 'button', onclick: () => go('compare', revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
     : '';
   const edit = h('button', { id: 'edit', type: 'button', title: 'Change the plan yourself before approving it (e)',
-    onclick: () => openEditor(revision, slot, () => go('run', item.runId)) }, 'Edit', h('kbd', {}, 'e'));
+    onclick: () => openEditor(revision, slot, () => go('run', item.runId)), key: 'e' }, 'Edit');
   const plan = planView(revision, { id: 'plan' });
   const hint = h('span', { class: 'hint', id: 'decide-hint' }, 'Ctrl+Enter in the box rejects with your feedback.');
   const comments = commentsFor(revision, plan, {
@@ -90,8 +90,8 @@ function renderApproval(item, slot) {
       h('div', { class: 'meta-line' }, args.path ? h('span', {}, args.path) : '', h('span', {}, age(item.since))))),
     h('div', { class: 'review-body tool' }, preview),
     h('div', { class: 'review-foot' }, reason, h('div', { class: 'actions' },
-      h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, null, true, '') }, 'Approve', h('kbd', {}, 'a')),
-      h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, null, false, reason.value) }, 'Decline', h('kbd', {}, 'r')))));
+      h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, null, true, ''), key: 'a' }, 'Approve'),
+      h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, null, false, reason.value), key: 'r' }, 'Decline'))));
   clear(slot).append(card);
 }
 

@@ -163,7 +163,7 @@ function renderFooter(detail, footer) {
     if (sent || !box.value.trim()) return;
     sent = true;
     sendMessage(run.id, box.value);
-  } }, 'Send', h('kbd', {}, 'Ctrl+Enter'));
+  }, key: 'Ctrl+Enter' }, 'Send');
   footer.append(h('div', { class: 'card form' },
     h('label', {}, feedbackWait ? 'Waiting for your instructions' : 'Message', box), h('div', { class: 'actions' }, send)));
   if (feedbackWait) box.focus();

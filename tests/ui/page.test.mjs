@@ -646,6 +646,44 @@ test('at idle after launch, a review view is laid out out of sight and taken dow
   await page.close();
 });
 
+/** axe-core's serious and critical findings on what the page shows now (WCAG 2 A and AA and
+ * best practices), one line each. */
+const AXE = await readFile(join(import.meta.dirname, 'node_modules/axe-core/axe.min.js'), 'utf8');
+async function axeFindings(page) {
+  await page.evaluate(AXE);
+  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+test('accessible: a button is named by its word, its key beside it; axe finds nothing serious in any view, light or dark', async () => {
+  for (const colorScheme of ['light', 'dark']) {
+    const page = await open(world(), { colorScheme });
+    await page.waitForSelector('#plan-title');
+    // "Approve", not "Approve a": the key is shown, hidden from the name, and named apart.
+    for (const [name, id, keys] of [['Approve', 'approve', 'A'], ['Reject', 'reject', 'R'], ['Edit', 'edit', 'E'], ['Source', 'show-source', 'S']]) {
+      assert.equal(await page.getByRole('button', { name, exact: true }).getAttribute('id'), id, name);
+      assert.equal(await page.getAttribute(`#${id}`, 'aria-keyshortcuts'), keys, name);
+      assert.equal(await page.textContent(`#${id} kbd[aria-hidden="true"]`), keys.toLowerCase(), `${name} shows its key`);
+    }
+    const views = {
+      review: async () => {},
+      'keyboard help': async () => { await page.keyboard.press('?'); await page.waitForSelector('#help[open]'); },
+      history: async () => { await page.keyboard.press('Escape'); await page.keyboard.press('h'); await page.waitForSelector('#open-audit'); },
+      'audit trail': async () => { await page.click('#open-audit'); await page.waitForSelector('.audit, #audit, [data-view="audit"]', { timeout: 5000 }).catch(() => {}); },
+      'new run': async () => { await page.keyboard.press('n'); await page.waitForSelector('#start'); },
+      settings: async () => { await page.click('#settings-btn'); await page.waitForSelector('#settings[open]'); },
+    };
+    for (const [view, show] of Object.entries(views)) {
+      await show();
+      assert.deepEqual(await axeFindings(page), [], `${colorScheme}: ${view}`);
+    }
+    assert.equal(await page.getByRole('button', { name: 'Start run', exact: true }).getAttribute('aria-keyshortcuts'), 'Control+Enter');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  }
+});
+
 test('dark mode follows the system', async () => {
   const page = await open(world(), { colorScheme: 'dark' });
   await page.waitForSelector('#plan-title');

@@ -684,6 +684,29 @@ test('accessible: a button is named by its word, its key beside it; axe finds no
   }
 });
 
+test('a phone (390 × 844): one column, nothing sideways, the decision big and in reach; axe finds nothing serious, light or dark', async () => {
+  for (const colorScheme of ['light', 'dark']) {
+    const page = await open(world(), { colorScheme, width: 390, height: 844 });
+    await page.waitForSelector('#plan-title');
+    assert.deepEqual(await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]), [390, 390], 'no sideways scroll');
+    const box = async (selector) => page.locator(selector).boundingBox();
+    const [inbox, view] = [await box('#inbox'), await box('#view')];
+    assert.ok(inbox.y + inbox.height <= view.y, 'the inbox above the plan, one column');
+    assert.ok(view.width >= 380, `the plan uses the width: ${view.width}`);
+    for (const id of ['#approve', '#reject']) {
+      const b = await box(id);
+      assert.ok(b.height >= 44 && b.width >= 120, `${id} is a big target: ${JSON.stringify(b)}`);
+      assert.ok(b.y + b.height <= 844, `${id} is on screen without scrolling`);
+    }
+    const fontSize = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector('#plan li')).fontSize));
+    assert.ok(fontSize >= 15, `the plan is readable without zooming: ${fontSize}px`);
+    assert.deepEqual(await axeFindings(page), [], `${colorScheme}: phone review`);
+    await page.screenshot({ path: join(ARTIFACTS, `phone-review-${colorScheme}.png`) });
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  }
+});
+
 test('dark mode follows the system', async () => {
   const page = await open(world(), { colorScheme: 'dark' });
   await page.waitForSelector('#plan-title');

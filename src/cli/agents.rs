@@ -51,6 +51,7 @@ fn wait_settings(data_dir: &Path, deadline: Option<String>) -> Result<WaitSettin
     Ok(WaitSettings {
         data_dir: data_dir.to_owned(),
         deadline: configured_deadline(deadline)?,
+        desktop: true,
     })
 }
 
@@ -266,6 +267,7 @@ async fn run_hook(
         WaitSettings {
             data_dir: data_dir.to_owned(),
             deadline: Some(left.saturating_sub(review_margin(left))),
+            desktop: true,
         }
     };
     match agent {
@@ -521,7 +523,11 @@ pub async fn serve(
     deadline: Option<String>,
     hook_timeout: &str,
 ) -> Result<ExitCode> {
-    let mcp_wait = wait_settings(data_dir, deadline)?;
+    // A server tells nobody on its own desktop: the app, hooks on a desktop and the inbox do.
+    let mcp_wait = WaitSettings {
+        desktop: false,
+        ..wait_settings(data_dir, deadline)?
+    };
     let mut hook_wait = mcp_wait.clone();
     hook_wait.deadline = Some(hook_deadline(
         hook_wait.deadline,

@@ -201,6 +201,10 @@ pub struct WaitSettings {
     pub data_dir: PathBuf,
     /// Past this, an undecided plan is answered as not approved.
     pub deadline: Option<Duration>,
+    /// Whether this process shows a desktop notification itself when no app runs to tell the
+    /// person: a hook or `plandesk mcp` on the person's computer does; `plandesk serve`, a
+    /// server agents reach over the network, does not (one per plan would pile up there).
+    pub desktop: bool,
 }
 
 impl WaitSettings {
@@ -242,8 +246,8 @@ pub async fn review_plan(
         .map(|r| r.title.clone())
         .unwrap_or_default();
     let agent = agent_name(plan.source.kind);
-    let app_running = presence::app_running(&settings.data_dir);
-    if !app_running {
+    // Told here only when no app runs to tell the person (and this is their computer).
+    if settings.desktop && !presence::app_running(&settings.data_dir) {
         notify::plan_waiting(
             &settings.data_dir,
             agent,
@@ -255,12 +259,12 @@ pub async fn review_plan(
     let deadline = settings
         .deadline
         .map(|d| engine.now_millis() + d.as_millis() as i64);
-    let data_dir = settings.data_dir.clone();
+    let (data_dir, desktop) = (settings.data_dir.clone(), settings.desktop);
     let run_id = waiting.run_id().to_owned();
     let reminder_title = title.clone();
     let mut on_event = move |event: WaitEvent| match event {
         WaitEvent::Reminder { left } => {
-            if !presence::app_running(&data_dir) {
+            if desktop && !presence::app_running(&data_dir) {
                 notify::reminder(&data_dir, agent, &reminder_title, left, &run_id);
             }
         }

@@ -171,6 +171,7 @@ async fn fifty_agents_and_five_reviewers_lose_and_double_no_decision() {
     let wait = WaitSettings {
         data_dir: dir.path().to_owned(),
         deadline: Some(BOUND),
+        desktop: false,
     };
     let options = ServeOptions {
         mcp_wait: wait.clone(),

@@ -32,6 +32,14 @@ async fn claude_codes_http_hook_gets_the_command_hooks_answers() {
         }}}),
         "what `plandesk hook claude-code` prints"
     );
+    // A server shows no desktop notification of its own (here the bus does not exist: trying
+    // would have said "the notification was not shown").
+    let told: Vec<String> = server
+        .stderr()
+        .into_iter()
+        .filter(|line| line.contains("notification"))
+        .collect();
+    assert_eq!(told, Vec::<String>::new());
     let (response, _) = tokio::join!(
         post_hook(&server.base, Some(&token), &payload),
         decide_when_pending(&fx, &["approve"])

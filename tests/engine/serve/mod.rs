@@ -30,6 +30,8 @@ use crate::support::*;
 pub struct Server {
     child: Child,
     pub base: String,
+    /// What it wrote to stderr after its first line.
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -56,11 +58,23 @@ impl Server {
             .unwrap_or_else(|| panic!("no address in {first:?}"))
             .to_owned();
         // Keep reading stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
         Self {
             child,
             base: format!("http://{address}"),
+            stderr,
         }
+    }
+
+    /// What it wrote to stderr so far, after the line saying where it serves.
+    pub fn stderr(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
     }
 
     /// SIGTERM, then waits for the process to end.

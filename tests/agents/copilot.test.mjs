@@ -12,8 +12,8 @@ import { dirname, join } from 'node:path';
 import { allText, contentText, startFakeOpenAI, toolResults } from './fake-openai.mjs';
 import {
   BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, Tmux, agentEnv, assertScenarioWork, endWorld,
-  parentOf, pendingFrom, plandesk, plandeskJson, processes, screenDiagnosis, secondPlan, sleep,
-  statuses, typeFirstPlan, waitFor, world,
+  nextWork, parentOf, pendingFrom, plandesk, plandeskJson, processes, screenDiagnosis, secondPlan,
+  sleep, statuses, typeFirstPlan, waitFor, world,
 } from './harness.mjs';
 
 const SUMMARY_1 = '- Add an in-memory cache in src/fetch.js';
@@ -55,9 +55,7 @@ function brain(body, fake) {
     }
     return [{ text: STOPPED }];
   }
-  const done = fake.work.findIndex((step) => step.id === result.id);
-  if (done >= 0) return fake.work[done + 1] ? [fake.work[done + 1]] : [{ text: FINAL }];
-  return [{ text: `fake model: unexpected tool result for ${result.name}: ${result.text.slice(0, 200)}` }];
+  return nextWork(fake, result, FINAL);
 }
 
 /** Copilot's matcher is a regular expression on the tool's whole name. */

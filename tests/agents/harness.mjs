@@ -327,6 +327,15 @@ export function saveArtifact(name, text) {
   return path;
 }
 
+/** The fake model's answer to `result`, a tool's result, in the scenario's work: the next work
+ * step once a work step's result came back, after the last one `final`; anything else is
+ * unexpected, said as text. */
+export function nextWork(fake, result, final) {
+  const done = fake.work.findIndex((step) => step.id === result.id);
+  if (done >= 0) return fake.work[done + 1] ? [fake.work[done + 1]] : [{ text: final }];
+  return [{ text: `fake model: unexpected tool result for ${result.name}: ${result.text.slice(0, 200)}` }];
+}
+
 /** The statuses of a run's revisions, oldest first (`plandesk history RUN`). */
 export const statuses = (w, run) => plandeskJson(w, ['history', run]).map((r) => r.status);
 

@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { contentText, toolNames, toolResults } from './fake-openai.mjs';
 import { OPENCODE_TOOLS, loadPluginAlone, planExitResult } from './opencode-plugin.mjs';
 import {
-  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, assertScenarioWork, install, pendingFrom,
-  plandesk, plandeskJson, processes, removeWorld, secondPlan, sleep, statuses, typeFirstPlan,
-  waitFor, withTmuxAgent, world,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, assertScenarioWork, install, nextWork,
+  pendingFrom, plandesk, plandeskJson, processes, removeWorld, secondPlan, sleep, statuses,
+  typeFirstPlan, waitFor, withTmuxAgent, world,
 } from './harness.mjs';
 
 const KILO = process.env.KILO_BIN || join(BIN, 'kilo');
@@ -56,9 +56,7 @@ function brain(body, fake) {
     if (result.text.includes('User feedback:')) return [{ tool: 'write', args: { filePath: fake.planPath, content: PLAN_2 } }];
     return [{ text: STOPPED }];
   }
-  const done = fake.work.findIndex((step) => step.id === result.id);
-  if (done >= 0) return fake.work[done + 1] ? [fake.work[done + 1]] : [{ text: FINAL }];
-  return [{ text: `fake model: unexpected tool result for ${result.name}` }];
+  return nextWork(fake, result, FINAL);
 }
 
 /** What `kilo` runs with: the world's HOME, nothing fetched, updated or reported. */

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { contentText, toolNames, toolResults } from './fake-openai.mjs';
 import { OPENCODE_TOOLS, loadPluginAlone, planExitResult } from './opencode-plugin.mjs';
 import {
-  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, agentEnv, assertScenarioWork, install,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, agentEnv, assertScenarioWork, install, nextWork,
   pendingFrom, plandesk, plandeskJson, processes, removeWorld, secondPlan, sleep, statuses,
   typeFirstPlan, waitFor, withTmuxAgent, world,
 } from './harness.mjs';
@@ -58,9 +58,7 @@ function brain(body, fake) {
     if (result.text.includes('User feedback:')) return [{ tool: 'write', args: { filePath: fake.planPath, content: PLAN_2 } }];
     return [{ text: STOPPED }];
   }
-  const done = fake.work.findIndex((step) => step.id === result.id);
-  if (done >= 0) return fake.work[done + 1] ? [fake.work[done + 1]] : [{ text: FINAL }];
-  return [{ text: `fake model: unexpected tool result for ${result.name}` }];
+  return nextWork(fake, result, FINAL);
 }
 
 /** What `opencode` runs with: the world's HOME, the plan agent, nothing fetched or updated. */

@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { contentText, toolNames, toolResults } from './fake-openai.mjs';
 import {
-  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, agentEnv, assertScenarioWork, install,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, ROOT, agentEnv, assertScenarioWork, install, nextWork,
   pendingFrom, plandesk, plandeskJson, processes, secondPlan, sleep, statuses, typeFirstPlan,
   waitFor, withTmuxAgent,
 } from './harness.mjs';
@@ -52,9 +52,7 @@ function brain(body, fake) {
     if (result.text.includes('User feedback:')) return [{ tool: 'submit_plan', args: { plan: PLAN_2 } }];
     return [{ text: STOPPED }];
   }
-  const done = fake.work.findIndex((step) => step.id === result.id);
-  if (done >= 0) return fake.work[done + 1] ? [fake.work[done + 1]] : [{ text: FINAL }];
-  return [{ text: `fake model: unexpected tool result for ${result.name}` }];
+  return nextWork(fake, result, FINAL);
 }
 
 /**

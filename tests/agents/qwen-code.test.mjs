@@ -10,9 +10,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { toolNames, toolResults } from './fake-openai.mjs';
 import {
-  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, assertScenarioWork, install, parentOf,
-  pendingFrom, plandesk, plandeskJson, processes, secondPlan, sleep, statuses, typeFirstPlan,
-  waitFor, withTmuxAgent,
+  BIN, CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, assertScenarioWork, install, nextWork,
+  parentOf, pendingFrom, plandesk, plandeskJson, processes, secondPlan, sleep, statuses,
+  typeFirstPlan, waitFor, withTmuxAgent,
 } from './harness.mjs';
 
 const FINAL = 'Implementation started: the bounded cache plan is approved.';
@@ -40,9 +40,7 @@ function brain(body, fake) {
     if (result.text.includes('User feedback:')) return [{ tool: 'exit_plan_mode', args: { plan: PLAN_2 } }];
     return [{ text: STOPPED }];
   }
-  const done = fake.work.findIndex((step) => step.id === result.id);
-  if (done >= 0) return fake.work[done + 1] ? [fake.work[done + 1]] : [{ text: FINAL }];
-  return [{ text: `fake model: unexpected tool result for ${result.name}` }];
+  return nextWork(fake, result, FINAL);
 }
 
 /**

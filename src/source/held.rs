@@ -19,7 +19,6 @@ use super::gemini::shortest_hook_timeout;
 use super::{Answer, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
-use crate::workspace::MAX_FILE_BYTES;
 
 /// An agent whose plan tool a hook holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,19 +189,8 @@ pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
         }
     }
     let plan = input.tool_input["plan"].as_str().unwrap_or_default();
-    if plan.trim().is_empty() {
-        return Ok(Call::Unusable(format!(
-            "The plan is empty. Call {} again with the complete plan in `plan`.",
-            agent.tool()
-        )));
-    }
-    if plan.len() as u64 > MAX_FILE_BYTES {
-        return Ok(Call::Unusable(format!(
-            "The plan is {} bytes; Plandesk takes plans of at most {MAX_FILE_BYTES}. Shorten it \
-             and call {} again.",
-            plan.len(),
-            agent.tool()
-        )));
+    if let Some(why) = super::unusable_plan(plan, agent.tool()) {
+        return Ok(Call::Unusable(why));
     }
     // Droid's spec has its title apart: the plan shown is titled by it unless it has a heading.
     let title = input.tool_input["title"]
@@ -387,7 +375,7 @@ mod tests {
                 "{plan}"
             );
         }
-        let huge = "x".repeat(MAX_FILE_BYTES as usize + 1);
+        let huge = "x".repeat(crate::workspace::MAX_FILE_BYTES as usize + 1);
         let call = parse(Agent::Droid, &stdin(Agent::Droid, json!({"plan": huge})));
         assert!(matches!(call.unwrap(), Call::Unusable(ref m) if m.contains("at most")));
         assert!(parse(Agent::Droid, "[1]").is_err());

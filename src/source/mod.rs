@@ -51,6 +51,24 @@ pub fn agent_name(kind: SourceKind) -> &'static str {
     }
 }
 
+/// Why `plan`, the argument of an agent's plan tool `tool`, cannot be reviewed: empty, or over
+/// the size Plandesk takes; the model reads it. `None`: it can be.
+pub(crate) fn unusable_plan(plan: &str, tool: &str) -> Option<String> {
+    let max = crate::workspace::MAX_FILE_BYTES;
+    if plan.trim().is_empty() {
+        return Some(format!(
+            "The plan is empty. Call {tool} again with the complete plan in `plan`."
+        ));
+    }
+    (plan.len() as u64 > max).then(|| {
+        format!(
+            "The plan is {} bytes; Plandesk takes plans of at most {max}. Shorten it and call \
+             {tool} again.",
+            plan.len()
+        )
+    })
+}
+
 /// Where a reviewer's edit of a plan may be written back to its file: the agent's own plans
 /// folder (`plans`), and the session's workspace `cwd` unless that is `/` or the home folder
 /// (too wide: any file there could be named).

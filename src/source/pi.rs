@@ -16,7 +16,6 @@ use super::{Answer, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
 use crate::tool::submit_plan::{rejected_with_feedback_text, APPROVED_TEXT};
-use crate::workspace::MAX_FILE_BYTES;
 
 const AGENT: &str = "Pi";
 const TOOL: &str = "submit_plan";
@@ -95,17 +94,8 @@ pub fn parse(stdin: &str) -> Result<Call, SourceError> {
             message: "session_id is empty or longer than 200 bytes".into(),
         });
     }
-    if input.plan.trim().is_empty() {
-        return Ok(Call::Unusable(format!(
-            "The plan is empty. Call {TOOL} again with the complete plan in `plan`."
-        )));
-    }
-    if input.plan.len() as u64 > MAX_FILE_BYTES {
-        return Ok(Call::Unusable(format!(
-            "The plan is {} bytes; Plandesk takes plans of at most {MAX_FILE_BYTES}. Shorten it \
-             and call {TOOL} again.",
-            input.plan.len()
-        )));
+    if let Some(why) = super::unusable_plan(&input.plan, TOOL) {
+        return Ok(Call::Unusable(why));
     }
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
@@ -171,7 +161,7 @@ mod tests {
     #[test]
     fn an_empty_a_huge_or_a_malformed_call_is_never_a_plan() {
         assert!(matches!(parse(&stdin("  \n")).unwrap(), Call::Unusable(_)));
-        let huge = "x".repeat(MAX_FILE_BYTES as usize + 1);
+        let huge = "x".repeat(crate::workspace::MAX_FILE_BYTES as usize + 1);
         assert!(matches!(parse(&stdin(&huge)).unwrap(), Call::Unusable(_)));
         assert!(parse("{}").is_err());
         assert!(parse(r##"{"session_id": "", "cwd": "/w", "plan": "# P"}"##).is_err());

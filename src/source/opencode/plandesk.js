@@ -121,7 +121,7 @@ export const PlandeskPlugin = async ({ client, project, worktree, directory }) =
     const candidates = [];
     if (info?.slug && Number.isFinite(info.created)) {
       const name = `${info.created}-${info.slug}.md`;
-      const inProject = join(worktree || cwd, `.${HOST}`, 'plans', name);
+      const inProject = join(worktree || cwd, '.opencode', 'plans', name);
       const inData = join(dataDir(), 'plans', name);
       candidates.push(...(project?.vcs ? [inProject, inData] : [inData, inProject]));
     }

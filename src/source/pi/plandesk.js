@@ -85,17 +85,18 @@ function setUp(pi) {
   /** sessionID → the tail of its record queue (records are sent one at a time, in order). */
   const queues = new Map();
 
-  const available = () => new Set(pi.getAllTools().map((tool) => tool.name));
+  /** The active tools but submit_plan, which is offered in plan mode only. */
+  const activeButPlan = () => pi.getActiveTools().filter((name) => name !== TOOL);
   const enter = () => {
     if (planMode) return;
-    before = pi.getActiveTools().filter((name) => name !== TOOL);
-    const tools = available();
+    before = activeButPlan();
+    const tools = new Set(pi.getAllTools().map((tool) => tool.name));
     pi.setActiveTools([...READ_ONLY.filter((name) => tools.has(name)), TOOL]);
     planMode = true;
   };
   const leave = () => {
     if (!planMode) return;
-    pi.setActiveTools(before ?? pi.getActiveTools().filter((name) => name !== TOOL));
+    pi.setActiveTools(before);
     planMode = false;
   };
 
@@ -111,9 +112,7 @@ function setUp(pi) {
   });
 
   pi.on('session_start', async () => {
-    // submit_plan is offered in plan mode only.
-    const active = pi.getActiveTools();
-    if (active.includes(TOOL)) pi.setActiveTools(active.filter((name) => name !== TOOL));
+    if (pi.getActiveTools().includes(TOOL)) pi.setActiveTools(activeButPlan());
     if (pi.getFlag('plan')) enter();
   });
   pi.on('before_agent_start', async (event) => {

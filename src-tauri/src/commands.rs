@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use plandesk::engine::RunView;
 use plandesk::model::select;
 use plandesk::view::{self, InboxItem, RunDetailView, ToolCallFull};
-use plandesk::{Engine, RunStatus, StartOptions, Verdict};
+use plandesk::{Engine, RunStatus, StartOptions};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
@@ -84,13 +84,7 @@ pub async fn decide(
     request: DecideRequest,
     on_event: Channel<RunEvent>,
 ) -> Result<()> {
-    let verdict = Verdict {
-        approve: request.approve,
-        feedback: request.feedback.clone(),
-        note: request.note.clone(),
-        tool_call_id: Some(request.tool_call_id.clone()),
-        revision: request.revision.clone(),
-    };
+    let verdict = request.verdict();
     let engine = state.engine.clone();
     let run_id = request.run_id.clone();
     let (answer, recorded) = tokio::sync::oneshot::channel::<Result<()>>();

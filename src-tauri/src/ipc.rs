@@ -3,61 +3,12 @@
 //! else a command answers is the library's view type as it is (`plandesk::view`: serde,
 //! camelCase).
 
-use plandesk::review::{ReviewError, RevisionStatus};
-use plandesk::view::{LiveChunk, RunEnd, Settings, ViewError};
-use plandesk::EngineError;
+use plandesk::view::{LiveChunk, RunEnd, Settings};
 use serde::{Deserialize, Serialize};
 
-/// An error the UI can branch on (`code`) and show (`message`).
-#[derive(Debug, Clone, Serialize, thiserror::Error)]
-#[error("{message}")]
-pub struct IpcError {
-    pub code: String,
-    pub message: String,
-}
-
-impl IpcError {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self {
-            code: code.into(),
-            message: message.into(),
-        }
-    }
-
-    pub fn invalid(message: impl Into<String>) -> Self {
-        Self::new("invalid-input", message)
-    }
-}
-
-impl From<EngineError> for IpcError {
-    fn from(err: EngineError) -> Self {
-        Self::new(err.code(), err.to_string())
-    }
-}
-
-impl From<plandesk::desktop::OpenError> for IpcError {
-    fn from(err: plandesk::desktop::OpenError) -> Self {
-        Self::new(err.code(), err.to_string())
-    }
-}
-
-impl From<ReviewError> for IpcError {
-    fn from(err: ReviewError) -> Self {
-        Self::new(err.code(), err.to_string())
-    }
-}
-
-impl From<ViewError> for IpcError {
-    fn from(err: ViewError) -> Self {
-        Self::new(err.code(), err.to_string())
-    }
-}
-
-impl From<plandesk::model::ModelError> for IpcError {
-    fn from(err: plandesk::model::ModelError) -> Self {
-        Self::new(err.code(), err.to_string())
-    }
-}
+/// An error the UI can branch on (`code`) and show (`message`): the web review's too.
+pub use plandesk::view::CommandError as IpcError;
+pub use plandesk::view::{DecideRequest, HistoryFilter};
 
 /// What a run's channel carries: its chunks as they happen, then how the stream ended.
 #[derive(Debug, Clone, Serialize)]
@@ -82,52 +33,6 @@ pub struct StartRequest {
     pub prompt: String,
     /// `None` or empty: the default model.
     pub model: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DecideRequest {
-    pub run_id: String,
-    pub tool_call_id: String,
-    pub approve: bool,
-    pub feedback: Option<String>,
-    /// Notes that go with an approval (the agent reads them after the approval text).
-    #[serde(default)]
-    pub note: Option<String>,
-    /// The sha256 of the plan revision on screen; the decision is refused if it changed.
-    pub revision: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryFilter {
-    /// A revision status (`pending`, `approved`, …), or `all` (the same as none).
-    pub status: Option<String>,
-    pub query: Option<String>,
-}
-
-impl TryFrom<HistoryFilter> for plandesk::review::HistoryFilter {
-    type Error = IpcError;
-
-    fn try_from(filter: HistoryFilter) -> Result<Self, IpcError> {
-        let status = match filter.status.as_deref() {
-            None | Some("all") => None,
-            Some(name) => Some(RevisionStatus::parse(name).ok_or_else(|| {
-                let known: Vec<&str> = RevisionStatus::ALL.iter().map(|s| s.as_str()).collect();
-                IpcError::invalid(format!(
-                    "There is no revision status {:?}: the history lists all revisions, or \
-                     those {}.",
-                    name.chars().take(40).collect::<String>(),
-                    known.join(", ")
-                ))
-            })?),
-        };
-        Ok(Self {
-            run_id: None,
-            status,
-            query: filter.query,
-        })
-    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -5,6 +5,7 @@
 //! their errors. Above the engine and the review core, below every host.
 
 mod audit;
+mod command;
 mod inbox;
 mod preview;
 mod progress;
@@ -13,6 +14,7 @@ mod run;
 mod settings;
 
 pub use audit::{audit, AuditView};
+pub use command::{CommandError, DecideRequest, HistoryFilter};
 pub use inbox::{inbox, InboxItem};
 pub use preview::{preview, preview_value, LiveChunk, FULL_UP_TO};
 pub use progress::{

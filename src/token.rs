@@ -1,17 +1,21 @@
-//! Bearer tokens for `plandesk serve`: agents on other machines present one on every request.
-//! A token is a name (which machine or agent it is for) and a secret of 32 random bytes, shown
-//! once when it is created; the store keeps only the secret's SHA-256, and a request is let in
-//! when the hash of what it carries is the hash of an active token.
+//! The tokens of `plandesk serve`. Agents on other machines present one on every request; a
+//! reviewer's browser carries a session in a cookie, got once from a sign-in link of `plandesk
+//! pair`. Each is a name (which machine, agent or person it is for) and a secret of 32 random
+//! bytes, shown once when it is created; the store keeps only the secret's SHA-256, and a
+//! request is let in when the hash of what it carries is the hash of an active, unexpired
+//! token of the kind it must be.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, Millis};
 use crate::store::{Actor, NewToken, Store, StoreError};
 
-/// A token as listed: its name, who made it and when, and whether it is revoked (never a secret).
-pub use crate::store::TokenRow;
+/// A token as listed: its kind and name, who made it and when, and whether it is revoked or
+/// expired (never a secret).
+pub use crate::store::{TokenKind, TokenRow};
 
 /// What every secret starts with, so that a leaked one is recognisable (secret scanners, logs).
 pub const PREFIX: &str = "pdt_";
@@ -52,6 +56,13 @@ pub fn token_key(id: i64) -> String {
 pub struct TokenSecret(String);
 
 impl TokenSecret {
+    /// A new secret: `prefix` and 32 random bytes in hex.
+    fn new(prefix: &str) -> Result<Self, TokenError> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
+        Ok(Self(format!("{prefix}{}", hex::encode(bytes))))
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -141,40 +152,48 @@ impl Tokens {
         }
     }
 
-    /// Creates a token named `name`: the secret is returned here and never again.
+    /// Creates an agent's token named `name`: the secret is returned here and never again.
     pub async fn create(&self, name: &str) -> Result<(TokenRow, TokenSecret), TokenError> {
+        self.new_token(TokenKind::Agent, name, None).await
+    }
+
+    async fn new_token(
+        &self,
+        kind: TokenKind,
+        name: &str,
+        lifetime: Option<Duration>,
+    ) -> Result<(TokenRow, TokenSecret), TokenError> {
         check_name(name)?;
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
-        let secret = TokenSecret(format!("{PREFIX}{}", hex::encode(bytes)));
+        let secret = TokenSecret::new(prefix(kind))?;
+        let at = self.clock.now();
         let row = self
             .store
             .create_token(&NewToken {
+                kind,
                 name,
                 sha256: &hash(secret.expose()),
                 by: &self.actor,
-                at: self.clock.now(),
+                at,
+                expires_at: lifetime.map(|l| at + millis(l)),
             })
             .await?;
         Ok((row, secret))
     }
 
-    /// Every token, active and revoked, oldest first (never a secret or hash).
+    /// Every token of every kind, active and revoked, oldest first (never a secret or hash).
     pub async fn list(&self) -> Result<Vec<TokenRow>, TokenError> {
         Ok(self.store.tokens().await?)
     }
 
-    /// Revokes the active token named `name`.
-    pub async fn revoke(&self, name: &str) -> Result<TokenRow, TokenError> {
+    /// Revokes the active token of `kind` named `name` (for a session: signs it out).
+    pub async fn revoke(&self, kind: TokenKind, name: &str) -> Result<TokenRow, TokenError> {
         check_name(name)?;
         Ok(self
             .store
-            .revoke_token(name, &self.actor, self.clock.now())
+            .revoke_token(kind, name, &self.actor, self.clock.now())
             .await?)
     }
 
-    /// The active token an `Authorization` header value names; `None` when the header is
-    /// malformed, or the token unknown or revoked.
     /// Whether the token `caller` came with is still active (not revoked since).
     pub async fn is_active(&self, caller: &Caller) -> Result<bool, TokenError> {
         Ok(self
@@ -185,12 +204,104 @@ impl Tokens {
             .any(|row| row.id == caller.token_id && row.revoked_at.is_none()))
     }
 
+    /// The active agent's token an `Authorization` header value names; `None` when the header
+    /// is malformed, or the token unknown or revoked.
     pub async fn authenticate(&self, header: &str) -> Result<Option<TokenRow>, TokenError> {
         let Some(secret) = bearer(header) else {
             return Ok(None);
         };
-        Ok(self.store.active_token(&hash(secret)).await?)
+        self.active(TokenKind::Agent, secret).await
     }
+
+    async fn active(&self, kind: TokenKind, secret: &str) -> Result<Option<TokenRow>, TokenError> {
+        if !well_formed(secret, prefix(kind)) {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        Ok(self.store.active_token(kind, &hash(secret), now).await?)
+    }
+
+    /// A one-time sign-in link's secret for a reviewer to be called `name` (unique among
+    /// active sessions and links), valid for [`PAIRING_LIFETIME`].
+    pub async fn pair(&self, name: &str) -> Result<(TokenRow, TokenSecret), TokenError> {
+        check_name(name)?;
+        let signed_in = self.list().await?.into_iter().any(|row| {
+            row.kind == TokenKind::Session && row.name == name && row.revoked_at.is_none()
+        });
+        if signed_in {
+            return Err(StoreError::TokenExists(TokenKind::Session, name.to_owned()).into());
+        }
+        self.new_token(TokenKind::Pairing, name, Some(PAIRING_LIFETIME))
+            .await
+    }
+
+    /// The sign-in link `secret` is, while it can still be used (neither used nor expired).
+    pub async fn pairing(&self, secret: &str) -> Result<Option<TokenRow>, TokenError> {
+        self.active(TokenKind::Pairing, secret).await
+    }
+
+    /// Uses the sign-in link `secret`: a new session (its secret returned here and never
+    /// again), or `None` if the link was used, revoked, expired or never made.
+    pub async fn redeem(
+        &self,
+        secret: &str,
+    ) -> Result<Option<(TokenRow, TokenSecret)>, TokenError> {
+        if !well_formed(secret, prefix(TokenKind::Pairing)) {
+            return Ok(None);
+        }
+        let session = TokenSecret::new(prefix(TokenKind::Session))?;
+        let at = self.clock.now();
+        let row = self
+            .store
+            .redeem_pairing(
+                &hash(secret),
+                &NewToken {
+                    kind: TokenKind::Session,
+                    name: "",
+                    sha256: &hash(session.expose()),
+                    by: &Actor {
+                        name: String::new(),
+                        process: "web".into(),
+                    },
+                    at,
+                    expires_at: Some(at + millis(SESSION_LIFETIME)),
+                },
+            )
+            .await?;
+        Ok(row.map(|row| (row, session)))
+    }
+
+    /// The active, unexpired session a cookie's value names.
+    pub async fn session(&self, secret: &str) -> Result<Option<TokenRow>, TokenError> {
+        self.active(TokenKind::Session, secret).await
+    }
+}
+
+/// How long a sign-in link of `plandesk pair` can be used.
+pub const PAIRING_LIFETIME: Duration = Duration::from_secs(10 * 60);
+/// How long a browser stays signed in.
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+fn millis(duration: Duration) -> Millis {
+    Millis::try_from(duration.as_millis()).unwrap_or(Millis::MAX)
+}
+
+/// What a secret of each kind starts with: a secret is only ever looked up as its own kind's,
+/// so an agent's token never opens a session, nor a session cookie submits a plan.
+fn prefix(kind: TokenKind) -> &'static str {
+    match kind {
+        TokenKind::Agent => PREFIX,
+        TokenKind::Pairing => "pdp_",
+        TokenKind::Session => "pds_",
+    }
+}
+
+/// Whether `secret` could be one of ours of the kind `prefix` names: the prefix, then 64 hex
+/// digits.
+fn well_formed(secret: &str, prefix: &str) -> bool {
+    secret
+        .strip_prefix(prefix)
+        .is_some_and(|rest| rest.len() == 64 && rest.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 #[cfg(test)]

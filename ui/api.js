@@ -1,11 +1,51 @@
-// The only module that talks to the backend. Errors arrive as {code, message}.
-const tauri = () => {
-  if (!window.__TAURI__) throw { code: 'no-backend', message: 'The Plandesk backend is not available.' };
-  return window.__TAURI__;
-};
+// The only module that talks to the backend. Errors arrive as {code, message}. In the desktop
+// app that is Tauri's IPC; in a browser (the web review of `plandesk serve`) it is HTTP: each
+// command a POST to /api/<command> with the session's cookie, events one server-sent stream.
+const tauri = () => window.__TAURI__;
+
+/** Whether this page is the web review in a browser (no desktop app behind it). */
+export const inBrowser = () => !tauri();
 
 export function call(command, args = {}) {
-  return tauri().core.invoke(command, args);
+  if (tauri()) return tauri().core.invoke(command, args);
+  return webCall(command, args);
+}
+
+async function webCall(command, args) {
+  // A run's channel does not cross HTTP: its end is said once the command is answered.
+  const { onEvent, ...rest } = args;
+  let response;
+  try {
+    response = await fetch(`/api/${encodeURIComponent(command)}`, {
+      method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rest),
+    });
+  } catch {
+    throw { code: 'offline', message: 'The Plandesk server cannot be reached. Check the connection and try again.' };
+  }
+  const body = await response.json().catch(() => null);
+  if (response.status === 401) signedOut();
+  if (!response.ok) throw body && body.message ? body : { code: 'http', message: `The server answered ${response.status}.` };
+  if (onEvent && onEvent.web) {
+    const runId = rest.runId || (rest.request && rest.request.runId);
+    setTimeout(() => onEvent.web({ event: 'ended', data: { runId, status: null } }));
+  }
+  return body;
+}
+
+/** The session ended (signed out, revoked, expired): the page goes back to signing in. */
+function signedOut() {
+  location.replace('/?signin=1');
+}
+
+let events = null;
+
+/** The server's event stream, opened once, on the first listener. */
+function eventSource() {
+  if (!events) {
+    events = new EventSource('/api/events');
+    events.addEventListener('signed-out', signedOut);
+  }
+  return events;
 }
 
 /** What reads a tool call of the run `runId` in full (`run_detail` sends long ones as previews). */
@@ -15,13 +55,18 @@ export function wholeToolCall(runId) {
 
 /** A channel for one run's events: chunks, then how the stream ended. */
 export function runChannel(onEvent) {
+  if (!tauri()) return { web: onEvent };
   const channel = new (tauri().core.Channel)();
   channel.onmessage = onEvent;
   return channel;
 }
 
 export function listen(event, handler) {
-  return tauri().event.listen(event, (e) => handler(e.payload));
+  if (tauri()) return tauri().event.listen(event, (e) => handler(e.payload));
+  const listener = (e) => handler(JSON.parse(e.data));
+  const source = eventSource();
+  source.addEventListener(event, listener);
+  return Promise.resolve(() => source.removeEventListener(event, listener));
 }
 
 /**

@@ -2,7 +2,7 @@
 // view modules register themselves with nav.js on import, then the sidebar, dialogs, keyboard
 // and first view are set up. Plan HTML arrives sanitised by the engine and is the only HTML
 // inserted (plan.js).
-import { call, listen } from './api.js';
+import { call, listen, inBrowser } from './api.js';
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { markBooting, markInteractive } from './metrics.js';
@@ -26,6 +26,7 @@ async function boot() {
   $('settings-btn').addEventListener('click', openSettings);
   $('help-btn').addEventListener('click', openHelp);
   $('banner-close').addEventListener('click', hideBanner);
+  if (inBrowser()) setUpBrowser();
   initDialogs();
   document.addEventListener('keydown', onKey);
   document.addEventListener('click', onLinkClick);
@@ -42,6 +43,7 @@ async function boot() {
     showError(e);
     return;
   }
+  if (state.info.web) openFromAddress();
   if (state.info.openError) showError(state.info.openError);
   if (untouched()) await openFirstView();
   markInteractive();
@@ -50,8 +52,31 @@ async function boot() {
   if (!document.querySelector('.review')) (window.requestIdleCallback || setTimeout)(warmUpReview);
 }
 
+/** In a browser: what only the desktop app does is not offered; signing out is. */
+function setUpBrowser() {
+  document.body.classList.add('in-browser');
+  for (const id of ['new-run', 'settings-btn']) $(id).hidden = true;
+  const signOut = $('sign-out');
+  signOut.hidden = false;
+  signOut.addEventListener('click', async () => {
+    try {
+      await call('sign_out');
+    } catch (e) {
+      showError(e);
+      return;
+    }
+    location.replace('/?signin=1');
+  });
+}
+
+/** A link to one plan (`/?run=…`, as a notification's webhook sends) opens that plan first. */
+function openFromAddress() {
+  const runId = new URLSearchParams(location.search).get('run');
+  if (runId) state.info.openRun = runId;
+}
+
 /** The first view: the plan the app was started on, else the newest waiting, else home or the
- * new-run form. */
+ * new-run form (in a browser, which starts no runs: home). */
 async function openFirstView() {
   if (state.info.openRun) {
     // Started on a plan (a notification, a link, `plandesk open`): that plan first.
@@ -60,7 +85,7 @@ async function openFirstView() {
     state.selected = 0;
     renderInbox();
     await go('run', state.inbox[0].runId);
-  } else if (state.runs.length) {
+  } else if (state.runs.length || state.info.web) {
     go('home');
   } else {
     go('new');

@@ -41,7 +41,7 @@ export function onKey(event) {
     case 's': toggleSource(); break;
     case 'c': if (!$('comment')) return; commentOnSelection(); break;
     case 'e': if (!$('edit')) return; $('edit').click(); break;
-    case 'n': go('new'); break;
+    case 'n': if ($('new-run').hidden) return; go('new'); break;
     case 'h': go('history'); break;
     case '?': openHelp(); break;
     default: return;

@@ -1,7 +1,7 @@
 // The new-run form (workspace, what to do, model) and starting a run; and the home page shown
 // when runs exist but nothing waits.
 import { call, describe } from './api.js';
-import { h, clear, badge, shorten, emptyState } from './dom.js';
+import { $, h, clear, badge, shorten, emptyState } from './dom.js';
 import { state } from './state.js';
 import { showError, hideBanner } from './banner.js';
 import { drawnDirectly, go, latest, register, setView, viewEl } from './nav.js';
@@ -84,8 +84,8 @@ async function startRun(workspace, prompt, model, button) {
 }
 
 function showHome() {
-  clear(viewEl()).append(emptyState('Nothing is waiting for you', 'Plans the agent submits show up in the inbox on the left.',
-    h('button', { class: 'primary', type: 'button', onclick: () => go('new') }, 'Start a new run')));
+  const start = $('new-run').hidden ? null : h('button', { class: 'primary', type: 'button', onclick: () => go('new') }, 'Start a new run');
+  clear(viewEl()).append(emptyState('Nothing is waiting for you', 'Plans the agent submits show up in the inbox.', start));
   setView({ name: 'home' });
 }
 

@@ -520,8 +520,8 @@ pub async fn serve(
     data_dir: &Path,
     store: &StoreLocation,
     listen: &str,
-    deadline: Option<String>,
-    hook_timeout: &str,
+    (deadline, hook_timeout): (Option<String>, &str),
+    public_url: Option<&str>,
 ) -> Result<ExitCode> {
     // A server tells nobody on its own desktop: the app, hooks on a desktop and the inbox do.
     let mcp_wait = WaitSettings {
@@ -534,12 +534,19 @@ pub async fn serve(
         parse_duration(hook_timeout)?,
     ));
     let engine = Engine::open_at(store, "serve").await?;
+    if let Some(url) = public_url {
+        let url = source::serve::web::pair::public_url(url)?;
+        engine
+            .set_setting(source::serve::web::pair::PUBLIC_URL_SETTING, Some(&url))
+            .await?;
+    }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?;
     let address = listener.local_addr()?;
     eprintln!(
-        "plandesk: serving on http://{address}: MCP at /mcp, Claude Code hooks at /hooks/claude"
+        "plandesk: serving on http://{address}: MCP at /mcp, Claude Code hooks at /hooks/claude, \
+         the review for browsers at / (sign one in with `plandesk pair`)"
     );
     if !address.ip().is_loopback() {
         eprintln!(

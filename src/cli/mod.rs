@@ -226,6 +226,26 @@ enum Command {
         /// before it runs out
         #[arg(long, value_name = "DURATION", default_value = "86400s")]
         hook_timeout: String,
+        /// The address browsers reach this server at (the proxy's https://… in front of it):
+        /// saved, for the links of `plandesk pair`
+        #[arg(long, value_name = "URL")]
+        public_url: Option<String>,
+    },
+    /// Sign a browser in to the review served by `plandesk serve`: prints a one-time link
+    /// (valid 10 minutes) and shows it as a QR code to scan with a phone
+    Pair {
+        /// The reviewer's name in the audit trail [default: yours on this computer]
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// The server's address as the browser reaches it [default: what `serve --public-url`
+        /// saved, else http://127.0.0.1:8765]
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+    /// Browsers signed in to the web review: list them, or sign one out
+    Session {
+        #[command(subcommand)]
+        action: SessionAction,
     },
     /// Add Plandesk's hook (or MCP server) to an agent's settings, or remove it
     Install {
@@ -325,6 +345,14 @@ enum TokenAction {
     /// Every token, active and revoked (never a secret)
     List,
     /// Revoke a token: requests carrying it are refused from then on
+    Revoke { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionAction {
+    /// Every session and unused sign-in link, active and ended (never a secret)
+    List,
+    /// Sign a browser out: its session is refused from then on
     Revoke { name: String },
 }
 
@@ -503,6 +531,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Open { key } => open::open(&engine().await?, &data_dir, &key, json).await,
         Command::Token { action } => tokens::token(&engine().await?, action, json).await,
+        Command::Pair { name, url } => {
+            tokens::pair(&engine().await?, name.as_deref(), url.as_deref(), json).await
+        }
+        Command::Session { action } => tokens::session(&engine().await?, action, json).await,
         Command::Key { action } => keys::key(action, json),
         Command::Completions { shell } => completions(shell),
         Command::Store { action } => storage::store(&data_dir, given_store, action, json).await,
@@ -518,7 +550,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             listen,
             deadline,
             hook_timeout,
-        } => agents::serve(&data_dir, &location()?, &listen, deadline, &hook_timeout).await,
+            public_url,
+        } => {
+            let wait = (deadline, hook_timeout.as_str());
+            agents::serve(
+                &data_dir,
+                &location()?,
+                &listen,
+                wait,
+                public_url.as_deref(),
+            )
+            .await
+        }
         Command::Install {
             agent,
             uninstall,

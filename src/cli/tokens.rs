@@ -1,12 +1,16 @@
-//! `plandesk token create|list|revoke NAME`: the bearer tokens `plandesk serve` lets in. A
-//! secret is printed once, when it is created; the store keeps only its hash.
+//! `plandesk token create|list|revoke NAME`: the bearer tokens `plandesk serve` lets agents in
+//! with; `plandesk pair` and `plandesk session list|revoke NAME`: the browsers it lets
+//! reviewers in with. A secret is printed once, when it is created; the store keeps only its
+//! hash.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
+use plandesk::source::serve::web::pair;
+use plandesk::token::{TokenKind, TokenRow};
 use plandesk::Engine;
 
-use super::{print, TokenAction};
+use super::{print, SessionAction, TokenAction};
 
 /// `plandesk token create|list|revoke`.
 pub async fn token(engine: &Engine, action: TokenAction, json: bool) -> Result<ExitCode> {
@@ -37,7 +41,7 @@ async fn create(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
 }
 
 async fn list(engine: &Engine, json: bool) -> Result<ExitCode> {
-    let tokens = engine.tokens().list().await?;
+    let tokens = of_kinds(engine, &[TokenKind::Agent]).await?;
     if json {
         println!("{}", serde_json::to_string(&tokens)?);
     } else {
@@ -46,8 +50,14 @@ async fn list(engine: &Engine, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+async fn of_kinds(engine: &Engine, kinds: &[TokenKind]) -> Result<Vec<TokenRow>> {
+    let mut tokens = engine.tokens().list().await?;
+    tokens.retain(|t| kinds.contains(&t.kind));
+    Ok(tokens)
+}
+
 async fn revoke(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
-    let row = engine.tokens().revoke(name).await?;
+    let row = engine.tokens().revoke(TokenKind::Agent, name).await?;
     if json {
         println!("{}", serde_json::to_string(&row)?);
     } else {
@@ -55,6 +65,58 @@ async fn revoke(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
             "plandesk: token `{}` is revoked; requests carrying it are refused from now on",
             row.name
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plandesk pair [--name NAME] [--url URL]`: the link on stdout (or `{"url", "name",
+/// "expiresAt"}`), its QR code and what to do with it on stderr.
+pub async fn pair(
+    engine: &Engine,
+    name: Option<&str>,
+    url: Option<&str>,
+    json: bool,
+) -> Result<ExitCode> {
+    let link = pair::sign_in_link(engine, name, url).await?;
+    if json {
+        println!("{}", serde_json::to_string(&link)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(code) = pair::qr_text(&link.url) {
+        eprintln!("{code}");
+    }
+    println!("{}", link.url);
+    eprintln!(
+        "plandesk: open this link (or scan the code) in the browser to sign in as `{}`; it works \
+         once, within 10 minutes. A phone must reach this address: if it does not, give the \
+         one it does with --url (or `plandesk serve --public-url`)",
+        link.name
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plandesk session list|revoke`.
+pub async fn session(engine: &Engine, action: SessionAction, json: bool) -> Result<ExitCode> {
+    match action {
+        SessionAction::List => {
+            let sessions = of_kinds(engine, &[TokenKind::Session, TokenKind::Pairing]).await?;
+            if json {
+                println!("{}", serde_json::to_string(&sessions)?);
+            } else {
+                print::sessions(&sessions, engine.now_millis());
+            }
+        }
+        SessionAction::Revoke { name } => {
+            let row = engine.tokens().revoke(TokenKind::Session, &name).await?;
+            if json {
+                println!("{}", serde_json::to_string(&row)?);
+            } else {
+                eprintln!(
+                    "plandesk: session `{}` is signed out; its browser must pair again",
+                    row.name
+                );
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

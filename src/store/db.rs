@@ -404,18 +404,36 @@ impl<B: Backend> Store for SqlStore<B> {
 
     async fn revoke_token(
         &self,
+        kind: TokenKind,
         name: &str,
         by: &Actor,
         at: Millis,
     ) -> Result<TokenRow, StoreError> {
         write!(self, "revoke a token", |tx| log::revoke_token(
-            &mut tx, name, by, at
+            &mut tx, kind, name, by, at
         ))
     }
 
-    async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError> {
+    async fn active_token(
+        &self,
+        kind: TokenKind,
+        sha256: &str,
+        now: Millis,
+    ) -> Result<Option<TokenRow>, StoreError> {
         read!(self, "look up a token", |tx| log::active_token(
-            &mut tx, sha256
+            &mut tx, kind, sha256, now
+        ))
+    }
+
+    async fn redeem_pairing(
+        &self,
+        pairing_sha256: &str,
+        session: &NewToken<'_>,
+    ) -> Result<Option<TokenRow>, StoreError> {
+        write!(self, "sign in by pairing", |tx| log::redeem_pairing(
+            &mut tx,
+            pairing_sha256,
+            session
         ))
     }
 

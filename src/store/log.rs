@@ -6,7 +6,9 @@
 use serde_json::{json, Value};
 
 use super::sql::{Conn, Row, Tx};
-use super::{Actor, AuditKind, AuditRow, EventKind, EventRow, NewToken, StoreError, TokenRow};
+use super::{
+    Actor, AuditKind, AuditRow, EventKind, EventRow, NewToken, StoreError, TokenKind, TokenRow,
+};
 use crate::clock::Millis;
 
 pub(super) use super::AuditEntry as Entry;
@@ -167,26 +169,37 @@ pub(super) async fn set_setting(
     Ok(())
 }
 
-const TOKEN_COLUMNS: &str = "id, name, created_at, created_by, revoked_at";
+const TOKEN_COLUMNS: &str = "id, kind, name, created_at, created_by, revoked_at, expires_at";
 
 fn token(r: &dyn Row) -> Result<TokenRow, StoreError> {
+    let kind: String = r.get(1)?;
     Ok(TokenRow {
         id: r.get(0)?,
-        name: r.get(1)?,
-        created_at: r.get(2)?,
-        created_by: r.get(3)?,
-        revoked_at: r.get(4)?,
+        kind: TokenKind::parse(&kind).ok_or_else(|| StoreError::Query {
+            context: "read a token",
+            message: format!("unknown kind of token `{kind}`"),
+        })?,
+        name: r.get(2)?,
+        created_at: r.get(3)?,
+        created_by: r.get(4)?,
+        revoked_at: r.get(5)?,
+        expires_at: r.get(6)?,
     })
 }
 
-/// The audit entry of a token change: not about a run, so its run id is empty.
+/// The audit entry of a token change: not about a run, so its run id is empty. An agent's
+/// token is named as it always was; another kind says which.
 async fn token_changed(
     tx: &mut Tx<impl Conn>,
     kind: AuditKind,
-    name: &str,
+    token: (TokenKind, &str),
     by: &Actor,
     at: Millis,
 ) -> Result<(), StoreError> {
+    let data = match token {
+        (TokenKind::Agent, name) => json!({"token": name}),
+        (kind, name) => json!({"token": name, "kind": kind.as_str()}),
+    };
     let entry = Entry {
         at,
         actor: &by.name,
@@ -194,7 +207,7 @@ async fn token_changed(
         run_id: "",
         kind,
         revision_sha: None,
-        data: json!({"token": name}),
+        data,
     };
     append(tx, entry).await
 }
@@ -206,20 +219,27 @@ pub(super) async fn create_token(
     let active = tx
         .row(
             "look up a token by name",
-            "SELECT id FROM tokens WHERE name = $1 AND revoked_at IS NULL",
-            &[&new.name],
+            "SELECT id FROM tokens WHERE kind = $1 AND name = $2 AND revoked_at IS NULL",
+            &[&new.kind.as_str(), &new.name],
             |r| r.get::<i64>(0),
         )
         .await?;
     if active.is_some() {
-        return Err(StoreError::TokenExists(new.name.to_owned()));
+        return Err(StoreError::TokenExists(new.kind, new.name.to_owned()));
     }
     let id = tx
         .one(
             "create a token",
-            "INSERT INTO tokens (name, sha256, created_at, created_by) VALUES ($1, $2, $3, $4)
-             RETURNING id",
-            &[&new.name, &new.sha256, &new.at, &new.by.name],
+            "INSERT INTO tokens (kind, name, sha256, created_at, created_by, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            &[
+                &new.kind.as_str(),
+                &new.name,
+                &new.sha256,
+                &new.at,
+                &new.by.name,
+                &new.expires_at,
+            ],
             || StoreError::Query {
                 context: "create a token",
                 message: "the insert returned no id".into(),
@@ -227,13 +247,16 @@ pub(super) async fn create_token(
             |r| r.get::<i64>(0),
         )
         .await?;
-    token_changed(tx, AuditKind::TokenCreated, new.name, new.by, new.at).await?;
+    let token = (new.kind, new.name);
+    token_changed(tx, AuditKind::TokenCreated, token, new.by, new.at).await?;
     Ok(TokenRow {
         id,
+        kind: new.kind,
         name: new.name.to_owned(),
         created_at: new.at,
         created_by: new.by.name.clone(),
         revoked_at: None,
+        expires_at: new.expires_at,
     })
 }
 
@@ -244,33 +267,81 @@ pub(super) async fn tokens(tx: &mut Tx<impl Conn>) -> Result<Vec<TokenRow>, Stor
 
 pub(super) async fn revoke_token(
     tx: &mut Tx<impl Conn>,
+    kind: TokenKind,
     name: &str,
     by: &Actor,
     at: Millis,
 ) -> Result<TokenRow, StoreError> {
     let sql = format!(
-        "UPDATE tokens SET revoked_at = $2, revoked_by = $3
-         WHERE name = $1 AND revoked_at IS NULL RETURNING {TOKEN_COLUMNS}"
+        "UPDATE tokens SET revoked_at = $3, revoked_by = $4
+         WHERE kind = $1 AND name = $2 AND revoked_at IS NULL RETURNING {TOKEN_COLUMNS}"
     );
-    let missing = || StoreError::UnknownToken(name.to_owned());
+    let missing = || StoreError::UnknownToken(kind, name.to_owned());
     let revoked = tx
         .one(
             "revoke a token",
             &sql,
-            &[&name, &at, &by.name],
+            &[&kind.as_str(), &name, &at, &by.name],
             missing,
             token,
         )
         .await?;
-    token_changed(tx, AuditKind::TokenRevoked, name, by, at).await?;
+    token_changed(tx, AuditKind::TokenRevoked, (kind, name), by, at).await?;
     Ok(revoked)
 }
 
 pub(super) async fn active_token(
     tx: &mut Tx<impl Conn>,
+    kind: TokenKind,
     sha256: &str,
+    now: Millis,
 ) -> Result<Option<TokenRow>, StoreError> {
-    let sql =
-        format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE sha256 = $1 AND revoked_at IS NULL");
-    tx.row("look up a token", &sql, &[&sha256], token).await
+    let sql = format!(
+        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE sha256 = $1 AND kind = $2
+         AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)"
+    );
+    tx.row(
+        "look up a token",
+        &sql,
+        &[&sha256, &kind.as_str(), &now],
+        token,
+    )
+    .await
+}
+
+pub(super) async fn redeem_pairing(
+    tx: &mut Tx<impl Conn>,
+    pairing_sha256: &str,
+    session: &NewToken<'_>,
+) -> Result<Option<TokenRow>, StoreError> {
+    // Used up by the update that finds it (of two redemptions at once, one finds nothing), by
+    // the reviewer it names.
+    let sql = format!(
+        "UPDATE tokens SET revoked_at = $3, revoked_by = name
+         WHERE sha256 = $1 AND kind = $2 AND revoked_at IS NULL AND expires_at > $3
+         RETURNING {TOKEN_COLUMNS}"
+    );
+    let pairing = tx
+        .row(
+            "use a sign-in link",
+            &sql,
+            &[&pairing_sha256, &TokenKind::Pairing.as_str(), &session.at],
+            token,
+        )
+        .await?;
+    let Some(pairing) = pairing else {
+        return Ok(None);
+    };
+    let reviewer = Actor {
+        name: pairing.name.clone(),
+        process: session.by.process.clone(),
+    };
+    let used = (TokenKind::Pairing, pairing.name.as_str());
+    token_changed(tx, AuditKind::TokenRevoked, used, &reviewer, session.at).await?;
+    let session = NewToken {
+        name: &pairing.name,
+        by: &reviewer,
+        ..session.clone()
+    };
+    create_token(tx, &session).await.map(Some)
 }

@@ -115,10 +115,19 @@ pub enum StoreError {
     },
     #[error("the store cannot keep run {run_id}: {message}")]
     Invalid { run_id: String, message: String },
-    #[error("a token named `{0}` is already active; revoke it first or choose another name")]
-    TokenExists(String),
-    #[error("no active token is named `{0}` (`plandesk token list` shows them)")]
-    UnknownToken(String),
+    #[error(
+        "{kind} named `{name}` is already active; revoke it first or choose another name",
+        kind = .0.noun_capitalised(),
+        name = .1
+    )]
+    TokenExists(TokenKind, String),
+    #[error(
+        "no active {kind} is named `{name}` (`{list}` shows them)",
+        kind = .0.noun(),
+        name = .1,
+        list = .0.list_command()
+    )]
+    UnknownToken(TokenKind, String),
 }
 
 impl StoreError {
@@ -135,8 +144,8 @@ impl StoreError {
             StoreError::Conflict { .. } => "busy",
             StoreError::Newer { .. } => "store-newer",
             StoreError::Damaged { .. } | StoreError::ReadOnly { .. } => "store-file",
-            StoreError::TokenExists(_) => "token-exists",
-            StoreError::UnknownToken(_) => "unknown-token",
+            StoreError::TokenExists(..) => "token-exists",
+            StoreError::UnknownToken(..) => "unknown-token",
             _ => "store",
         }
     }
@@ -298,20 +307,38 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Yields whenever anything in the store may have changed, from this process or any other.
     fn changes(&self) -> BoxStream<'static, ()>;
 
-    /// Records a bearer token for `plandesk serve` (with its audit entry): refused with
-    /// `TokenExists` while an active token has that name.
+    /// Records a token of `plandesk serve` (with its audit entry): refused with `TokenExists`
+    /// while an active token of its kind has that name.
     async fn create_token(&self, token: &NewToken<'_>) -> Result<TokenRow, StoreError>;
-    /// Every token, active and revoked, oldest first.
+    /// Every token of every kind, active and revoked, oldest first.
     async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError>;
-    /// Revokes the active token named `name` (with its audit entry); `UnknownToken` if none is.
+    /// Revokes the active token of `kind` named `name` (with its audit entry); `UnknownToken`
+    /// if none is.
     async fn revoke_token(
         &self,
+        kind: TokenKind,
         name: &str,
         by: &Actor,
         at: Millis,
     ) -> Result<TokenRow, StoreError>;
-    /// The active token whose secret hashes to `sha256` (exact match), if any.
-    async fn active_token(&self, sha256: &str) -> Result<Option<TokenRow>, StoreError>;
+    /// The active token of `kind` whose secret hashes to `sha256` (exact match) and that has
+    /// not expired at `now`, if any.
+    async fn active_token(
+        &self,
+        kind: TokenKind,
+        sha256: &str,
+        now: Millis,
+    ) -> Result<Option<TokenRow>, StoreError>;
+    /// Exchanges the pairing whose secret hashes to `pairing_sha256`, if it is active and
+    /// unexpired at `session.at`, for the session `session` named as the pairing was (its
+    /// `name` is not used) and made by that reviewer (in `session.by`'s process), in one
+    /// transaction: a link is used once however many open it at once. `None` if there is no
+    /// such pairing.
+    async fn redeem_pairing(
+        &self,
+        pairing_sha256: &str,
+        session: &NewToken<'_>,
+    ) -> Result<Option<TokenRow>, StoreError>;
 
     /// Records what an agent did after its plan was approved, held against the run's newest
     /// approved revision; `None` (nothing recorded) if the run is unknown or has none.

@@ -152,6 +152,46 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// What a token of `plandesk serve` lets its holder do.
+    TokenKind {
+        /// An agent's: submit plans (`Authorization: Bearer pdt_…`).
+        Agent = "agent",
+        /// A one-time sign-in link of `plandesk pair`: exchanged once, within minutes, for a
+        /// session.
+        Pairing = "pairing",
+        /// A reviewer's browser session (a cookie): read the inbox and decide.
+        Session = "session",
+    }
+}
+
+impl TokenKind {
+    /// What a person calls one.
+    pub fn noun(self) -> &'static str {
+        match self {
+            TokenKind::Agent => "token",
+            TokenKind::Pairing => "sign-in link",
+            TokenKind::Session => "session",
+        }
+    }
+
+    pub(crate) fn noun_capitalised(self) -> &'static str {
+        match self {
+            TokenKind::Agent => "A token",
+            TokenKind::Pairing => "A sign-in link",
+            TokenKind::Session => "A session",
+        }
+    }
+
+    /// The command that lists them.
+    pub fn list_command(self) -> &'static str {
+        match self {
+            TokenKind::Agent => "plandesk token list",
+            TokenKind::Pairing | TokenKind::Session => "plandesk session list",
+        }
+    }
+}
+
 /// A plan's source: an engine run, or an outside agent's session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -585,20 +625,26 @@ pub struct TokenRow {
     /// Which token it is, for good: a revoked token's name may be given to a new one.
     #[serde(skip)]
     pub id: i64,
+    pub kind: TokenKind,
     pub name: String,
     pub created_at: Millis,
     /// Who created it (`Actor::name`).
     pub created_by: String,
     /// When it was revoked; `None` while it is active.
     pub revoked_at: Option<Millis>,
+    /// When it stops being accepted; `None` for never (agents' tokens).
+    pub expires_at: Option<Millis>,
 }
 
 /// A token to record: its name and the SHA-256 (hex) of its secret; the secret itself is
 /// never stored.
 #[derive(Debug, Clone)]
 pub struct NewToken<'a> {
+    pub kind: TokenKind,
     pub name: &'a str,
     pub sha256: &'a str,
     pub by: &'a Actor,
     pub at: Millis,
+    /// When it stops being accepted, if ever.
+    pub expires_at: Option<Millis>,
 }

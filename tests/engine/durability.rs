@@ -112,8 +112,9 @@ noting_store! {
     set_setting(key: &str, value: Option<&str>, at: Millis) -> ();
     create_token(token: &NewToken<'_>) -> TokenRow;
     tokens() -> Vec<TokenRow>;
-    revoke_token(name: &str, by: &Actor, at: Millis) -> TokenRow;
-    active_token(sha256: &str) -> Option<TokenRow>;
+    revoke_token(kind: TokenKind, name: &str, by: &Actor, at: Millis) -> TokenRow;
+    active_token(kind: TokenKind, sha256: &str, now: Millis) -> Option<TokenRow>;
+    redeem_pairing(pairing_sha256: &str, session: &NewToken<'_>) -> Option<TokenRow>;
     record_work(work: &NewWork<'_>) -> Option<WorkRow>;
     mark_step(mark: &NewWork<'_>, revision: (i64, &str), by: &Actor) -> Option<WorkRow>;
     work(revision_id: i64) -> Vec<WorkRow>;

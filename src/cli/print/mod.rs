@@ -401,6 +401,33 @@ pub fn comments(comments: &[Comment]) {
 }
 
 /// `plandesk token list`: names and dates, never secrets.
+/// Browsers signed in to the web review, and sign-in links not used yet.
+pub fn sessions(sessions: &[plandesk::token::TokenRow], now: plandesk::clock::Millis) {
+    if sessions.is_empty() {
+        say!("No browser is signed in. Sign one in with: plandesk pair");
+        return;
+    }
+    let mut table = Table::new(&["NAME", "KIND", "STATUS", "CREATED"]);
+    for session in sessions {
+        let status = match (session.revoked_at, session.expires_at) {
+            (Some(at), _) => format!("ended {}", age(at)),
+            (None, Some(until)) if until <= now => "expired".to_owned(),
+            (None, _) => "active".to_owned(),
+        };
+        let kind = match session.kind {
+            plandesk::token::TokenKind::Pairing => "sign-in link",
+            _ => "session",
+        };
+        table.row([
+            safe(&session.name).into_owned(),
+            kind.to_owned(),
+            status,
+            age(session.created_at),
+        ]);
+    }
+    print_table(&table, "");
+}
+
 pub fn tokens(tokens: &[plandesk::token::TokenRow]) {
     if tokens.is_empty() {
         say!("No tokens yet. Create one with: plandesk token create NAME");

@@ -11,8 +11,10 @@ mod calls;
 mod hook;
 mod revoked;
 mod tasks;
+pub mod web;
 
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,6 +74,8 @@ struct State {
     stopped: watch::Receiver<bool>,
     /// The tokens seen revoked: what still waits on one ends (see `revoked`).
     revoked: revoked::RevokedKeys,
+    /// Sign-in attempts of the web review, per address.
+    web: web::Attempts,
 }
 
 /// Serves on `listener` until `shutdown` resolves; then every plan still waiting is closed as
@@ -111,6 +115,7 @@ pub async fn serve(
         calls: Arc::default(),
         stopped,
         revoked,
+        web: web::Attempts::default(),
     });
     let watcher = tokio::spawn(revoked::watch(state.clone(), revoked_keys));
     let graceful = GracefulShutdown::new();
@@ -120,7 +125,7 @@ pub async fn serve(
         let Ok(slot) = slots.clone().acquire_owned().await else {
             break;
         };
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
@@ -135,7 +140,7 @@ pub async fn serve(
         let state = state.clone();
         let service = hyper::service::service_fn(move |request| {
             let state = state.clone();
-            async move { Ok::<_, Infallible>(handle(&state, request).await) }
+            async move { Ok::<_, Infallible>(handle(&state, request, peer.ip()).await) }
         });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
@@ -171,7 +176,7 @@ const HOW_TO_AUTHENTICATE: &str = "send `Authorization: Bearer pdt_…` with an 
 const OAUTH_FALLBACKS: [&str; 3] = ["/authorize", "/token", "/register"];
 
 /// One request: authenticated first (from its headers alone), then routed.
-async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
+async fn handle(state: &State, request: Request<Incoming>, peer: IpAddr) -> Response<Body> {
     // OAuth discovery (RFC 9728, RFC 8414, OpenID) and the endpoints MCP clients fall back to
     // when it finds nothing: after a 401 they look here and, finding metadata or another 401,
     // start a login this server cannot complete. Nothing is here, to anyone: a 404 before any
@@ -184,6 +189,9 @@ async fn handle(state: &State, request: Request<Incoming>) -> Response<Body> {
                 "this server has no OAuth; {HOW_TO_AUTHENTICATE}"
             )}),
         );
+    }
+    if web::serves(path) {
+        return web::handle(state, request, peer).await;
     }
     let caller = match authenticate(&state.tokens, request.headers()).await {
         Ok(Some(caller)) => caller,

@@ -190,6 +190,16 @@ CREATE TABLE work (
 );
 CREATE INDEX work_by_revision ON work(revision_id, id);",
     },
+    Migration {
+        version: 4,
+        name: "sign-in links and reviewers' sessions beside agents' tokens",
+        // As SQLite's migration 13.
+        sql: "
+ALTER TABLE tokens ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent';
+ALTER TABLE tokens ADD COLUMN expires_at BIGINT;
+DROP INDEX tokens_active_by_name;
+CREATE UNIQUE INDEX tokens_active_by_kind_name ON tokens(kind, name) WHERE revoked_at IS NULL;",
+    },
 ];
 
 /// The schema version this build writes.

@@ -290,6 +290,17 @@ CREATE TABLE work (
 CREATE INDEX work_by_revision ON work(revision_id, id);",
         rebuilds: false,
     },
+    Migration {
+        version: 13,
+        name: "sign-in links and reviewers' sessions beside agents' tokens",
+        // A name is unique among the active tokens of its kind; earlier tokens are agents'.
+        sql: "
+ALTER TABLE tokens ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent';
+ALTER TABLE tokens ADD COLUMN expires_at INTEGER;
+DROP INDEX tokens_active_by_name;
+CREATE UNIQUE INDEX tokens_active_by_kind_name ON tokens(kind, name) WHERE revoked_at IS NULL;",
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

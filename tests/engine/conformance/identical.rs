@@ -83,10 +83,12 @@ async fn same_moves(
         .unwrap();
     store
         .create_token(&NewToken {
+            kind: TokenKind::Agent,
             name: "ci",
             sha256: "ab",
             by: &ACTOR,
             at: 3_000,
+            expires_at: None,
         })
         .await
         .unwrap();

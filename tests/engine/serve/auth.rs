@@ -2,6 +2,7 @@
 //! request without an active one refused before anything is recorded, and no OAuth to be
 //! discovered.
 
+use plandesk::token::TokenKind;
 use serde_json::{json, Value};
 
 use super::*;
@@ -78,17 +79,17 @@ async fn the_store_finds_only_active_tokens_by_the_hash_of_their_secret() {
     assert_eq!(tokens.authenticate(&bearer(&wrong)).await.unwrap(), None);
     assert!(matches!(
         tokens.create("laptop").await,
-        Err(TokenError::Store(StoreError::TokenExists(name))) if name == "laptop"
+        Err(TokenError::Store(StoreError::TokenExists(TokenKind::Agent, name))) if name == "laptop"
     ));
-    tokens.revoke("laptop").await.unwrap();
+    tokens.revoke(TokenKind::Agent, "laptop").await.unwrap();
     assert_eq!(
         tokens.authenticate(&bearer(first.expose())).await.unwrap(),
         None,
         "a revoked token is refused"
     );
     assert!(matches!(
-        tokens.revoke("laptop").await,
-        Err(TokenError::Store(StoreError::UnknownToken(_)))
+        tokens.revoke(TokenKind::Agent, "laptop").await,
+        Err(TokenError::Store(StoreError::UnknownToken(..)))
     ));
     let (_, second) = tokens.create("laptop").await.unwrap();
     assert_eq!(

@@ -3,9 +3,9 @@
 //! `submit_plan`, and Claude Code's http hook payloads, each decided from another process.
 //! This module is the harness (a server process, tokens, clients); the tests are in
 //! `auth` (tokens, refusals, OAuth discovery), `calls` (`submit_plan` as a call), `tasks`
-//! (`submit_plan` as a 2025-11-25 task), `hooks` (Claude Code's http hook) and `revoked` (a
-//! token revoked while its plans wait); `legacy` is a raw-HTTP client of the 2025-11-25
-//! protocol.
+//! (`submit_plan` as a 2025-11-25 task), `hooks` (Claude Code's http hook), `revoked` (a
+//! token revoked while its plans wait) and `web` (the web review's sessions and checks);
+//! `legacy` is a raw-HTTP client of the 2025-11-25 protocol.
 
 mod auth;
 mod calls;
@@ -13,6 +13,7 @@ mod hooks;
 mod legacy;
 mod revoked;
 mod tasks;
+mod web;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};

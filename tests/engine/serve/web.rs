@@ -1,0 +1,217 @@
+//! The web review's doors, over real HTTP: what is public (the UI's code), what a session
+//! opens, the checks on every state change, the cookie behind an https proxy, sign-in links
+//! rate-limited and signing out.
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// A sign-in link made with the CLI for `name`.
+fn pair(fx: &Fixture, server: &Server, name: &str) -> String {
+    let out = fx.ok(&["--json", "pair", "--name", name, "--url", &server.base]);
+    let link: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(link["name"], name);
+    link["url"].as_str().unwrap().to_owned()
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Uses a link as its page's form does; the `Set-Cookie` it answers with.
+async fn sign_in(server: &Server, link: &str, forwarded_https: bool) -> String {
+    let mut request = client().post(link).header("origin", &server.base);
+    if forwarded_https {
+        request = request.header("x-forwarded-proto", "https");
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(response.headers()["location"], "/");
+    response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn session_of(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_owned()
+}
+
+async fn api(
+    server: &Server,
+    cookie: Option<&str>,
+    origin: Option<&str>,
+    command: &str,
+) -> (u16, Value) {
+    let mut request = client()
+        .post(format!("{}/api/{command}", server.base))
+        .header("content-type", "application/json")
+        .body("{}");
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_opens_the_api_and_every_state_change_must_come_from_its_pages() {
+    let fx = Fixture::new(json!([]));
+    let server = Server::start(&fx, &[]);
+    // The UI's code is public; it holds no data.
+    let script = client()
+        .get(format!("{}/api.js", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status(), 200);
+    assert_eq!(
+        script.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    assert!(script.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains("script-src 'self'"));
+    for hidden in [
+        "/../Cargo.toml",
+        "/%2e%2e/Cargo.toml",
+        "/ui/app.js",
+        "/nowhere",
+    ] {
+        let response = client()
+            .get(format!("{}{hidden}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{hidden}");
+    }
+
+    let link = pair(&fx, &server, "ann");
+    let set_cookie = sign_in(&server, &link, false).await;
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=2592000"] {
+        assert!(set_cookie.contains(attribute), "{set_cookie}");
+    }
+    assert!(!set_cookie.contains("Secure"), "plain HTTP: {set_cookie}");
+    let cookie = session_of(&set_cookie);
+    let origin = server.base.clone();
+
+    let (status, info) = api(&server, Some(&cookie), Some(&origin), "app_info").await;
+    assert_eq!(
+        (status, &info["reviewer"], &info["web"]),
+        (200, &json!("ann"), &json!(true))
+    );
+    // No Origin, another origin, or not JSON: refused before the command runs.
+    assert_eq!(api(&server, Some(&cookie), None, "inbox").await.0, 403);
+    assert_eq!(
+        api(&server, Some(&cookie), Some("http://evil.example"), "inbox")
+            .await
+            .0,
+        403
+    );
+    let text = client()
+        .post(format!("{}/api/inbox", server.base))
+        .header("cookie", &cookie)
+        .header("origin", &origin)
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(text.status(), 403);
+    let cross_site = client()
+        .post(format!("{}/api/inbox", server.base))
+        .header("cookie", &cookie)
+        .header("origin", &origin)
+        .header("sec-fetch-site", "cross-site")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_site.status(), 403);
+    // What only the desktop app does is refused by name.
+    let (status, refused) = api(&server, Some(&cookie), Some(&origin), "start_run").await;
+    assert_eq!((status, &refused["code"]), (400, &json!("desktop-only")));
+    // An agent's token is not a session, and a session is not an agent's token.
+    let token = create_token(&fx, "laptop");
+    let as_cookie = format!("plandesk_session={token}");
+    assert_eq!(
+        api(&server, Some(&as_cookie), Some(&origin), "inbox")
+            .await
+            .0,
+        401
+    );
+    let secret = cookie.split('=').nth(1).unwrap();
+    let hook = client()
+        .post(format!("{}/hooks/claude", server.base))
+        .bearer_auth(secret)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(hook.status(), 401);
+
+    // Signing out ends the session, here and in `plandesk session list`.
+    let (status, _) = api(&server, Some(&cookie), Some(&origin), "sign_out").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        api(&server, Some(&cookie), Some(&origin), "inbox").await.0,
+        401
+    );
+    let sessions: Value =
+        serde_json::from_slice(&fx.ok(&["--json", "session", "list"]).stdout).unwrap();
+    let ann: Vec<(&str, bool)> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["kind"].as_str().unwrap(), s["revokedAt"].is_null()))
+        .collect();
+    assert_eq!(ann, [("pairing", false), ("session", false)], "{sessions}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_an_https_proxy_the_cookie_is_secure_and_the_forwarded_host_is_the_origin() {
+    let fx = Fixture::new(json!([]));
+    let server = Server::start(&fx, &[]);
+    let set_cookie = sign_in(&server, &pair(&fx, &server, "bob"), true).await;
+    assert!(set_cookie.contains("; Secure"), "{set_cookie}");
+    let cookie = session_of(&set_cookie);
+    let response = client()
+        .post(format!("{}/api/inbox", server.base))
+        .header("cookie", &cookie)
+        .header("origin", "https://plans.example.com")
+        .header("x-forwarded-host", "plans.example.com")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_attempts_are_rate_limited() {
+    let fx = Fixture::new(json!([]));
+    let server = Server::start(&fx, &[]);
+    let guess = format!("{}/pair/pdp_{}", server.base, "0".repeat(64));
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        statuses.push(client().get(&guess).send().await.unwrap().status().as_u16());
+    }
+    assert_eq!(statuses[..10], [410; 10]);
+    assert_eq!(statuses[10..], [429, 429]);
+    // A real link from the same address waits too: nothing is tried meanwhile.
+    let link = pair(&fx, &server, "carol");
+    let response = client().get(&link).send().await.unwrap();
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().contains_key("retry-after"));
+}

@@ -1,0 +1,239 @@
+// The web review in real Chromium with a phone's viewport against a real `plandesk serve`: a
+// browser signed in by a one-time link of `plandesk pair` reviews plans that Claude Code's http
+// hooks wait on, and the agent gets the answer; without a session nothing is shown and the API
+// refuses; a page of another site cannot decide.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { mkdtempSync, rmSync, mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const BIN = join(ROOT, 'target/debug/plandesk');
+const ARTIFACTS = join(ROOT, 'target/e2e-artifacts');
+const AXE = readFileSync(join(import.meta.dirname, 'node_modules/axe-core/axe.min.js'), 'utf8');
+const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+
+let data;
+let serve;
+let base;
+let token;
+let browser;
+
+const plandesk = (...args) => execFileSync(BIN, ['--data-dir', data, ...args], { encoding: 'utf8' });
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  data = mkdtempSync(join(tmpdir(), 'plandesk-web-'));
+  token = plandesk('token', 'create', 'laptop').trim();
+  serve = spawn(BIN, ['--data-dir', data, 'serve', '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  base = await new Promise((resolve, reject) => {
+    let said = '';
+    serve.stderr.on('data', (chunk) => {
+      said += chunk;
+      const found = said.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (found) resolve(found[1]);
+    });
+    serve.on('exit', (code) => reject(new Error(`serve exited ${code}: ${said}`)));
+  });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  serve?.kill();
+  if (data) rmSync(data, { recursive: true, force: true });
+});
+
+/** A sign-in link, as `plandesk pair --json` prints it. */
+function pair(name) {
+  return JSON.parse(plandesk('--json', 'pair', '--name', name, '--url', base)).url;
+}
+
+/** Claude Code's http hook asking about a plan: resolves with the hook's answer once a person decides. */
+function hookWaits(session, plan) {
+  return fetch(`${base}/hooks/claude`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      session_id: session, transcript_path: '/home/u/.claude/projects/p/s.jsonl', cwd: '/home/u/proj',
+      permission_mode: 'plan', hook_event_name: 'PermissionRequest', tool_name: 'ExitPlanMode', tool_input: { plan },
+    }),
+  }).then((r) => r.json());
+}
+
+async function pending() {
+  return JSON.parse(plandesk('--json', 'pending'));
+}
+
+async function waitFor(check, what) {
+  const until = Date.now() + 15000;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A phone signed in with a fresh link. */
+async function signedInPhone(name, colorScheme = 'light') {
+  const context = await browser.newContext({ ...PHONE, colorScheme });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => { throw e; });
+  await page.goto(pair(name));
+  await page.getByRole('button', { name: `Sign in as ${name}` }).click();
+  await page.waitForSelector('body[data-ready="true"]');
+  return { context, page };
+}
+
+async function axeFindings(page) {
+  await page.evaluate(AXE);
+  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+test('without a session nothing is shown and the API refuses', async () => {
+  const answer = hookWaits('s-secret', '# Rotate the secret keys\n\nEvery key, tonight.');
+  await waitFor(async () => (await pending()).length === 1, 'the plan');
+  const context = await browser.newContext(PHONE);
+  const page = await context.newPage();
+  await page.goto(base);
+  // One same-site reload (a link from another site comes without the cookie), then sign in.
+  await page.waitForURL(/\?signin=1$/);
+  assert.equal(await page.textContent('h1'), 'Sign in to review plans');
+  assert.equal((await fetch(`${base}/?signin=1`)).status, 401);
+  const text = await page.textContent('body');
+  assert.doesNotMatch(text, /Rotate|secret keys|1/, 'no title, no count');
+  for (const command of ['inbox', 'runs', 'history']) {
+    const refused = await page.evaluate(async (command) => {
+      const r = await fetch(`/api/${command}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      return [r.status, await r.text()];
+    }, command);
+    assert.equal(refused[0], 401, command);
+    assert.doesNotMatch(refused[1], /Rotate/, command);
+  }
+  const events = await fetch(`${base}/api/events`);
+  assert.equal(events.status, 401);
+  // A cookie that is not a session is none.
+  await context.addCookies([{ name: 'plandesk_session', value: `pds_${'0'.repeat(64)}`, url: base }]);
+  await page.goto(`${base}/?signin=1`);
+  assert.equal(await page.textContent('h1'), 'Sign in to review plans');
+  await context.close();
+  plandesk('reject', (await pending())[0].runId, '--feedback', 'not now');
+  assert.equal((await answer).hookSpecificOutput.decision.behavior, 'deny');
+});
+
+test('a phone signed in by pairing approves a plan and the waiting agent is answered; a rejection carries its feedback', async () => {
+  const { context, page } = await signedInPhone('phone');
+  // Live: a plan submitted while the page is open appears without reloading.
+  const approved = hookWaits('s-cache', '# Add a cache\n\n1. Put an LRU cache in front of the store.\n2. Measure it.');
+  await page.waitForSelector('#inbox li');
+  await page.click('#inbox li');
+  await page.waitForSelector('#plan-title');
+  assert.equal(await page.textContent('#plan-title'), 'Add a cache');
+  assert.deepEqual(await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]), [390, 390], 'no sideways scroll');
+  for (const colorScheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme });
+    assert.deepEqual(await axeFindings(page), [], `${colorScheme}: the web review on a phone`);
+    await page.screenshot({ path: join(ARTIFACTS, `web-phone-review-${colorScheme}.png`) });
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.tap('#approve');
+  const allow = await approved;
+  assert.equal(allow.hookSpecificOutput.decision.behavior, 'allow');
+  await waitFor(async () => (await page.$$('#inbox li')).length === 0, 'the inbox to empty');
+
+  const rejected = hookWaits('s-drop', '# Drop the old table\n\nDROP TABLE users;');
+  await page.waitForSelector('#inbox li');
+  await page.click('#inbox li');
+  await page.waitForSelector('#plan-title');
+  assert.equal(await page.textContent('#plan-title'), 'Drop the old table');
+  await page.fill('#feedback', 'Back it up first');
+  await page.tap('#reject');
+  const deny = await rejected;
+  assert.equal(deny.hookSpecificOutput.decision.behavior, 'deny');
+  assert.match(deny.hookSpecificOutput.decision.message, /User feedback: Back it up first/);
+
+  // The audit trail names the reviewer, from the web.
+  const audit = plandesk('--json', 'audit').trim().split('\n').map((line) => JSON.parse(line));
+  const decisions = audit.filter((e) => e.kind === 'decided');
+  assert.ok(decisions.length >= 2, JSON.stringify(audit));
+  assert.deepEqual(decisions.slice(-2).map((e) => [e.actor, e.process]), [['phone', 'web'], ['phone', 'web']]);
+  await context.close();
+});
+
+test('a sign-in link works once', async () => {
+  const link = pair('tablet');
+  const first = await browser.newContext(PHONE);
+  const page = await first.newPage();
+  await page.goto(link);
+  assert.deepEqual(await axeFindings(page), [], 'the sign-in page');
+  await page.screenshot({ path: join(ARTIFACTS, 'web-phone-sign-in.png') });
+  await page.getByRole('button', { name: 'Sign in as tablet' }).click();
+  await page.waitForSelector('body[data-ready="true"]');
+  await first.close();
+  const second = await browser.newContext(PHONE);
+  const again = await second.newPage();
+  const response = await again.goto(link);
+  assert.equal(response.status(), 410);
+  assert.equal(await again.textContent('h1'), 'This sign-in link cannot be used');
+  assert.equal(await again.$('form'), null, 'nothing to sign in with');
+  // Posting it all the same (from its own page) is refused too.
+  const posted = await again.evaluate(async (path) => (await fetch(path, { method: 'POST' })).status, new URL(link).pathname);
+  assert.equal(posted, 410);
+  await second.close();
+  const sessions = JSON.parse(plandesk('--json', 'session', 'list'));
+  assert.deepEqual(sessions.filter((s) => s.name === 'tablet').map((s) => [s.kind, s.revokedAt === null]),
+    [['pairing', false], ['session', true]]);
+});
+
+test('a page of another site cannot decide, and a signed-out session shows nothing', async () => {
+  const answer = hookWaits('s-csrf', '# Give everyone admin\n\nGrant admin to all.');
+  const [item] = await waitFor(async () => { const p = await pending(); return p.length === 1 && p; }, 'the plan');
+  const { context, page } = await signedInPhone('victim');
+  // Another site, open in the same browser as the signed-in review.
+  const evil = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(`<form id="f" method="post" action="${base}/api/decide" enctype="text/plain">
+      <input name='{"request":{"runId":"${item.runId}","toolCallId":"${item.toolCallId}","approve":true,"x":"' value='"}}'></form>`);
+  });
+  await new Promise((r) => evil.listen(0, '127.0.0.2', r));
+  const other = await context.newPage();
+  await other.goto(`http://127.0.0.2:${evil.address().port}/`);
+  const tried = await other.evaluate(async ({ base, item }) => {
+    const body = JSON.stringify({ request: { runId: item.runId, toolCallId: item.toolCallId, approve: true } });
+    const outcomes = [];
+    for (const init of [
+      { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' }, body },
+      { method: 'POST', credentials: 'include', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body },
+    ]) {
+      try { outcomes.push((await fetch(`${base}/api/decide`, init)).status); } catch { outcomes.push('failed'); }
+    }
+    return outcomes;
+  }, { base, item });
+  // JSON needs a preflight, which is not answered; a no-cors POST is sent, and refused (not
+  // JSON, no Origin of this server), its answer unreadable (CORP).
+  assert.deepEqual(tried, ['failed', 'failed']);
+  await Promise.all([other.waitForNavigation(), other.evaluate(() => document.getElementById('f').submit())]);
+  assert.match(await other.textContent('body'), /signed-out|forbidden|refused/i);
+  assert.equal((await pending()).length, 1, 'still waiting: nothing was decided');
+  evil.close();
+
+  // Signed out (from another place): the open page goes back to signing in.
+  plandesk('session', 'revoke', 'victim');
+  await page.reload();
+  await page.waitForSelector('h1');
+  assert.equal(await page.textContent('h1'), 'Sign in to review plans');
+  await context.close();
+  plandesk('reject', item.runId, '--feedback', 'no');
+  assert.equal((await answer).hookSpecificOutput.decision.behavior, 'deny');
+});

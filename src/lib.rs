@@ -21,6 +21,7 @@ pub mod text;
 pub mod token;
 pub mod tool;
 pub mod view;
+pub mod webhook;
 pub mod workspace;
 
 pub use chunk::{Chunk, ChunkKind};

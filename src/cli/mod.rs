@@ -247,6 +247,12 @@ enum Command {
         #[command(subcommand)]
         action: SessionAction,
     },
+    /// Tell people off the desktop: `plandesk serve` POSTs to each webhook when a plan becomes
+    /// pending (title, agent, age and a link into the web review)
+    Webhook {
+        #[command(subcommand)]
+        action: WebhookAction,
+    },
     /// Add Plandesk's hook (or MCP server) to an agent's settings, or remove it
     Install {
         #[arg(value_enum)]
@@ -346,6 +352,25 @@ enum TokenAction {
     List,
     /// Revoke a token: requests carrying it are refused from then on
     Revoke { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum WebhookAction {
+    /// Add a webhook (one with the same URL is replaced)
+    Add {
+        url: String,
+        /// json: Plandesk's JSON; ntfy: an ntfy topic URL (https://ntfy.sh/TOPIC); slack: a
+        /// Slack incoming webhook
+        #[arg(long, value_parser = ["json", "ntfy", "slack"], default_value = "json")]
+        format: String,
+        /// Send the plan's text too (by default only its title and a link)
+        #[arg(long)]
+        with_plan: bool,
+    },
+    /// Every webhook, with how its last delivery went
+    List,
+    /// Remove a webhook
+    Remove { url: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -535,6 +560,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             tokens::pair(&engine().await?, name.as_deref(), url.as_deref(), json).await
         }
         Command::Session { action } => tokens::session(&engine().await?, action, json).await,
+        Command::Webhook { action } => tokens::webhook(&engine().await?, action, json).await,
         Command::Key { action } => keys::key(action, json),
         Command::Completions { shell } => completions(shell),
         Command::Store { action } => storage::store(&data_dir, given_store, action, json).await,

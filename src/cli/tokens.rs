@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use plandesk::source::serve::web::pair;
 use plandesk::token::{TokenKind, TokenRow};
-use plandesk::Engine;
+use plandesk::{webhook, Engine};
 
-use super::{print, SessionAction, TokenAction};
+use super::{print, SessionAction, TokenAction, WebhookAction};
 
 /// `plandesk token create|list|revoke`.
 pub async fn token(engine: &Engine, action: TokenAction, json: bool) -> Result<ExitCode> {
@@ -115,6 +115,51 @@ pub async fn session(engine: &Engine, action: SessionAction, json: bool) -> Resu
                     "plandesk: session `{}` is signed out; its browser must pair again",
                     row.name
                 );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plandesk webhook add|list|remove`.
+pub async fn webhook(engine: &Engine, action: WebhookAction, json: bool) -> Result<ExitCode> {
+    match action {
+        WebhookAction::Add {
+            url,
+            format,
+            with_plan,
+        } => {
+            let format = webhook::Format::parse(&format).unwrap_or_default();
+            let hook = webhook::Webhook {
+                url,
+                format,
+                with_plan,
+            };
+            webhook::add(engine, hook).await?;
+            if !json {
+                eprintln!(
+                    "plandesk: webhook saved; `plandesk serve` POSTs to it when a plan becomes \
+                     pending"
+                );
+            }
+        }
+        WebhookAction::List => {
+            let hooks = webhook::list(engine).await?;
+            if json {
+                println!("{}", serde_json::to_string(&hooks)?);
+            } else {
+                print::webhooks(&hooks);
+            }
+        }
+        WebhookAction::Remove { url } => {
+            if !webhook::remove(engine, &url).await? {
+                anyhow::bail!(
+                    "no webhook has the URL {} (`plandesk webhook list` shows them)",
+                    plandesk::text::short(&url, 100)
+                );
+            }
+            if !json {
+                eprintln!("plandesk: webhook removed");
             }
         }
     }

@@ -237,3 +237,43 @@ test('a page of another site cannot decide, and a signed-out session shows nothi
   plandesk('reject', item.runId, '--feedback', 'no');
   assert.equal((await answer).hookSpecificOutput.decision.behavior, 'deny');
 });
+
+test('a webhook is told of a pending plan, without its text, and its link opens the plan on the phone', async () => {
+  const received = [];
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => { received.push({ path: req.url, type: req.headers['content-type'], body: JSON.parse(body) }); res.end('ok'); });
+  });
+  await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+  plandesk('webhook', 'add', `http://127.0.0.1:${receiver.address().port}/hook`);
+  const { context, page } = await signedInPhone('walker');
+  const answer = hookWaits('s-hook', '# Ship the release\n\nTag v2 and publish the private notes.');
+  const [post] = await waitFor(async () => received.length && received, 'the webhook');
+  assert.equal(post.path, '/hook');
+  assert.equal(post.type, 'application/json');
+  assert.equal(post.body.event, 'plan-pending');
+  assert.equal(post.body.title, 'Ship the release');
+  assert.equal(post.body.agent, 'Claude Code');
+  assert.ok(post.body.ageSeconds >= 0 && post.body.ageSeconds < 60, JSON.stringify(post.body));
+  assert.doesNotMatch(JSON.stringify(post.body), /private notes/, 'no plan text unless asked for');
+  assert.match(post.body.url, new RegExp(`^${base}/\\?run=`));
+  // The link, followed from another site (a chat, a notification app): the plan on screen.
+  const elsewhere = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(`<a id="go" href="${post.body.url}">Review</a>`);
+  });
+  await new Promise((r) => elsewhere.listen(0, '127.0.0.2', r));
+  await page.goto(`http://127.0.0.2:${elsewhere.address().port}/`);
+  await page.click('#go');
+  await page.waitForSelector('#plan-title');
+  assert.equal(await page.textContent('#plan-title'), 'Ship the release');
+  await page.tap('#approve');
+  assert.equal((await answer).hookSpecificOutput.decision.behavior, 'allow');
+  const [listed] = JSON.parse(plandesk('--json', 'webhook', 'list'));
+  assert.equal(listed.last.ok, true, JSON.stringify(listed));
+  plandesk('webhook', 'remove', listed.url);
+  elsewhere.close();
+  receiver.close();
+  await context.close();
+});

@@ -401,6 +401,37 @@ pub fn comments(comments: &[Comment]) {
 }
 
 /// `plandesk token list`: names and dates, never secrets.
+/// The webhooks, with how each one's last delivery went.
+pub fn webhooks(hooks: &[plandesk::webhook::Listed]) {
+    if hooks.is_empty() {
+        say!("No webhooks. Add one with: plandesk webhook add URL [--format json|ntfy|slack]");
+        return;
+    }
+    let mut table = Table::new(&["URL", "FORMAT", "PLAN", "LAST"]);
+    for hook in hooks {
+        let last = match &hook.last {
+            None => "not sent yet".to_owned(),
+            Some(d) if d.ok => format!("delivered {}", age(d.at)),
+            Some(d) => format!(
+                "failed {}: {}",
+                age(d.at),
+                short(d.error.as_deref().unwrap_or(""), 60)
+            ),
+        };
+        let format = serde_json::to_value(hook.webhook.format)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        table.row([
+            short(&hook.webhook.url, 60),
+            format,
+            if hook.webhook.with_plan { "yes" } else { "no" }.to_owned(),
+            last,
+        ]);
+    }
+    print_table(&table, "");
+}
+
 /// Browsers signed in to the web review, and sign-in links not used yet.
 pub fn sessions(sessions: &[plandesk::token::TokenRow], now: plandesk::clock::Millis) {
     if sessions.is_empty() {

@@ -118,6 +118,14 @@ pub async fn serve(
         web: web::Attempts::default(),
     });
     let watcher = tokio::spawn(revoked::watch(state.clone(), revoked_keys));
+    let base = match state.engine.setting(web::pair::PUBLIC_URL_SETTING).await {
+        Ok(Some(url)) => url,
+        _ => listener
+            .local_addr()
+            .map(|a| format!("http://{a}"))
+            .unwrap_or_default(),
+    };
+    let announcer = tokio::spawn(crate::webhook::announce_new(state.engine.clone(), base));
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut shutdown = std::pin::pin!(shutdown);
@@ -154,6 +162,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    announcer.abort();
     let _ = stop.send(true);
     let _ = watcher.await;
     let tasks = state.server.tasks().clone();

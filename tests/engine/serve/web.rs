@@ -215,3 +215,72 @@ async fn sign_in_attempts_are_rate_limited() {
     assert_eq!(response.status(), 429);
     assert!(response.headers().contains_key("retry-after"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_that_fails_is_tried_again_with_backoff_and_its_failure_is_listed() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let fx = Fixture::new(json!([]));
+    // A receiver that answers every POST with a 500.
+    let receiver = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = receiver.local_addr().unwrap();
+    let tries = Arc::new(AtomicUsize::new(0));
+    let counted = tries.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = receiver.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut buffer = vec![0u8; 64 * 1024];
+            let _ = stream.read(&mut buffer).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .await;
+        }
+    });
+    fx.ok(&[
+        "webhook",
+        "add",
+        &format!("http://{address}/hook"),
+        "--format",
+        "slack",
+    ]);
+    let token = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    let payload = hook_payload("s1", json!({"plan": "# Ship it\n\nNow."}));
+    let waiting = tokio::spawn({
+        let base = server.base.clone();
+        async move { post_hook(&base, Some(&token), &payload).await }
+    });
+    let started = std::time::Instant::now();
+    let failed = loop {
+        let listed: Value =
+            serde_json::from_slice(&fx.ok(&["--json", "webhook", "list"]).stdout).unwrap();
+        if listed[0]["last"]["ok"] == json!(false) {
+            break listed;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no failure listed: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(tries.load(Ordering::SeqCst), 5, "five tries");
+    assert!(
+        started.elapsed() >= Duration::from_secs(15),
+        "waits of 1, 2, 4 and 8 s between them"
+    );
+    assert_eq!(
+        failed[0]["last"]["error"],
+        "answered 500 Internal Server Error (tried 5 times)"
+    );
+    assert_eq!(failed[0]["format"], "slack");
+    fx.ok(&[
+        "reject",
+        fx.listing(&["pending"])[0]["runId"].as_str().unwrap(),
+        "--feedback",
+        "later",
+    ]);
+    let answer = waiting.await.unwrap();
+    assert_eq!(answer.status(), 200);
+}

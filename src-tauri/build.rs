@@ -8,6 +8,10 @@ const CONFIG: &str = "../tauri.conf.json";
 /// Every command the webview may invoke; `capabilities/main.json` grants them.
 const COMMANDS: &[&str] = &[
     "app_info",
+    "sign_in_link",
+    "webhooks",
+    "add_webhook",
+    "remove_webhook",
     "default_model",
     "start_run",
     "decide",

@@ -15,6 +15,67 @@ export function openSettings() {
   $('settings').showModal();
   loadDefaultModel();
   loadAgents();
+  loadWebhooks();
+  $('settings-qr').hidden = true;
+  $('settings-pair-link').hidden = true;
+}
+
+/** A sign-in link for a phone: its QR code (an image: no markup is inserted) and the link. */
+async function makeSignInLink() {
+  try {
+    const link = await call('sign_in_link');
+    $('settings-qr').src = `data:image/svg+xml;base64,${btoa(link.qrSvg)}`;
+    $('settings-qr').hidden = false;
+    $('settings-pair-link').textContent = `${link.url} — signs in as ${link.name}`;
+    $('settings-pair-link').hidden = false;
+  } catch (e) {
+    showError(e);
+  }
+}
+
+const webhookReads = newestRead();
+
+async function loadWebhooks(hooks) {
+  const newest = webhookReads();
+  let rows;
+  try {
+    rows = (hooks || await call('webhooks')).map(webhookRow);
+  } catch (e) {
+    rows = [h('li', { class: 'muted' }, describe(e))];
+  }
+  if (!rows.length) rows = [h('li', { class: 'muted' }, 'No webhooks.')];
+  if (newest()) clear($('settings-webhooks')).append(...rows);
+}
+
+function webhookRow(hook) {
+  const last = !hook.last ? 'Not sent yet'
+    : hook.last.ok ? 'Delivered' : `Failed: ${hook.last.error || ''}`;
+  const remove = h('button', { type: 'button' }, 'Remove');
+  remove.addEventListener('click', async () => {
+    remove.disabled = true;
+    try {
+      loadWebhooks(await call('remove_webhook', { url: hook.url }));
+    } catch (e) {
+      showError(e);
+      remove.disabled = false;
+    }
+  });
+  return h('li', {},
+    h('span', { class: 'name file', title: hook.url }, hook.url),
+    h('span', { class: `state ${hook.last && !hook.last.ok ? 'off' : 'on'}` }, hook.format),
+    h('span', { class: `file ${hook.last && !hook.last.ok ? 'problem' : 'muted'}` }, last),
+    remove);
+}
+
+async function addWebhook() {
+  const url = $('webhook-url').value.trim();
+  if (!url) return;
+  try {
+    loadWebhooks(await call('add_webhook', { webhook: { url, format: $('webhook-format').value, withPlan: false } }));
+    $('webhook-url').value = '';
+  } catch (e) {
+    showError(e);
+  }
 }
 
 const modelReads = newestRead();
@@ -108,4 +169,6 @@ export function openHelp() {
 export function initDialogs() {
   $('settings-save').addEventListener('click', saveSettings);
   $('settings-cancel').addEventListener('click', () => $('settings').close());
+  $('settings-pair').addEventListener('click', makeSignInLink);
+  $('webhook-add').addEventListener('click', addWebhook);
 }

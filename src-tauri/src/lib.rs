@@ -224,6 +224,10 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             settings::app_info,
+            settings::sign_in_link,
+            settings::webhooks,
+            settings::add_webhook,
+            settings::remove_webhook,
             commands::default_model,
             commands::start_run,
             commands::decide,

@@ -2,7 +2,9 @@
 //! the folder to offer, a plan to open), and saving Settings, the team store included (a new
 //! one is checked first, then the app starts again on it).
 
+use plandesk::source::serve::web::pair;
 use plandesk::view::Settings;
+use plandesk::webhook;
 use tauri::{AppHandle, Runtime, State};
 
 use crate::ipc::{AppInfo, IpcError};
@@ -115,4 +117,47 @@ async fn check_team_store(state: &AppState, url: &str) -> Result<()> {
     plandesk::config::reach_team_store(url)
         .await
         .map_err(|e| refused(e.to_string()))
+}
+
+/// A one-time sign-in link for a phone (Settings → Review from your phone), with its QR code
+/// as SVG: `plandesk pair`'s.
+#[tauri::command]
+pub async fn sign_in_link(state: State<'_, AppState>) -> Result<PhoneLink> {
+    let link = pair::sign_in_link(&state.engine, None, None).await?;
+    Ok(PhoneLink {
+        qr_svg: pair::qr_svg(&link.url).unwrap_or_default(),
+        link,
+    })
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhoneLink {
+    #[serde(flatten)]
+    link: pair::SignInLink,
+    qr_svg: String,
+}
+
+/// The webhooks, with how each one's last delivery went.
+#[tauri::command]
+pub async fn webhooks(state: State<'_, AppState>) -> Result<Vec<webhook::Listed>> {
+    Ok(webhook::list(&state.engine).await?)
+}
+
+#[tauri::command]
+pub async fn add_webhook(
+    state: State<'_, AppState>,
+    webhook: webhook::Webhook,
+) -> Result<Vec<webhook::Listed>> {
+    webhook::add(&state.engine, webhook).await?;
+    Ok(webhook::list(&state.engine).await?)
+}
+
+#[tauri::command]
+pub async fn remove_webhook(
+    state: State<'_, AppState>,
+    url: String,
+) -> Result<Vec<webhook::Listed>> {
+    webhook::remove(&state.engine, &url).await?;
+    Ok(webhook::list(&state.engine).await?)
 }

@@ -58,6 +58,40 @@ test('Settings → Agents: one click sets Claude Code up with the hook, another 
   }
 });
 
+test('Settings → Review from your phone: a sign-in link as a QR code; webhooks added, listed and removed', async () => {
+  const fx = fixture();
+  const app = await openApp(PORT, fx);
+  try {
+    await app.click('#settings-btn');
+    await app.find('#settings-pair');
+    assert.match(await app.text('#settings-webhooks'), /No webhooks/);
+    const show = (css) => app.exec(`document.querySelector('${css}').scrollIntoView({ block: 'center' }); return true;`);
+    await show('#settings-pair');
+    await app.click('#settings-pair');
+    await app.waitFor("!document.querySelector('#settings-qr').hidden && document.querySelector('#settings-qr').naturalWidth > 0", { what: 'the QR code' });
+    const link = await app.text('#settings-pair-link');
+    assert.match(link, /^http:\/\/127\.0\.0\.1:8765\/pair\/pdp_[0-9a-f]{64} — signs in as /, link);
+    const sessions = JSON.parse(cli(fx, ['--json', 'session', 'list']));
+    assert.deepEqual(sessions.map((s) => s.kind), ['pairing'], 'the link is a one-time sign-in link in the store');
+    await show('#webhook-url');
+    await app.type('#webhook-url', 'https://ntfy.sh/plandesk-e2e');
+    await app.exec("document.querySelector('#webhook-format').value = 'ntfy'; return true;");
+    await app.click('#webhook-add');
+    await app.waitFor("document.querySelector('#settings-webhooks').innerText.includes('ntfy.sh/plandesk-e2e')", { what: 'the webhook listed' });
+    assert.match(await app.text('#settings-webhooks'), /ntfy[\s\S]*Not sent yet/);
+    assert.deepEqual(JSON.parse(cli(fx, ['--json', 'webhook', 'list'])).map((w) => [w.url, w.format, w.withPlan]),
+      [['https://ntfy.sh/plandesk-e2e', 'ntfy', false]], 'the CLI lists what Settings added');
+    await show('#settings-pair');
+    await app.screenshot(join(ARTIFACTS, 'settings-phone.png'));
+    await show('#settings-webhooks li button');
+    await app.click('#settings-webhooks li button');
+    await app.waitFor("document.querySelector('#settings-webhooks').innerText.includes('No webhooks')", { what: 'the webhook removed' });
+    assert.deepEqual(JSON.parse(cli(fx, ['--json', 'webhook', 'list'])), []);
+  } finally {
+    await app.close();
+  }
+});
+
 test('the name set in Settings is who the audit trail says decided', async () => {
   const fx = fixture();
   const app = await openApp(PORT, fx);

@@ -68,6 +68,7 @@ function installFake(world) {
       return world.model;
     },
     inbox: () => world.inbox,
+    webhooks: () => world.webhooks || [],
     runs: () => world.runs,
     set_viewing: () => null,
     run_detail: (args) => {
@@ -262,7 +263,10 @@ test('? lists the keys and Esc closes it; focus is visible', async () => {
   assert.equal(await page.evaluate(() => document.querySelector('#help').open), true);
   await page.keyboard.press('Escape');
   assert.equal(await page.evaluate(() => document.querySelector('#help').open), false);
-  await page.keyboard.press('Tab');
+  // From where the dialog was, Tab may first leave the page's end: on to the first control.
+  for (let i = 0; i < 3 && (i === 0 || await page.evaluate(() => document.activeElement === document.body)); i++) {
+    await page.keyboard.press('Tab');
+  }
   const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
   assert.notEqual(outline, 'none', 'keyboard focus is drawn');
   await page.close();
@@ -557,6 +561,22 @@ test('with nothing yet, the new-run form; no CSP violation, no overflow at the s
   assert.equal(overflow, false);
   assert.deepEqual(await page.evaluate(() => window.__violations), []);
   await page.close();
+});
+
+test('Settings lists each webhook with how its last delivery went: a failure says why', async () => {
+  const webhooks = [
+    { url: 'https://ntfy.sh/team', format: 'ntfy', withPlan: false, last: { at: now, ok: true, error: null } },
+    { url: 'https://hooks.example.com/x', format: 'json', withPlan: false, last: { at: now, ok: false, error: 'answered 500 Internal Server Error (tried 5 times)' } },
+  ];
+  const page = await open({ ...world(), webhooks });
+  await page.click('#settings-btn');
+  await page.waitForFunction(() => document.querySelectorAll('#settings-webhooks li').length === 2);
+  const rows = await page.$$eval('#settings-webhooks li', (lis) => lis.map((li) => li.innerText.replace(/\s+/g, ' ').trim()));
+  assert.deepEqual(rows, [
+    'https://ntfy.sh/team ntfy Delivered Remove',
+    'https://hooks.example.com/x json Failed: answered 500 Internal Server Error (tried 5 times) Remove',
+  ]);
+  assert.equal(await page.$eval('#settings-webhooks li:nth-child(2) .problem', (el) => el.textContent.startsWith('Failed')), true);
 });
 
 test('the new-run form and Settings show the default model once the backend has found it, and say so if it cannot', async () => {

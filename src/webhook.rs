@@ -18,8 +18,10 @@ use crate::view::{CommandError, InboxItem};
 
 /// The setting that holds the webhooks (JSON).
 const SETTING: &str = "webhooks";
-/// The setting that holds how each webhook's last delivery went (JSON, by URL).
-const STATUS_SETTING: &str = "webhooks.status";
+/// The settings that hold how each webhook's last delivery went (JSON), one per webhook (so
+/// that deliveries finishing together do not overwrite each other): this and the SHA-256 of
+/// its URL.
+const STATUS_SETTING: &str = "webhooks.status.";
 /// Webhooks kept at most.
 pub const MAX_WEBHOOKS: usize = 20;
 /// The longest URL taken.
@@ -89,20 +91,25 @@ pub struct Listed {
 
 /// Every webhook, with how its last delivery went.
 pub async fn list(engine: &Engine) -> Result<Vec<Listed>, EngineError> {
-    let status = statuses(engine).await?;
-    Ok(saved(engine)
-        .await?
-        .into_iter()
-        .map(|webhook| Listed {
-            last: status.get(&webhook.url).cloned(),
+    let mut listed = Vec::new();
+    for webhook in saved(engine).await? {
+        listed.push(Listed {
+            last: last_delivery(engine, &webhook.url).await?,
             webhook,
-        })
-        .collect())
+        });
+    }
+    Ok(listed)
 }
 
 /// Saves `webhook` (checked first); one with the same URL is replaced.
 pub async fn add(engine: &Engine, webhook: Webhook) -> Result<(), CommandError> {
     let url = check_url(&webhook.url)?;
+    if webhook.format == Format::Ntfy && ntfy_topic(&url).is_none() {
+        return Err(CommandError::invalid(format!(
+            "{} names no ntfy topic: give the topic's URL, like https://ntfy.sh/my-plans.",
+            crate::text::short(&url, 100)
+        )));
+    }
     let mut hooks = saved(engine).await?;
     hooks.retain(|h| h.url != url);
     if hooks.len() >= MAX_WEBHOOKS {
@@ -124,6 +131,7 @@ pub async fn remove(engine: &Engine, url: &str) -> Result<bool, EngineError> {
         return Ok(false);
     }
     save(engine, &hooks).await?;
+    engine.set_setting(&status_key(url.trim()), None).await?;
     Ok(true)
 }
 
@@ -140,25 +148,18 @@ async fn save(engine: &Engine, hooks: &[Webhook]) -> Result<(), EngineError> {
     engine.set_setting(SETTING, Some(&text)).await
 }
 
-async fn statuses(
-    engine: &Engine,
-) -> Result<std::collections::HashMap<String, Delivery>, EngineError> {
-    let text = engine.setting(STATUS_SETTING).await?;
-    Ok(text
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default())
+fn status_key(url: &str) -> String {
+    format!("{STATUS_SETTING}{}", crate::token::hash(url))
 }
 
-async fn record(engine: &Engine, url: &str, delivery: Delivery) {
-    let result = async {
-        let mut all = statuses(engine).await?;
-        all.insert(url.to_owned(), delivery);
-        let kept = saved(engine).await?;
-        all.retain(|url, _| kept.iter().any(|h| &h.url == url));
-        let text = serde_json::to_string(&all).unwrap_or_else(|_| "{}".into());
-        engine.set_setting(STATUS_SETTING, Some(&text)).await
-    };
-    if let Err(err) = result.await {
+async fn last_delivery(engine: &Engine, url: &str) -> Result<Option<Delivery>, EngineError> {
+    let text = engine.setting(&status_key(url)).await?;
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+async fn record(engine: &Engine, url: &str, delivery: &Delivery) {
+    let text = serde_json::to_string(delivery).unwrap_or_default();
+    if let Err(err) = engine.set_setting(&status_key(url), Some(&text)).await {
         eprintln!("plandesk serve: cannot keep how a webhook's delivery went: {err}");
     }
 }
@@ -183,6 +184,17 @@ fn check_url(given: &str) -> Result<String, CommandError> {
         return Err(refuse("no host"));
     }
     Ok(url.to_string())
+}
+
+/// An ntfy topic URL's server (where JSON is published, with a trailing `/`) and topic: the
+/// URL's last path segment.
+fn ntfy_topic(url: &str) -> Option<(String, String)> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let topic = parsed.path_segments()?.rfind(|s| !s.is_empty())?.to_owned();
+    let path = parsed.path().trim_end_matches('/');
+    let base = path[..path.len() - topic.len()].trim_end_matches('/');
+    let server = format!("{}{base}/", parsed.origin().ascii_serialization());
+    Some((server, topic))
 }
 
 /// What one pending plan's notification says.
@@ -230,10 +242,7 @@ pub fn request(webhook: &Webhook, pending: &Pending, now: Millis) -> (String, Va
         }
         Format::Ntfy => {
             // Published as JSON to the server's root, the topic named in the body.
-            let (server, topic) = match webhook.url.trim_end_matches('/').rsplit_once('/') {
-                Some((server, topic)) => (format!("{server}/"), topic.to_owned()),
-                None => (webhook.url.clone(), String::new()),
-            };
+            let (server, topic) = ntfy_topic(&webhook.url).unwrap_or_default();
             let message = match plan {
                 Some(plan) => plan.clone(),
                 None => format!("{} waits for your review.", pending.agent),
@@ -272,7 +281,7 @@ pub fn request(webhook: &Webhook, pending: &Pending, now: Millis) -> (String, Va
                               "url": pending.link, "style": "primary"}],
             }));
             let body = json!({
-                "text": format!("Plan waiting for your review: {title}"),
+                "text": format!("Plan waiting for your review: {}", escape(&title)),
                 "blocks": blocks,
             });
             (webhook.url.clone(), body)
@@ -314,7 +323,7 @@ pub async fn announce(
                     crate::text::short(&webhook.url, 100)
                 );
             }
-            record(&engine, &webhook.url, delivery).await;
+            record(&engine, &webhook.url, &delivery).await;
         });
     }
 }
@@ -366,7 +375,7 @@ pub async fn announce_new(engine: Engine, base: String) {
     use std::collections::HashSet;
 
     let client = client();
-    let mut changes = engine.changes();
+    let mut changes = engine.changes().fuse();
     let mut seen: Option<HashSet<(String, String)>> = None;
     loop {
         match crate::view::inbox(engine.review()).await {
@@ -388,8 +397,9 @@ pub async fn announce_new(engine: Engine, base: String) {
             }
             Err(err) => eprintln!("plandesk serve: cannot read the inbox: {err}"),
         }
+        // A store whose changes cannot be followed (its watcher failed) is read every 10 s.
         tokio::select! {
-            change = changes.next() => if change.is_none() { return },
+            Some(()) = changes.next() => {}
             () = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
     }
@@ -458,6 +468,15 @@ mod tests {
     #[test]
     fn only_http_urls_are_webhooks() {
         assert!(check_url("https://hooks.slack.com/services/T/B/X").is_ok());
+        assert_eq!(
+            ntfy_topic("https://ntfy.sh/plans/"),
+            Some(("https://ntfy.sh/".into(), "plans".into()))
+        );
+        assert_eq!(
+            ntfy_topic("https://example.com/ntfy/plans"),
+            Some(("https://example.com/ntfy/".into(), "plans".into()))
+        );
+        assert_eq!(ntfy_topic("https://ntfy.sh"), None);
         for bad in ["ftp://x/", "file:///etc/passwd", "hooks.slack.com", ""] {
             assert!(check_url(bad).is_err(), "{bad}");
         }

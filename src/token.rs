@@ -11,7 +11,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::clock::{Clock, Millis};
-use crate::store::{Actor, NewToken, Store, StoreError};
+use crate::store::{Actor, NewToken, Store, StoreError, TokenKey};
 
 /// A token as listed: its kind and name, who made it and when, and whether it is revoked or
 /// expired (never a secret).
@@ -188,10 +188,22 @@ impl Tokens {
     /// Revokes the active token of `kind` named `name` (for a session: signs it out).
     pub async fn revoke(&self, kind: TokenKind, name: &str) -> Result<TokenRow, TokenError> {
         check_name(name)?;
-        Ok(self
+        self.store
+            .revoke_token(kind, TokenKey::Name(name), &self.actor, self.clock.now())
+            .await?
+            .ok_or_else(|| StoreError::UnknownToken(kind, name.to_owned()).into())
+    }
+
+    /// Signs out the session whose secret is `secret` (that one, whatever its name names
+    /// since); `false` if it had ended already.
+    pub async fn sign_out(&self, secret: &str) -> Result<bool, TokenError> {
+        let sha256 = hash(secret);
+        let now = self.clock.now();
+        let which = TokenKey::Sha256(&sha256);
+        let revoked = self
             .store
-            .revoke_token(kind, name, &self.actor, self.clock.now())
-            .await?)
+            .revoke_token(TokenKind::Session, which, &self.actor, now);
+        Ok(revoked.await?.is_some())
     }
 
     /// Whether the token `caller` came with is still active (not revoked since).
@@ -225,9 +237,11 @@ impl Tokens {
     /// active sessions and links), valid for [`PAIRING_LIFETIME`].
     pub async fn pair(&self, name: &str) -> Result<(TokenRow, TokenSecret), TokenError> {
         check_name(name)?;
-        let signed_in = self.list().await?.into_iter().any(|row| {
-            row.kind == TokenKind::Session && row.name == name && row.revoked_at.is_none()
-        });
+        let now = self.clock.now();
+        let signed_in =
+            self.list().await?.into_iter().any(|row| {
+                row.kind == TokenKind::Session && row.name == name && row.is_active(now)
+            });
         if signed_in {
             return Err(StoreError::TokenExists(TokenKind::Session, name.to_owned()).into());
         }

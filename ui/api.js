@@ -38,12 +38,24 @@ function signedOut() {
 }
 
 let events = null;
+const listeners = [];
+let retry = 1000;
 
-/** The server's event stream, opened once, on the first listener. */
+/** The server's event stream, opened on the first listener. A stream the browser gave up on
+ * (the server restarted and refused it, or was away too long) is opened again with backoff,
+ * after a command has said whether this browser is still signed in (401: to sign-in). */
 function eventSource() {
   if (!events) {
     events = new EventSource('/api/events');
     events.addEventListener('signed-out', signedOut);
+    events.addEventListener('open', () => { retry = 1000; });
+    for (const [event, listener] of listeners) events.addEventListener(event, listener);
+    events.addEventListener('error', () => {
+      if (events.readyState !== EventSource.CLOSED) return; // the browser reconnects itself
+      events = null;
+      setTimeout(() => webCall('set_viewing', {}).then(eventSource, eventSource), retry);
+      retry = Math.min(retry * 2, 30000);
+    });
   }
   return events;
 }
@@ -64,9 +76,12 @@ export function runChannel(onEvent) {
 export function listen(event, handler) {
   if (tauri()) return tauri().event.listen(event, (e) => handler(e.payload));
   const listener = (e) => handler(JSON.parse(e.data));
-  const source = eventSource();
-  source.addEventListener(event, listener);
-  return Promise.resolve(() => source.removeEventListener(event, listener));
+  listeners.push([event, listener]);
+  eventSource().addEventListener(event, listener);
+  return Promise.resolve(() => {
+    listeners.splice(listeners.findIndex(([, l]) => l === listener), 1);
+    events?.removeEventListener(event, listener);
+  });
 }
 
 /**

@@ -8,7 +8,7 @@
 // pages of whole blocks; only the pages near the screen are in the document, the others are
 // empty boxes of their height (measured once shown, estimated before), filled as they near the
 // screen and emptied when far from it.
-import { call } from './api.js';
+import { call, inBrowser } from './api.js';
 import { h } from './dom.js';
 import { showError } from './banner.js';
 import { viewEl } from './nav.js';
@@ -252,10 +252,18 @@ function hiddenWarning(revision, showSource) {
   return strip;
 }
 
-/** Links in plans open in the system browser, never in this window. */
+/** Links in plans open in the system browser, never in this window (in a browser: a new tab
+ * that knows nothing of this page). Only web and mail links. */
 export function onLinkClick(event) {
   const link = event.target.closest && event.target.closest('a[href]');
   if (!link) return;
   event.preventDefault();
-  if (link.closest('.plan')) call('open_link', { url: link.getAttribute('href') }).catch(showError);
+  if (!link.closest('.plan')) return;
+  const url = link.getAttribute('href');
+  if (inBrowser()) {
+    if (/^(https?:|mailto:)/i.test(url)) window.open(url, '_blank', 'noopener,noreferrer');
+    else showError({ code: 'invalid-input', message: `Only web and mail links open from a plan, not ${url}` });
+    return;
+  }
+  call('open_link', { url }).catch(showError);
 }

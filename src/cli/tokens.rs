@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use plandesk::source::serve::web::pair;
-use plandesk::token::{TokenKind, TokenRow};
+use plandesk::token::{TokenError, TokenKind, TokenRow};
 use plandesk::{webhook, Engine};
 
 use super::{print, SessionAction, TokenAction, WebhookAction};
@@ -107,7 +107,20 @@ pub async fn session(engine: &Engine, action: SessionAction, json: bool) -> Resu
             }
         }
         SessionAction::Revoke { name } => {
-            let row = engine.tokens().revoke(TokenKind::Session, &name).await?;
+            let tokens = engine.tokens();
+            // A browser signed in under that name, else a link not used yet.
+            let row = match tokens.revoke(TokenKind::Session, &name).await {
+                Err(TokenError::Store(err)) if err.code() == "unknown-token" => tokens
+                    .revoke(TokenKind::Pairing, &name)
+                    .await
+                    .map_err(|_| {
+                        anyhow::anyhow!(
+                            "no browser is signed in as `{name}` and no sign-in link for it is \
+                             waiting (`plandesk session list` shows them)"
+                        )
+                    })?,
+                row => row?,
+            };
             if json {
                 println!("{}", serde_json::to_string(&row)?);
             } else {

@@ -163,8 +163,19 @@ impl Engine {
         .with_actor(Actor::local(process)))
     }
 
-    /// The same engine, acting as `actor`.
+    /// The same engine, acting as `actor` (as this computer's reviewer: a name in Settings
+    /// wins).
     pub fn with_actor(self, actor: Actor) -> Self {
+        self.acting_as(actor, false)
+    }
+
+    /// The same engine, acting as the person `actor` names whatever Settings say: a reviewer
+    /// signed in to the web review.
+    pub fn as_person(self, actor: Actor) -> Self {
+        self.acting_as(actor, true)
+    }
+
+    fn acting_as(self, actor: Actor, named: bool) -> Self {
         let inner = match Arc::try_unwrap(self.inner) {
             Ok(inner) => inner,
             Err(shared) => Inner {
@@ -184,7 +195,7 @@ impl Engine {
         };
         Self {
             inner: Arc::new(Inner {
-                review: Review::new(inner.store.clone(), inner.clock.clone(), actor.clone()),
+                review: inner.review.acting_as(actor.clone(), named),
                 actor,
                 ..inner
             }),

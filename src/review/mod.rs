@@ -102,6 +102,9 @@ pub struct Review {
     clock: Arc<dyn Clock>,
     /// This process and its person, for the audit trail.
     actor: Actor,
+    /// Whether `actor` acts whatever name Settings give (a person signed in to the web review
+    /// is who they signed in as, not the desktop's reviewer).
+    named: bool,
     renders: Arc<renders::Renders>,
 }
 
@@ -139,7 +142,20 @@ impl Review {
             store,
             clock,
             actor,
+            named: false,
             renders: Arc::default(),
+        }
+    }
+
+    /// The same review (its renders shared), acting as `actor`; `named`: whatever name
+    /// Settings give.
+    pub fn acting_as(&self, actor: Actor, named: bool) -> Self {
+        Self {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            actor,
+            named,
+            renders: self.renders.clone(),
         }
     }
 
@@ -158,8 +174,12 @@ impl Review {
         .await;
     }
 
-    /// Who acts now: the reviewer named in Settings, else this process's person.
+    /// Who acts now: a person signed in as themselves; else the reviewer named in Settings,
+    /// else this process's person.
     pub async fn actor(&self) -> Actor {
+        if self.named {
+            return self.actor.clone();
+        }
         match self.store.setting(REVIEWER_SETTING).await {
             Ok(Some(name)) if !name.trim().is_empty() => Actor {
                 name: name.trim().to_owned(),

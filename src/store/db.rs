@@ -405,12 +405,12 @@ impl<B: Backend> Store for SqlStore<B> {
     async fn revoke_token(
         &self,
         kind: TokenKind,
-        name: &str,
+        which: TokenKey<'_>,
         by: &Actor,
         at: Millis,
-    ) -> Result<TokenRow, StoreError> {
+    ) -> Result<Option<TokenRow>, StoreError> {
         write!(self, "revoke a token", |tx| log::revoke_token(
-            &mut tx, kind, name, by, at
+            &mut tx, kind, which, by, at
         ))
     }
 

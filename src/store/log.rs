@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use super::sql::{Conn, Row, Tx};
 use super::{
-    Actor, AuditKind, AuditRow, EventKind, EventRow, NewToken, StoreError, TokenKind, TokenRow,
+    Actor, AuditKind, AuditRow, EventKind, EventRow, NewToken, StoreError, TokenKey, TokenKind,
+    TokenRow,
 };
 use crate::clock::Millis;
 
@@ -216,6 +217,7 @@ pub(super) async fn create_token(
     tx: &mut Tx<impl Conn>,
     new: &NewToken<'_>,
 ) -> Result<TokenRow, StoreError> {
+    end_expired(tx, new.kind, new.name, new.at).await?;
     let active = tx
         .row(
             "look up a token by name",
@@ -268,26 +270,47 @@ pub(super) async fn tokens(tx: &mut Tx<impl Conn>) -> Result<Vec<TokenRow>, Stor
 pub(super) async fn revoke_token(
     tx: &mut Tx<impl Conn>,
     kind: TokenKind,
-    name: &str,
+    which: TokenKey<'_>,
     by: &Actor,
     at: Millis,
-) -> Result<TokenRow, StoreError> {
+) -> Result<Option<TokenRow>, StoreError> {
+    let (column, value) = match which {
+        TokenKey::Name(name) => ("name", name),
+        TokenKey::Sha256(sha256) => ("sha256", sha256),
+    };
     let sql = format!(
         "UPDATE tokens SET revoked_at = $3, revoked_by = $4
-         WHERE kind = $1 AND name = $2 AND revoked_at IS NULL RETURNING {TOKEN_COLUMNS}"
+         WHERE kind = $1 AND {column} = $2 AND revoked_at IS NULL RETURNING {TOKEN_COLUMNS}"
     );
-    let missing = || StoreError::UnknownToken(kind, name.to_owned());
     let revoked = tx
-        .one(
+        .row(
             "revoke a token",
             &sql,
-            &[&kind.as_str(), &name, &at, &by.name],
-            missing,
+            &[&kind.as_str(), &value, &at, &by.name],
             token,
         )
         .await?;
-    token_changed(tx, AuditKind::TokenRevoked, (kind, name), by, at).await?;
+    if let Some(row) = &revoked {
+        token_changed(tx, AuditKind::TokenRevoked, (kind, &row.name), by, at).await?;
+    }
     Ok(revoked)
+}
+
+/// Ends what has expired of `kind` under `name` (its name is free again), as of `now`.
+async fn end_expired(
+    tx: &mut Tx<impl Conn>,
+    kind: TokenKind,
+    name: &str,
+    now: Millis,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "end expired tokens",
+        "UPDATE tokens SET revoked_at = expires_at, revoked_by = 'expired'
+         WHERE kind = $1 AND name = $2 AND revoked_at IS NULL AND expires_at <= $3",
+        &[&kind.as_str(), &name, &now],
+    )
+    .await?;
+    Ok(())
 }
 
 pub(super) async fn active_token(

@@ -312,15 +312,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn create_token(&self, token: &NewToken<'_>) -> Result<TokenRow, StoreError>;
     /// Every token of every kind, active and revoked, oldest first.
     async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError>;
-    /// Revokes the active token of `kind` named `name` (with its audit entry); `UnknownToken`
-    /// if none is.
+    /// Revokes the active token of `kind` that `which` names (with its audit entry); `None`
+    /// if there is none.
     async fn revoke_token(
         &self,
         kind: TokenKind,
-        name: &str,
+        which: TokenKey<'_>,
         by: &Actor,
         at: Millis,
-    ) -> Result<TokenRow, StoreError>;
+    ) -> Result<Option<TokenRow>, StoreError>;
     /// The active token of `kind` whose secret hashes to `sha256` (exact match) and that has
     /// not expired at `now`, if any.
     async fn active_token(

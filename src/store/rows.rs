@@ -636,6 +636,20 @@ pub struct TokenRow {
     pub expires_at: Option<Millis>,
 }
 
+impl TokenRow {
+    /// Whether it is accepted at `now`: not revoked, not expired.
+    pub fn is_active(&self, now: Millis) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|until| until > now)
+    }
+}
+
+/// Which token: by its name (among the active ones of its kind) or by its secret's SHA-256.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKey<'a> {
+    Name(&'a str),
+    Sha256(&'a str),
+}
+
 /// A token to record: its name and the SHA-256 (hex) of its secret; the secret itself is
 /// never stored.
 #[derive(Debug, Clone)]

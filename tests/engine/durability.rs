@@ -112,7 +112,7 @@ noting_store! {
     set_setting(key: &str, value: Option<&str>, at: Millis) -> ();
     create_token(token: &NewToken<'_>) -> TokenRow;
     tokens() -> Vec<TokenRow>;
-    revoke_token(kind: TokenKind, name: &str, by: &Actor, at: Millis) -> TokenRow;
+    revoke_token(kind: TokenKind, which: TokenKey<'_>, by: &Actor, at: Millis) -> Option<TokenRow>;
     active_token(kind: TokenKind, sha256: &str, now: Millis) -> Option<TokenRow>;
     redeem_pairing(pairing_sha256: &str, session: &NewToken<'_>) -> Option<TokenRow>;
     record_work(work: &NewWork<'_>) -> Option<WorkRow>;

@@ -200,15 +200,16 @@ test('a page of another site cannot decide, and a signed-out session shows nothi
   const answer = hookWaits('s-csrf', '# Give everyone admin\n\nGrant admin to all.');
   const [item] = await waitFor(async () => { const p = await pending(); return p.length === 1 && p; }, 'the plan');
   const { context, page } = await signedInPhone('victim');
-  // Another site, open in the same browser as the signed-in review.
+  // Another origin on the same site (so the SameSite cookie goes with its requests: only the
+  // server's own checks stand in the way), open in the same browser as the signed-in review.
   const evil = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end(`<form id="f" method="post" action="${base}/api/decide" enctype="text/plain">
       <input name='{"request":{"runId":"${item.runId}","toolCallId":"${item.toolCallId}","approve":true,"x":"' value='"}}'></form>`);
   });
-  await new Promise((r) => evil.listen(0, '127.0.0.2', r));
+  await new Promise((r) => evil.listen(0, '127.0.0.1', r));
   const other = await context.newPage();
-  await other.goto(`http://127.0.0.2:${evil.address().port}/`);
+  await other.goto(`http://127.0.0.1:${evil.address().port}/`);
   const tried = await other.evaluate(async ({ base, item }) => {
     const body = JSON.stringify({ request: { runId: item.runId, toolCallId: item.toolCallId, approve: true } });
     const outcomes = [];
@@ -221,17 +222,17 @@ test('a page of another site cannot decide, and a signed-out session shows nothi
     return outcomes;
   }, { base, item });
   // JSON needs a preflight, which is not answered; a no-cors POST is sent, and refused (not
-  // JSON, no Origin of this server), its answer unreadable (CORP).
+  // JSON, another Origin), its answer unreadable (CORP).
   assert.deepEqual(tried, ['failed', 'failed']);
   await Promise.all([other.waitForNavigation(), other.evaluate(() => document.getElementById('f').submit())]);
-  assert.match(await other.textContent('body'), /signed-out|forbidden|refused/i);
+  const refusal = JSON.parse(await other.textContent('body'));
+  assert.equal(refusal.code, 'forbidden', 'the session cookie came, and the Origin check refused');
   assert.equal((await pending()).length, 1, 'still waiting: nothing was decided');
   evil.close();
 
-  // Signed out (from another place): the open page goes back to signing in.
+  // Signed out from another place: the open page goes back to signing in, by itself.
   plandesk('session', 'revoke', 'victim');
-  await page.reload();
-  await page.waitForSelector('h1');
+  await page.waitForURL(/\?signin=1$/);
   assert.equal(await page.textContent('h1'), 'Sign in to review plans');
   await context.close();
   plandesk('reject', item.runId, '--feedback', 'no');

@@ -76,6 +76,9 @@ struct State {
     revoked: revoked::RevokedKeys,
     /// Sign-in attempts of the web review, per address.
     web: web::Attempts,
+    /// Whether browsers reach this server over https (its public URL says so): its session
+    /// cookies are `Secure` even without a proxy's header.
+    public_https: bool,
 }
 
 /// Serves on `listener` until `shutdown` resolves; then every plan still waiting is closed as
@@ -106,7 +109,16 @@ pub async fn serve(
         config,
     );
     let (revoked_keys, revoked) = revoked::channel();
+    // Where browsers reach this server, for webhooks' links and the session cookie.
+    let public_url = engine
+        .setting(web::pair::PUBLIC_URL_SETTING)
+        .await
+        .ok()
+        .flatten();
     let state = Arc::new(State {
+        public_https: public_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("https://")),
         tokens: engine.tokens(),
         engine,
         mcp,
@@ -118,12 +130,18 @@ pub async fn serve(
         web: web::Attempts::default(),
     });
     let watcher = tokio::spawn(revoked::watch(state.clone(), revoked_keys));
-    let base = match state.engine.setting(web::pair::PUBLIC_URL_SETTING).await {
-        Ok(Some(url)) => url,
-        _ => listener
-            .local_addr()
-            .map(|a| format!("http://{a}"))
-            .unwrap_or_default(),
+    let base = match public_url {
+        Some(url) => url,
+        None => {
+            let address = listener.local_addr().ok();
+            if address.is_some_and(|a| a.ip().is_unspecified()) {
+                eprintln!(
+                    "plandesk serve: webhooks' links name this server by an address no browser \
+                     can open; give the one browsers reach with --public-url"
+                );
+            }
+            address.map(|a| format!("http://{a}")).unwrap_or_default()
+        }
     };
     let announcer = tokio::spawn(crate::webhook::announce_new(state.engine.clone(), base));
     let graceful = GracefulShutdown::new();

@@ -59,14 +59,14 @@ async fn tokens_are_created_found_by_hash_and_revoked(location: StoreLocation) {
         None,
         "of its own kind only"
     );
-    let revoked = store.revoke_token(agent, "ci", &ACTOR, 3).await.unwrap();
-    assert_eq!(revoked.revoked_at, Some(3));
+    let ci = TokenKey::Name("ci");
+    let revoked = store.revoke_token(agent, ci, &ACTOR, 3).await.unwrap();
+    assert_eq!(revoked.unwrap().revoked_at, Some(3));
     assert_eq!(store.active_token(agent, "aa11", 3).await.unwrap(), None);
-    let err = store
-        .revoke_token(agent, "ci", &ACTOR, 4)
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::UnknownToken(..)), "{err}");
+    assert_eq!(
+        store.revoke_token(agent, ci, &ACTOR, 4).await.unwrap(),
+        None
+    );
     // The name is free again; the revoked one stays listed.
     store.create_token(&new("ci", "cc33", 5)).await.unwrap();
     let listed = store.tokens().await.unwrap();
@@ -171,6 +171,27 @@ async fn a_sign_in_link_is_used_once_before_it_expires(location: StoreLocation) 
             .is_none(),
         "a link works until it expires"
     );
+    // An expired link's name is free again: its row ends as it expired.
+    let again = NewToken {
+        at: 11_000,
+        ..link("tablet", "p3", 20_000)
+    };
+    store.create_token(&again).await.unwrap();
+    let tablets: Vec<_> = store
+        .tokens()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.name == "tablet")
+        .map(|t| t.revoked_at)
+        .collect();
+    assert_eq!(tablets, [Some(10_000), None]);
+    // A session signed out by its secret, not its name.
+    let signed_out = store
+        .revoke_token(TokenKind::Session, TokenKey::Sha256("s1"), &ACTOR, 4_000)
+        .await
+        .unwrap();
+    assert_eq!(signed_out.map(|t| t.name), Some("phone".to_owned()));
     let audit: Vec<(String, Value)> = store
         .audit(None)
         .await
@@ -197,6 +218,14 @@ async fn a_sign_in_link_is_used_once_before_it_expires(location: StoreLocation) 
             (
                 "token-created".to_owned(),
                 json!({"token": "tablet", "kind": "pairing"})
+            ),
+            (
+                "token-created".to_owned(),
+                json!({"token": "tablet", "kind": "pairing"})
+            ),
+            (
+                "token-revoked".to_owned(),
+                json!({"token": "phone", "kind": "session"})
             ),
         ]
     );

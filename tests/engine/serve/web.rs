@@ -14,6 +14,23 @@ fn pair(fx: &Fixture, server: &Server, name: &str) -> String {
     link["url"].as_str().unwrap().to_owned()
 }
 
+/// A GET of `path` exactly as written, over a plain TCP connection: its status.
+async fn raw_get(server: &Server, path: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = server.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer}"))
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -81,18 +98,15 @@ async fn a_session_opens_the_api_and_every_state_change_must_come_from_its_pages
         .to_str()
         .unwrap()
         .contains("script-src 'self'"));
+    // Sent as written (a client library would tidy the dots away): only the UI's own files.
     for hidden in [
         "/../Cargo.toml",
         "/%2e%2e/Cargo.toml",
+        "/..%2fCargo.toml",
         "/ui/app.js",
         "/nowhere",
     ] {
-        let response = client()
-            .get(format!("{}{hidden}", server.base))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 404, "{hidden}");
+        assert_eq!(raw_get(&server, hidden).await, 404, "{hidden}");
     }
 
     let link = pair(&fx, &server, "ann");
@@ -283,4 +297,96 @@ async fn a_webhook_that_fails_is_tried_again_with_backoff_and_its_failure_is_lis
     ]);
     let answer = waiting.await.unwrap();
     assert_eq!(answer.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browsers_decision_is_its_persons_and_names_the_whole_revision() {
+    let fx = Fixture::new(json!([]));
+    // The desktop's reviewer, named in Settings on this store: not who decides from a phone.
+    let store = fx.store.open().await.unwrap();
+    store
+        .set_setting("reviewer_name", Some("Desk Person"), 1)
+        .await
+        .unwrap();
+    let token = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    let link = pair(&fx, &server, "ann");
+    // Two uses of one link at once: one session.
+    let (first, second) = tokio::join!(
+        client().post(&link).header("origin", &server.base).send(),
+        client().post(&link).header("origin", &server.base).send()
+    );
+    let mut statuses = [
+        first.unwrap().status().as_u16(),
+        second.unwrap().status().as_u16(),
+    ];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [303, 410]);
+    let sessions: Value =
+        serde_json::from_slice(&fx.ok(&["--json", "session", "list"]).stdout).unwrap();
+    assert_eq!(
+        sessions.as_array().unwrap().len(),
+        2,
+        "one link, one session: {sessions}"
+    );
+    // A link's POST from another origin (or none) is refused, and the link not used up.
+    let other = pair(&fx, &server, "bob");
+    for origin in [Some("http://evil.example"), None] {
+        let mut request = client().post(&other);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        assert_eq!(request.send().await.unwrap().status(), 403, "{origin:?}");
+    }
+    let cookie = session_of(&sign_in(&server, &other, false).await);
+
+    let payload = hook_payload("s1", json!({"plan": "# Ship it\n\nNow."}));
+    let waiting = tokio::spawn({
+        let base = server.base.clone();
+        async move { post_hook(&base, Some(&token), &payload).await }
+    });
+    let item = until_pending(&fx).await;
+    let (run_id, call_id) = (item["runId"].clone(), item["toolCallId"].clone());
+    let sha = item["revision"]["sha256"].as_str().unwrap().to_owned();
+    let decide = |revision: Value| {
+        let body = json!({"request": {"runId": run_id, "toolCallId": call_id, "approve": true,
+                                      "feedback": null, "note": null, "revision": revision}});
+        client()
+            .post(format!("{}/api/decide", server.base))
+            .header("cookie", &cookie)
+            .header("origin", &server.base)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    // Whatever is pending, or a prefix an agent could collide: refused.
+    for revision in [Value::Null, json!(&sha[..8])] {
+        let refused = decide(revision.clone()).await.unwrap();
+        assert_eq!(refused.status(), 400, "{revision}");
+        let body: Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+        assert_eq!(body["code"], "invalid-input", "{revision}: {body}");
+    }
+    assert_eq!(
+        fx.listing(&["pending"]).as_array().unwrap().len(),
+        1,
+        "still waiting"
+    );
+    assert_eq!(decide(json!(sha)).await.unwrap().status(), 200);
+    let answer: Value =
+        serde_json::from_str(&waiting.await.unwrap().text().await.unwrap()).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["decision"]["behavior"],
+        "allow"
+    );
+    let audit = String::from_utf8(fx.ok(&["--json", "audit"]).stdout).unwrap();
+    let decided: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "decided")
+        .collect();
+    assert_eq!(decided.len(), 1);
+    assert_eq!(
+        (&decided[0]["actor"], &decided[0]["process"]),
+        (&json!("bob"), &json!("web"))
+    );
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::engine::Engine;
 use crate::review::{HistoryFilter as ReviewFilter, Lines, StepMark};
-use crate::store::TokenRow;
+use crate::store::{ItemKind, TokenRow};
 use crate::view::{self, CommandError, DecideRequest, HistoryFilter, Settings};
 
 type Result<T> = std::result::Result<T, CommandError>;
@@ -154,8 +154,26 @@ pub(super) async fn call(
 }
 
 /// Records a decision (refused if the plan changed since the page showed it) and answers once
-/// it is durable; a run of Plandesk's own agent carries on here, in the background.
+/// it is durable; a run of Plandesk's own agent carries on here, in the background. A plan's
+/// decision must name the whole hash of the revision shown (the window always does): over the
+/// network, "whatever is pending" or a prefix an agent could collide is not enough.
 async fn decide(engine: &Engine, request: DecideRequest) -> Result<()> {
+    let whole = request
+        .revision
+        .as_deref()
+        .is_some_and(|sha| sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()));
+    if !whole {
+        let detail = view::run_detail(engine, &request.run_id).await?;
+        let plan = detail
+            .pending
+            .iter()
+            .any(|item| item.tool_call_id == request.tool_call_id && item.kind == ItemKind::Plan);
+        if plan || request.revision.is_some() {
+            return Err(CommandError::invalid(
+                "A decision on a plan must name the revision it was made on (its whole sha256).",
+            ));
+        }
+    }
     let verdict = request.verdict();
     let engine = engine.clone();
     let (answer, recorded) = tokio::sync::oneshot::channel::<Result<()>>();

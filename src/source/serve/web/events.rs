@@ -29,7 +29,8 @@ pub(super) fn stream(state: &State, session: String) -> Response<Body> {
     let tokens = state.tokens.clone();
     let mut stopped = state.stopped.clone();
     tokio::spawn(async move {
-        let mut changes = engine.changes();
+        // Fused: a store whose changes cannot be followed is read on the timer alone.
+        let mut changes = engine.changes().fuse();
         let mut refresh = tokio::time::interval_at(tokio::time::Instant::now() + REFRESH, REFRESH);
         let mut sent = String::new();
         loop {
@@ -63,12 +64,7 @@ pub(super) fn stream(state: &State, session: String) -> Response<Body> {
                 return;
             }
             tokio::select! {
-                change = changes.next() => {
-                    if change.is_none() {
-                        return;
-                    }
-                    tokio::time::sleep(SETTLE).await;
-                }
+                Some(()) = changes.next() => tokio::time::sleep(SETTLE).await,
                 _ = refresh.tick() => {}
                 _ = async { stopped.wait_for(|stopped| *stopped).await.map(|_| ()) } => return,
                 () = tx.closed() => return,

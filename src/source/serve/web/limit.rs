@@ -1,15 +1,16 @@
-//! Pairing attempts, counted per address: a sign-in link cannot be guessed (32 random bytes),
-//! and a client trying is slowed to a few tries a minute all the same.
+//! Failed sign-in attempts, counted per address: a sign-in link cannot be guessed (32 random
+//! bytes), and a client trying is slowed to a few tries a minute all the same. A link that
+//! works is never held up; an IPv6 client counts by its /64 (one host has them all).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Attempts one address may make per [`WINDOW`].
+/// Failed attempts one address may make per [`WINDOW`].
 const PER_WINDOW: u32 = 10;
 const WINDOW: Duration = Duration::from_secs(60);
-/// Addresses remembered at most (the oldest windows are forgotten first when more come).
+/// Addresses remembered at most: when more come, the one seen longest ago is forgotten.
 const REMEMBERED: usize = 10_000;
 
 #[derive(Debug, Default)]
@@ -18,26 +19,52 @@ pub(in crate::source::serve) struct Attempts {
 }
 
 impl Attempts {
-    /// Counts an attempt from `address`: `Err` with how long to wait when it made too many.
-    pub(in crate::source::serve) fn attempt(&self, address: IpAddr) -> Result<(), Duration> {
+    /// Whether `address` may try now: `Err` with how long to wait when it failed too often.
+    pub(in crate::source::serve) fn check(&self, address: IpAddr) -> Result<(), Duration> {
+        let now = Instant::now();
+        let map = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
+        match map.get(&key(address)) {
+            Some((start, count)) if *count >= PER_WINDOW && now.duration_since(*start) < WINDOW => {
+                Err(WINDOW.saturating_sub(now.duration_since(*start)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a failed attempt (a link unknown, used or expired) from `address`.
+    pub(in crate::source::serve) fn failed(&self, address: IpAddr) {
         let now = Instant::now();
         let mut map = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= REMEMBERED {
             map.retain(|_, (start, _)| now.duration_since(*start) < WINDOW);
         }
         if map.len() >= REMEMBERED {
-            // Every one of them within a minute: a flood, and everyone waits it out.
-            return Err(WINDOW);
+            if let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, (start, _))| *start)
+                .map(|(a, _)| *a)
+            {
+                map.remove(&oldest);
+            }
         }
-        let (start, count) = map.entry(address).or_insert((now, 0));
+        let (start, count) = map.entry(key(address)).or_insert((now, 0));
         if now.duration_since(*start) >= WINDOW {
             (*start, *count) = (now, 0);
         }
         *count += 1;
-        if *count > PER_WINDOW {
-            return Err(WINDOW.saturating_sub(now.duration_since(*start)));
+    }
+}
+
+/// What an address is counted as: itself, or for IPv6 its /64.
+fn key(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
+            let mut segments = v6.segments();
+            segments[4..].fill(0);
+            IpAddr::from(segments)
         }
-        Ok(())
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
+        IpAddr::V4(_) => address,
     }
 }
 
@@ -46,15 +73,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_address_gets_a_few_tries_a_minute_and_others_are_not_held_up() {
+    fn an_address_gets_a_few_failures_a_minute_and_others_are_not_held_up() {
         let attempts = Attempts::default();
         let one: IpAddr = [10, 0, 0, 1].into();
         let other: IpAddr = [10, 0, 0, 2].into();
         for _ in 0..PER_WINDOW {
-            assert!(attempts.attempt(one).is_ok());
+            assert!(attempts.check(one).is_ok());
+            attempts.failed(one);
         }
-        let wait = attempts.attempt(one).unwrap_err();
+        let wait = attempts.check(one).unwrap_err();
         assert!(wait > Duration::from_secs(50) && wait <= WINDOW, "{wait:?}");
-        assert!(attempts.attempt(other).is_ok());
+        assert!(attempts.check(other).is_ok());
+    }
+
+    #[test]
+    fn an_ipv6_host_counts_once_for_its_whole_prefix() {
+        let attempts = Attempts::default();
+        for n in 0..u16::try_from(PER_WINDOW).unwrap() {
+            attempts.failed(IpAddr::from([0x2001, 0xdb8, 1, 2, n, n, n, n]));
+        }
+        assert!(attempts
+            .check(IpAddr::from([0x2001, 0xdb8, 1, 2, 9, 9, 9, 9]))
+            .is_err());
+        assert!(attempts
+            .check(IpAddr::from([0x2001, 0xdb8, 1, 3, 0, 0, 0, 1]))
+            .is_ok());
+    }
+
+    #[test]
+    fn a_flood_of_addresses_forgets_the_oldest_and_locks_nobody_else_out() {
+        let attempts = Attempts::default();
+        for n in 0..u32::try_from(REMEMBERED).unwrap() + 5 {
+            attempts.failed(IpAddr::from(n.to_be_bytes()));
+        }
+        assert!(attempts.check([192, 168, 1, 1].into()).is_ok());
+        assert!(attempts.by_address.lock().unwrap().len() <= REMEMBERED);
     }
 }

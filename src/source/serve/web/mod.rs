@@ -7,8 +7,8 @@
 //!   cookie (HttpOnly, SameSite=Strict, Secure behind a proxy that says it speaks https) is
 //!   presented; the API and the event stream answer 401. Only the UI's code (no data) is public.
 //! - A session is got once from a sign-in link of `plandesk pair` (single use, 10 minutes),
-//!   by a POST from its page: a link previewed by a chat app is not used up. Pairing requests
-//!   are rate-limited per address.
+//!   by a POST from its page: a link previewed by a chat app is not used up. Failed sign-in
+//!   attempts are rate-limited per address.
 //! - Every state change is a POST from this origin: `Origin` must name this host (as sent, or as
 //!   the proxy forwarded it), `Sec-Fetch-Site` must say same-origin where sent, and the API
 //!   takes JSON only (a form of another site cannot send that).
@@ -35,7 +35,7 @@ use include_dir::{include_dir, Dir};
 use serde_json::json;
 
 use super::{read_body, Body, State};
-use crate::store::{Actor, TokenKind, TokenRow};
+use crate::store::{Actor, TokenRow};
 use crate::token::SESSION_LIFETIME;
 
 pub(super) use limit::Attempts;
@@ -131,11 +131,13 @@ async fn session(state: &State, headers: &HeaderMap) -> Result<SignedIn, Respons
         }),
         Ok(None) => Err(signed_out()),
         Err(err) => {
+            // What the store said stays in the server's log: a stranger's request gets no path
+            // or host of it.
             eprintln!("plandesk serve: cannot check a session: {err}");
             Err(error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store",
-                &format!("cannot check the session: {err}"),
+                "The server cannot reach its store: try again.",
             ))
         }
     }
@@ -196,15 +198,19 @@ fn over_https(headers: &HeaderMap) -> bool {
 /// `/pair/<secret>`: GET shows whom the link signs in (or that it cannot be used); POST, from
 /// that page, uses it: a session cookie and on to the review.
 async fn pair(state: &State, request: Request<Incoming>, peer: IpAddr) -> Response<Body> {
-    if let Err(wait) = state.web.attempt(peer) {
+    if let Err(wait) = state.web.check(peer) {
         return pages::too_many(wait);
     }
     let secret = request.uri().path()["/pair/".len()..].to_owned();
+    let unusable = || {
+        state.web.failed(peer);
+        pages::link_used()
+    };
     match *request.method() {
         Method::GET | Method::HEAD => match state.tokens.pairing(&secret).await {
             Ok(Some(row)) => pages::confirm_pairing(&row.name),
-            Ok(None) => pages::link_used(),
-            Err(err) => pages::store_failed(&err.to_string()),
+            Ok(None) => unusable(),
+            Err(err) => store_failed(&err),
         },
         Method::POST => {
             if !same_origin(request.headers()) {
@@ -213,11 +219,8 @@ async fn pair(state: &State, request: Request<Incoming>, peer: IpAddr) -> Respon
             match state.tokens.redeem(&secret).await {
                 Ok(Some((row, session))) => {
                     eprintln!("plandesk serve: `{}` signed in from {peer}", row.name);
-                    let secure = if over_https(request.headers()) {
-                        "; Secure"
-                    } else {
-                        ""
-                    };
+                    let https = state.public_https || over_https(request.headers());
+                    let secure = if https { "; Secure" } else { "" };
                     let cookie = format!(
                         "{SESSION_COOKIE}={}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict{secure}",
                         session.expose(),
@@ -231,8 +234,8 @@ async fn pair(state: &State, request: Request<Incoming>, peer: IpAddr) -> Respon
                     }
                     response
                 }
-                Ok(None) => pages::link_used(),
-                Err(err) => pages::store_failed(&err.to_string()),
+                Ok(None) => unusable(),
+                Err(err) => store_failed(&err),
             }
         }
         _ => error(
@@ -241,6 +244,12 @@ async fn pair(state: &State, request: Request<Incoming>, peer: IpAddr) -> Respon
             "open the link, then sign in",
         ),
     }
+}
+
+/// The page for a store that failed while a sign-in link was checked: the detail in the log.
+fn store_failed(err: &dyn std::fmt::Display) -> Response<Body> {
+    eprintln!("plandesk serve: cannot check a sign-in link: {err}");
+    pages::store_failed()
 }
 
 /// `POST /api/<command>`: a command of the window, as the signed-in reviewer; JSON in and out.
@@ -288,7 +297,7 @@ async fn api(state: &State, request: Request<Incoming>) -> Response<Body> {
     if command == "sign_out" {
         return sign_out(state, &signed_in).await;
     }
-    let engine = state.engine.clone().with_actor(signed_in.reviewer());
+    let engine = state.engine.clone().as_person(signed_in.reviewer());
     match api::call(&engine, &signed_in.row, &command, args).await {
         Ok(value) => json_response(StatusCode::OK, &value),
         Err(err) => json_response(StatusCode::BAD_REQUEST, &json!(err)),
@@ -300,10 +309,15 @@ async fn sign_out(state: &State, signed_in: &SignedIn) -> Response<Body> {
     let tokens = state
         .engine
         .clone()
-        .with_actor(signed_in.reviewer())
+        .as_person(signed_in.reviewer())
         .tokens();
-    if let Err(err) = tokens.revoke(TokenKind::Session, &signed_in.row.name).await {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "store", &err.to_string());
+    if let Err(err) = tokens.sign_out(&signed_in.secret).await {
+        eprintln!("plandesk serve: cannot sign a session out: {err}");
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store",
+            "The server cannot reach its store: try again.",
+        );
     }
     let mut response = json_response(StatusCode::OK, &json!(null));
     let cleared = format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict");

@@ -109,11 +109,11 @@ pub(super) fn forbidden() -> Response<Body> {
     )
 }
 
-pub(super) fn store_failed(message: &str) -> Response<Body> {
+pub(super) fn store_failed() -> Response<Body> {
     page(
         StatusCode::SERVICE_UNAVAILABLE,
         "The server cannot read its store",
-        &format!("<p>{}</p>", escape(message)),
+        "<p>Try again in a moment.</p>",
     )
 }
 

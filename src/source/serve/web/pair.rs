@@ -51,7 +51,7 @@ pub async fn sign_in_link(
                 .await
                 .map_err(|e| CommandError::new("store", e.to_string()))?
                 .into_iter()
-                .filter(|t| t.revoked_at.is_none() && t.kind != TokenKind::Agent)
+                .filter(|t| t.kind != TokenKind::Agent && t.is_active(engine.now_millis()))
                 .map(|t| t.name)
                 .collect();
             free_name(&default_name(), &taken)

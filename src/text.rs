@@ -181,6 +181,22 @@ pub fn cut_to(mut text: String, max_bytes: usize, note: &str) -> String {
     text
 }
 
+/// Text as HTML: the five characters that could end an element or an attribute escaped.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A one-line summary of `text`: runs of whitespace (newlines included) become one space, the
 /// ends are trimmed, and a summary longer than `max_chars` characters is cut on a character
 /// boundary to `max_chars - 1` characters followed by `…` (so it is never longer than

@@ -284,7 +284,7 @@ pub fn render_source(markdown: &str) -> String {
     }
     let mut html = String::with_capacity(shown.len() + 64);
     html.push_str("<pre class=\"plan-source\"><code>");
-    html.push_str(&escape_html(shown));
+    html.push_str(&text::escape_html(shown));
     if shown.len() < markdown.len() {
         html.push_str("\n…");
     }
@@ -296,24 +296,9 @@ pub fn render_source(markdown: &str) -> String {
 fn source_html(markdown: &str, fallback: &Fallback) -> String {
     format!(
         "<p class=\"render-fallback\">{}</p>\n{}",
-        escape_html(&fallback.message()),
+        text::escape_html(&fallback.message()),
         render_source(markdown)
     )
-}
-
-fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Replaces every hidden character in sanitised HTML with a visible marker: a styled span in

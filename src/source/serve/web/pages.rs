@@ -10,6 +10,7 @@ use http::{HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
 use super::Body;
+use crate::text::escape_html;
 
 fn page(status: StatusCode, title: &str, body: &str) -> Response<Body> {
     let html = format!(
@@ -19,7 +20,7 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response<Body> {
          </head>\n<body class=\"web-page\">\n<main class=\"web-card\">\n\
          <div class=\"brand\"><img src=\"/icon.png\" alt=\"\" width=\"22\" height=\"22\">\
          <span>Plandesk</span></div>\n<h1>{title}</h1>\n{body}\n</main>\n</body>\n</html>\n",
-        title = escape(title)
+        title = escape_html(title)
     );
     let mut response = Response::new(Full::new(Bytes::from(html)).boxed());
     *response.status_mut() = status;
@@ -76,7 +77,7 @@ pub(super) fn confirm_pairing(name: &str) -> Response<Body> {
              records your decisions under that name.</p>\n<form method=\"post\">\
              <button class=\"primary wide\" type=\"submit\">Sign in as {name}</button></form>\n\
              <p class=\"muted\">The link works once, for 10 minutes.</p>",
-            name = escape(name)
+            name = escape_html(name)
         ),
     )
 }
@@ -123,20 +124,4 @@ pub(super) fn not_found() -> Response<Body> {
         "Not found",
         "<p>There is nothing here. <a href=\"/\">Open the review</a>.</p>",
     )
-}
-
-/// Text as HTML: the five characters that could end it escaped.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }

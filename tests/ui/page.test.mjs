@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { readFile, readdir, mkdir } from 'node:fs/promises';
 import { join, resolve, extname } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium, axeFindings } from './chromium.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const UI = process.env.PLANDESK_UI || join(ROOT, 'ui');
@@ -33,11 +33,7 @@ before(async () => {
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${server.address().port}`;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
@@ -665,16 +661,6 @@ test('at idle after launch, a review view is laid out out of sight and taken dow
   assert.equal(await page.locator('.warm-up, .review').count(), 0);
   await page.close();
 });
-
-/** axe-core's serious and critical findings on what the page shows now (WCAG 2 A and AA and
- * best practices), one line each. */
-const AXE = await readFile(join(import.meta.dirname, 'node_modules/axe-core/axe.min.js'), 'utf8');
-async function axeFindings(page) {
-  await page.evaluate(AXE);
-  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(', ')}`);
-}
 
 test('accessible: a button is named by its word, its key beside it; axe finds nothing serious in any view, light or dark', async () => {
   for (const colorScheme of ['light', 'dark']) {

@@ -6,15 +6,14 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdtempSync, rmSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium, axeFindings } from './chromium.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'target/debug/plandesk');
 const ARTIFACTS = join(ROOT, 'target/e2e-artifacts');
-const AXE = readFileSync(join(import.meta.dirname, 'node_modules/axe-core/axe.min.js'), 'utf8');
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
 
 let data;
@@ -39,11 +38,7 @@ before(async () => {
     });
     serve.on('exit', (code) => reject(new Error(`serve exited ${code}: ${said}`)));
   });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
@@ -92,13 +87,6 @@ async function signedInPhone(name, colorScheme = 'light') {
   await page.getByRole('button', { name: `Sign in as ${name}` }).click();
   await page.waitForSelector('body[data-ready="true"]');
   return { context, page };
-}
-
-async function axeFindings(page) {
-  await page.evaluate(AXE);
-  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 test('without a session nothing is shown and the API refuses', async () => {
@@ -168,6 +156,20 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
   const decisions = audit.filter((e) => e.kind === 'decided');
   assert.ok(decisions.length >= 2, JSON.stringify(audit));
   assert.deepEqual(decisions.slice(-2).map((e) => [e.actor, e.process]), [['phone', 'web'], ['phone', 'web']]);
+
+  // The agent revises: the phone compares the two revisions, then finds both in the history.
+  const revised = hookWaits('s-drop', '# Drop the old table\n\n1. Back it up.\n2. DROP TABLE users;');
+  await page.waitForSelector('#inbox li');
+  await page.click('#inbox li');
+  await page.waitForSelector('#compare');
+  await page.tap('#compare');
+  await page.waitForSelector('#left-rev');
+  assert.match(await page.textContent('#view'), /Revision 1 was rejected/);
+  assert.match(await page.textContent('#view'), /Back it up/);
+  await page.tap('#history-btn');
+  await page.waitForFunction(() => (document.querySelector('#history-rows')?.innerText.match(/Drop the old table/g) || []).length === 2);
+  plandesk('approve', (await pending())[0].runId);
+  assert.equal((await revised).hookSpecificOutput.decision.behavior, 'allow');
   await context.close();
 });
 

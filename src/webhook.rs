@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::clock::Millis;
 use crate::engine::{Engine, EngineError};
 use crate::source::agent_name;
-use crate::view::{CommandError, InboxItem};
+use crate::view::{CommandError, InboxFeed, InboxItem};
 
 /// The setting that holds the webhooks (JSON).
 const SETTING: &str = "webhooks";
@@ -368,39 +368,35 @@ async fn deliver(
     }
 }
 
-/// Follows the inbox for as long as the store has changes: each plan that becomes pending from
-/// now on is announced to every webhook, with a link into the web review at `base`.
-pub async fn announce_new(engine: Engine, base: String) {
-    use futures::StreamExt;
+/// Follows the inbox (`feed`, the server's one reader of it) for as long as it is read: each
+/// plan that becomes pending from now on is announced to every webhook, with a link into the
+/// web review at `base`.
+pub async fn announce_new(engine: Engine, base: String, mut feed: InboxFeed) {
     use std::collections::HashSet;
 
     let client = client();
-    let mut changes = engine.changes().fuse();
     let mut seen: Option<HashSet<(String, String)>> = None;
     loop {
-        match crate::view::inbox(engine.review()).await {
-            Ok(items) => {
-                let now: HashSet<(String, String)> = items
-                    .iter()
-                    .map(|i| (i.run_id.clone(), i.tool_call_id.clone()))
-                    .collect();
-                if let Some(seen) = &seen {
-                    for item in items.iter().filter(|i| {
-                        i.kind == crate::store::ItemKind::Plan
-                            && !seen.contains(&(i.run_id.clone(), i.tool_call_id.clone()))
-                    }) {
-                        let pending = Pending::of(item, &base);
-                        announce(&engine, &client, pending, item.revision_id).await;
-                    }
+        let snapshot = feed.borrow_and_update().clone();
+        if let Some(snapshot) = snapshot {
+            let items = &snapshot.items;
+            let now: HashSet<(String, String)> = items
+                .iter()
+                .map(|i| (i.run_id.clone(), i.tool_call_id.clone()))
+                .collect();
+            if let Some(seen) = &seen {
+                for item in items.iter().filter(|i| {
+                    i.kind == crate::store::ItemKind::Plan
+                        && !seen.contains(&(i.run_id.clone(), i.tool_call_id.clone()))
+                }) {
+                    let pending = Pending::of(item, &base);
+                    announce(&engine, &client, pending, item.revision_id).await;
                 }
-                seen = Some(now);
             }
-            Err(err) => eprintln!("plandesk serve: cannot read the inbox: {err}"),
+            seen = Some(now);
         }
-        // A store whose changes cannot be followed (its watcher failed) is read every 10 s.
-        tokio::select! {
-            Some(()) = changes.next() => {}
-            () = tokio::time::sleep(Duration::from_secs(10)) => {}
+        if feed.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -81,6 +81,54 @@ pub async fn inbox(review: &Review) -> Result<Vec<InboxItem>, ReviewError> {
         .collect())
 }
 
+/// The inbox as read at one moment, and as the window's event carries it (JSON).
+#[derive(Debug, Clone, Default)]
+pub struct InboxSnapshot {
+    pub items: Vec<InboxItem>,
+    pub json: String,
+}
+
+/// What follows the inbox for a whole process: `None` until it is first read, then each read,
+/// sent again at every change to the store (so that a waiter also checks what it must then,
+/// such as its session) and every [`REREAD`] (an agent that stopped waiting changes nothing
+/// until the inbox closes its plan as abandoned).
+pub type InboxFeed = tokio::sync::watch::Receiver<Option<std::sync::Arc<InboxSnapshot>>>;
+
+/// How often [`follow_inbox`] reads the inbox with no change.
+pub const REREAD: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One reader of the inbox for any number of followers ([`InboxFeed`]): one subscription to the
+/// store's changes and one read per change, however many follow. Returns the feed; the reader
+/// ends when every follower has gone.
+pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
+    use futures::StreamExt;
+
+    let (tx, feed) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        // Fused: a store whose changes cannot be followed is read on the timer alone.
+        let mut changes = engine.changes().fuse();
+        loop {
+            match inbox(engine.review()).await {
+                Ok(items) => {
+                    let json = serde_json::to_string(&items).unwrap_or_default();
+                    let snapshot = InboxSnapshot { items, json };
+                    tx.send_replace(Some(std::sync::Arc::new(snapshot)));
+                }
+                Err(err) => eprintln!("plandesk: cannot read the inbox: {err}"),
+            }
+            tokio::select! {
+                // Changes that come together are read once.
+                Some(()) = changes.next() => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                () = tokio::time::sleep(REREAD) => {}
+                () = tx.closed() => return,
+            }
+        }
+    });
+    feed
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

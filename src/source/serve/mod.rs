@@ -76,6 +76,8 @@ struct State {
     revoked: revoked::RevokedKeys,
     /// Sign-in attempts of the web review, per address.
     web: web::Attempts,
+    /// The inbox, read once per change for every browser's event stream and the webhooks.
+    inbox: crate::view::InboxFeed,
     /// Whether browsers reach this server over https (its public URL says so): its session
     /// cookies are `Secure` even without a proxy's header.
     public_https: bool,
@@ -115,7 +117,9 @@ pub async fn serve(
         .await
         .ok()
         .flatten();
+    let inbox = crate::view::follow_inbox(engine.clone());
     let state = Arc::new(State {
+        inbox: inbox.clone(),
         public_https: public_url
             .as_deref()
             .is_some_and(|u| u.starts_with("https://")),
@@ -143,7 +147,11 @@ pub async fn serve(
             address.map(|a| format!("http://{a}")).unwrap_or_default()
         }
     };
-    let announcer = tokio::spawn(crate::webhook::announce_new(state.engine.clone(), base));
+    let announcer = tokio::spawn(crate::webhook::announce_new(
+        state.engine.clone(),
+        base,
+        inbox,
+    ));
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut shutdown = std::pin::pin!(shutdown);

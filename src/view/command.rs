@@ -54,6 +54,18 @@ impl From<ViewError> for CommandError {
     }
 }
 
+impl From<crate::token::TokenError> for CommandError {
+    fn from(err: crate::token::TokenError) -> Self {
+        use crate::token::TokenError;
+        let code = match &err {
+            TokenError::BadName { .. } => "invalid-input",
+            TokenError::Random(_) => "internal",
+            TokenError::Store(store) => store.code(),
+        };
+        Self::new(code, err.to_string())
+    }
+}
+
 impl From<crate::model::ModelError> for CommandError {
     fn from(err: crate::model::ModelError) -> Self {
         Self::new(err.code(), err.to_string())

@@ -34,7 +34,7 @@ use hyper::body::Incoming;
 use include_dir::{include_dir, Dir};
 use serde_json::json;
 
-use super::{read_body, Body, State};
+use super::{empty, json_response, read_body, Body, State};
 use crate::store::{Actor, TokenRow};
 use crate::token::SESSION_LIFETIME;
 
@@ -134,13 +134,18 @@ async fn session(state: &State, headers: &HeaderMap) -> Result<SignedIn, Respons
             // What the store said stays in the server's log: a stranger's request gets no path
             // or host of it.
             eprintln!("plandesk serve: cannot check a session: {err}");
-            Err(error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store",
-                "The server cannot reach its store: try again.",
-            ))
+            Err(store_unavailable())
         }
     }
+}
+
+/// The API's answer when the store fails: what it said is in the server's log only.
+fn store_unavailable() -> Response<Body> {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store",
+        "The server cannot reach its store: try again.",
+    )
 }
 
 fn signed_out() -> Response<Body> {
@@ -164,11 +169,16 @@ fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         })
 }
 
+/// A header's value, if it is one and text.
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
 /// Whether a state-changing request comes from a page of this server: its `Origin` names the
 /// host it was sent to (or that a proxy forwarded), and `Sec-Fetch-Site`, where a browser sends
 /// it, says same-origin.
 fn same_origin(headers: &HeaderMap) -> bool {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let header = |name| header(headers, name);
     if header("sec-fetch-site").is_some_and(|site| site != "same-origin") {
         return false;
     }
@@ -187,7 +197,7 @@ fn same_origin(headers: &HeaderMap) -> bool {
 
 /// Whether the browser reached this server over https: a proxy in front says so.
 fn over_https(headers: &HeaderMap) -> bool {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let header = |name| header(headers, name);
     header("x-forwarded-proto").is_some_and(|p| {
         p.split(',')
             .next()
@@ -226,7 +236,7 @@ async fn pair(state: &State, request: Request<Incoming>, peer: IpAddr) -> Respon
                         session.expose(),
                         SESSION_LIFETIME.as_secs()
                     );
-                    let mut response = empty(StatusCode::SEE_OTHER);
+                    let mut response = empty(StatusCode::SEE_OTHER, None);
                     let headers = response.headers_mut();
                     headers.insert(LOCATION, HeaderValue::from_static("/"));
                     if let Ok(cookie) = HeaderValue::from_str(&cookie) {
@@ -258,15 +268,11 @@ async fn api(state: &State, request: Request<Incoming>) -> Response<Body> {
         Ok(signed_in) => signed_in,
         Err(refused) => return refused,
     };
-    let json = request
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim() == "application/json")
-        });
+    let json = header(request.headers(), CONTENT_TYPE.as_str()).is_some_and(|v| {
+        v.split(';')
+            .next()
+            .is_some_and(|t| t.trim() == "application/json")
+    });
     if !same_origin(request.headers()) || !json {
         return error(
             StatusCode::FORBIDDEN,
@@ -313,11 +319,7 @@ async fn sign_out(state: &State, signed_in: &SignedIn) -> Response<Body> {
         .tokens();
     if let Err(err) = tokens.sign_out(&signed_in.secret).await {
         eprintln!("plandesk serve: cannot sign a session out: {err}");
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "store",
-            "The server cannot reach its store: try again.",
-        );
+        return store_unavailable();
     }
     let mut response = json_response(StatusCode::OK, &json!(null));
     let cleared = format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict");
@@ -366,16 +368,6 @@ fn secured(mut response: Response<Body>) -> Response<Body> {
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     response
-}
-
-fn empty(status: StatusCode) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::new()).boxed());
-    *response.status_mut() = status;
-    response
-}
-
-fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
-    super::json_response(status, value)
 }
 
 /// A refusal as the window reads errors: `{code, message}`.

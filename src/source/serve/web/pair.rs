@@ -46,21 +46,18 @@ pub async fn sign_in_link(
     let name = match name {
         Some(name) => name.to_owned(),
         None => {
+            let now = engine.now_millis();
             let taken: Vec<String> = tokens
                 .list()
-                .await
-                .map_err(|e| CommandError::new("store", e.to_string()))?
+                .await?
                 .into_iter()
-                .filter(|t| t.kind != TokenKind::Agent && t.is_active(engine.now_millis()))
+                .filter(|t| t.kind != TokenKind::Agent && t.is_active(now))
                 .map(|t| t.name)
                 .collect();
             free_name(&default_name(), &taken)
         }
     };
-    let (row, secret) = tokens.pair(&name).await.map_err(|e| match e {
-        crate::token::TokenError::BadName { .. } => CommandError::invalid(e.to_string()),
-        e => CommandError::new("pair", e.to_string()),
-    })?;
+    let (row, secret) = tokens.pair(&name).await?;
     Ok(SignInLink {
         url: format!("{base}/pair/{}", secret.expose()),
         name: row.name,

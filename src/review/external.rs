@@ -10,15 +10,12 @@ use serde_json::{json, Value};
 
 use super::{plan_sha256, Decision, Review, ReviewError, ReviewItem};
 use crate::clock::Millis;
-use crate::lease::{self, LEASE, RENEW_EVERY};
+use crate::lease::{self, LEASE};
 use crate::store::{
     Action, Actor, AuditKind, ItemKind, Lease, NewAudit, NewDecision, NewRun, OpenItem, PlanText,
     Source, StoreError,
 };
 use crate::tool::submit_plan::split_plan;
-
-/// How often a waiter looks for a decision.
-const POLL: Duration = Duration::from_millis(200);
 
 /// A plan an outside agent hands in.
 #[derive(Debug, Clone)]
@@ -183,7 +180,8 @@ impl Review {
         }
     }
 
-    /// Waits until the item is decided, renewing the waiter's lease. With a `deadline` (ms
+    /// Waits until the item is decided, its lease renewed meanwhile: woken by this process's
+    /// one waker when its item is decided, it reads the store only then. With a `deadline` (ms
     /// since the epoch), an undecided item is then closed as expired and that is the decision;
     /// `on_event` hears of the reminder `remind_before` the deadline.
     pub async fn wait(
@@ -194,41 +192,53 @@ impl Review {
         on_event: &mut (dyn FnMut(WaitEvent) + Send),
     ) -> Result<Decision, ReviewError> {
         let (run_id, call_id) = (waiting.run_id(), waiting.tool_call_id());
-        let mut renew_at = self.clock.now() + RENEW_EVERY.as_millis() as Millis;
+        let registered = self
+            .waiters
+            .register(&self.store, &self.clock, run_id, call_id, &waiting.waiter)
+            .await?;
+        let remind_before = remind_before.as_millis() as Millis;
         let mut reminded = false;
+        let mut look = true;
         loop {
-            if let Some(decision) = self.decision(run_id, call_id).await? {
-                return Ok(decision);
+            if look {
+                if let Some(decision) = self.decision(run_id, call_id).await? {
+                    return Ok(decision);
+                }
             }
-            let now = self.clock.now();
+            // Until the deadline, or the reminder before it.
+            let mut sleep = None;
             if let Some(deadline) = deadline {
-                let left = deadline - now;
+                let left = deadline - self.clock.now();
                 if left <= 0 {
                     match self.close(run_id, call_id, Action::Expired).await {
                         Ok(decision) => return Ok(decision),
                         // Decided at the last moment: that decision stands.
-                        Err(ReviewError::Store(StoreError::AlreadyDecided { .. })) => continue,
+                        Err(ReviewError::Store(StoreError::AlreadyDecided { .. })) => {
+                            look = true;
+                            continue;
+                        }
                         Err(err) => return Err(err),
                     }
                 }
-                if !reminded && left <= remind_before.as_millis() as Millis {
+                if !reminded && left <= remind_before {
                     reminded = true;
                     on_event(WaitEvent::Reminder {
                         left: Duration::from_millis(left as u64),
                     });
                 }
+                let until = if reminded { left } else { left - remind_before };
+                sleep = Some(Duration::from_millis(until.max(1) as u64));
             }
-            if now >= renew_at {
-                let held = Lease {
-                    holder: &waiting.waiter,
-                    until: now + LEASE,
-                    now,
-                };
-                // `false`: closed meanwhile; the decision shows on the next look.
-                self.store.renew_waiter(run_id, call_id, &held).await?;
-                renew_at = now + RENEW_EVERY.as_millis() as Millis;
+            let timer = async {
+                match sleep {
+                    Some(sleep) => tokio::time::sleep(sleep).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = registered.woken() => look = true,
+                () = timer => look = false,
             }
-            tokio::time::sleep(POLL).await;
         }
     }
 

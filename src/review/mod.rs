@@ -13,6 +13,7 @@ mod key;
 mod progress;
 mod renders;
 mod types;
+mod waiters;
 
 use std::sync::Arc;
 
@@ -106,6 +107,8 @@ pub struct Review {
     /// is who they signed in as, not the desktop's reviewer).
     named: bool,
     renders: Arc<renders::Renders>,
+    /// The agents waiting in this process, and their one waker.
+    waiters: Arc<waiters::Waiters>,
 }
 
 /// Words of a history search beyond this many are ignored.
@@ -144,6 +147,7 @@ impl Review {
             actor,
             named: false,
             renders: Arc::default(),
+            waiters: Arc::default(),
         }
     }
 
@@ -156,6 +160,7 @@ impl Review {
             actor,
             named,
             renders: self.renders.clone(),
+            waiters: self.waiters.clone(),
         }
     }
 

@@ -61,6 +61,33 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     fn changes(&self) -> BoxStream<'static, ()>;
 }
 
+/// A stream of the changes `changed` announces: its first item at once (whatever is there
+/// now), then one for each announcement (one for all those a slow stream missed).
+pub(super) fn changes_of(changed: &tokio::sync::broadcast::Sender<()>) -> BoxStream<'static, ()> {
+    use futures::StreamExt;
+    use tokio::sync::broadcast::error::RecvError;
+    let receiver = changed.subscribe();
+    let announced = futures::stream::unfold(receiver, |mut receiver| async move {
+        match receiver.recv().await {
+            Ok(()) | Err(RecvError::Lagged(_)) => Some(((), receiver)),
+            Err(RecvError::Closed) => None,
+        }
+    });
+    Box::pin(futures::stream::once(async {}).chain(announced))
+}
+
+/// Tells every stream that the store changed; `false` once the store is gone.
+pub(super) fn announce(changed: &std::sync::Weak<tokio::sync::broadcast::Sender<()>>) -> bool {
+    match changed.upgrade() {
+        Some(sender) => {
+            // No stream listening right now is fine.
+            let _ = sender.send(());
+            true
+        }
+        None => false,
+    }
+}
+
 /// The store over a backend (see [`super::SqliteStore`], [`super::PostgresStore`]).
 #[derive(Debug)]
 pub struct SqlStore<B> {
@@ -263,18 +290,10 @@ impl<B: Backend> Store for SqlStore<B> {
         self.anchor.as_ref()
     }
 
-    async fn renew_waiter(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        waiter: &Lease<'_>,
-    ) -> Result<bool, StoreError> {
-        write!(
-            self,
-            "renew waiter",
-            Write::Lease,
-            |tx| items::renew_waiter(&mut tx, run_id, tool_call_id, waiter)
-        )
+    async fn renew_waiters(&self, holders: &[&str], until: Millis) -> Result<u64, StoreError> {
+        write!(self, "renew waiters", Write::Lease, |tx| {
+            items::renew_waiters(&mut tx, holders, until)
+        })
     }
 
     async fn waited_items(&self) -> Result<Vec<WaitedItem>, StoreError> {
@@ -294,6 +313,18 @@ impl<B: Backend> Store for SqlStore<B> {
             &mut tx,
             run_id,
             tool_call_id
+        ))
+    }
+
+    async fn newest_decision(&self) -> Result<i64, StoreError> {
+        read!(self, "newest decision", |tx| items::newest_decision(
+            &mut tx
+        ))
+    }
+
+    async fn decided_after(&self, after: i64, limit: i64) -> Result<Vec<Decided>, StoreError> {
+        read!(self, "decisions after", |tx| items::decided_after(
+            &mut tx, after, limit
         ))
     }
 

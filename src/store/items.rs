@@ -161,20 +161,47 @@ pub(super) async fn open_one(
         })
 }
 
-pub(super) async fn renew_waiter(
+/// Extends the leases of the waiters `holders` name to `until`, in one statement: how many
+/// items were renewed.
+pub(super) async fn renew_waiters(
     tx: &mut Tx<impl Conn>,
-    run_id: &str,
-    tool_call_id: &str,
-    waiter: &Lease<'_>,
-) -> Result<bool, StoreError> {
-    let changed = tx
-        .execute(
-            "renew waiter",
-            "UPDATE pending SET waiter_until = $4 WHERE run_id = $1 AND tool_call_id = $2 AND waiter = $3",
-            &[&run_id, &tool_call_id, &waiter.holder, &waiter.until],
-        )
-        .await?;
-    Ok(changed == 1)
+    holders: &[&str],
+    until: Millis,
+) -> Result<u64, StoreError> {
+    let holders = serde_json::Value::from(holders.to_vec()).to_string();
+    let sql = format!(
+        "UPDATE pending SET waiter_until = $1 WHERE waiter IN ({})",
+        tx.dialect().text_list(2)
+    );
+    tx.execute("renew waiters", &sql, &[&until, &holders]).await
+}
+
+/// The newest decision's id, 0 if there is none.
+pub(super) async fn newest_decision(tx: &mut Tx<impl Conn>) -> Result<i64, StoreError> {
+    let sql = "SELECT COALESCE(MAX(id), 0) FROM decisions";
+    let newest = tx.row("newest decision", sql, &[], |r| r.get(0)).await?;
+    Ok(newest.unwrap_or(0))
+}
+
+/// Which items the decisions after decision `after` decided, oldest first, at most `limit`.
+pub(super) async fn decided_after(
+    tx: &mut Tx<impl Conn>,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<Decided>, StoreError> {
+    tx.all(
+        "decisions after",
+        "SELECT id, run_id, tool_call_id FROM decisions WHERE id > $1 ORDER BY id LIMIT $2",
+        &[&after, &limit],
+        |r| {
+            Ok(Decided {
+                id: r.get(0)?,
+                run_id: r.get(1)?,
+                tool_call_id: r.get(2)?,
+            })
+        },
+    )
+    .await
 }
 
 pub(super) async fn waited(tx: &mut Tx<impl Conn>) -> Result<Vec<WaitedItem>, StoreError> {

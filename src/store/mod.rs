@@ -233,14 +233,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn audit_anchor(&self) -> Option<&AuditAnchor> {
         None
     }
-    /// Extends a waiter's lease on an open item; `false` once the item is closed or another
-    /// waiter holds it.
-    async fn renew_waiter(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        waiter: &Lease<'_>,
-    ) -> Result<bool, StoreError>;
+    /// Extends the leases of the waiters `holders` name (each on its open item) to `until`, in
+    /// one write: how many items were renewed (one closed meanwhile is not).
+    async fn renew_waiters(&self, holders: &[&str], until: Millis) -> Result<u64, StoreError>;
     /// Open items of outside sessions, each with its waiter and lease.
     async fn waited_items(&self) -> Result<Vec<WaitedItem>, StoreError>;
 
@@ -252,6 +247,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         run_id: &str,
         tool_call_id: &str,
     ) -> Result<Option<DecisionRow>, StoreError>;
+    /// The newest decision's id (0 if there is none).
+    async fn newest_decision(&self) -> Result<i64, StoreError>;
+    /// Which items the decisions after decision `after` decided (ids follow the order of
+    /// commits), oldest first, at most `limit`: how a process learns, in one read, which of
+    /// its waiters have their answer.
+    async fn decided_after(&self, after: i64, limit: i64) -> Result<Vec<Decided>, StoreError>;
     /// Open review items (of one run, in call order; else all, newest first).
     async fn open_items(&self, run_id: Option<&str>) -> Result<Vec<ItemRow>, StoreError>;
     /// Plan revisions (of one run, or all), oldest first, each with its decision: one query.

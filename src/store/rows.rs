@@ -574,6 +574,14 @@ pub struct WaitedItem {
     pub waiter: Option<(String, Millis)>,
 }
 
+/// Which item a decision decided (`id`: the decision's, in the order of commits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub id: i64,
+    pub run_id: String,
+    pub tool_call_id: String,
+}
+
 /// A reviewer's comment on lines of one revision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommentRow {

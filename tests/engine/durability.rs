@@ -93,9 +93,11 @@ noting_store! {
     open_item(run_id: &str, item: &OpenItem, waiter: &Lease<'_>, by: &Actor) -> ItemRow;
     append_audit(entry: &NewAudit<'_>) -> ();
     audit(run_id: Option<&str>) -> Vec<AuditRow>;
-    renew_waiter(run_id: &str, tool_call_id: &str, waiter: &Lease<'_>) -> bool;
+    renew_waiters(holders: &[&str], until: Millis) -> u64;
     waited_items() -> Vec<WaitedItem>;
     decision(run_id: &str, tool_call_id: &str) -> Option<DecisionRow>;
+    newest_decision() -> i64;
+    decided_after(after: i64, limit: i64) -> Vec<Decided>;
     open_items(run_id: Option<&str>) -> Vec<ItemRow>;
     revisions(run_id: Option<&str>) -> Vec<RevisionRow>;
     revision(id: i64) -> RevisionRow;

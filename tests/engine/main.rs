@@ -36,3 +36,4 @@ mod store;
 mod suspensions;
 mod terminal;
 mod views;
+mod waiting;

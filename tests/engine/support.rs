@@ -67,6 +67,9 @@ impl Fixture {
         if let Ok(entries) = std::fs::read_dir(&self.data) {
             for entry in entries {
                 let path = entry.unwrap().path();
+                if path.is_dir() {
+                    continue; // the store's wake folder: sockets, no data
+                }
                 stored.push((path.display().to_string(), std::fs::read(&path).unwrap()));
             }
         }

@@ -21,7 +21,7 @@ use tokio::sync::broadcast;
 use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::db::{Backend, SqlStore, Write};
+use super::db::{announce, Backend, SqlStore, Write};
 use super::sql::{self, unreadable, Arg, Args, Cell, Conn, Dialect, Each};
 use super::*;
 pub(crate) use url::check_saved_url;
@@ -420,16 +420,7 @@ impl Backend for Postgres {
 
     fn changes(&self) -> BoxStream<'static, ()> {
         self.listen();
-        let receiver = self.changed.subscribe();
-        // First: whatever is there now; then each commit anyone makes (a stream that fell
-        // behind hears one change for all it missed).
-        let commits = futures::stream::unfold(receiver, |mut receiver| async move {
-            match receiver.recv().await {
-                Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => Some(((), receiver)),
-                Err(broadcast::error::RecvError::Closed) => None,
-            }
-        });
-        Box::pin(futures::stream::once(async {}).chain(commits))
+        super::db::changes_of(&self.changed)
     }
 }
 
@@ -494,18 +485,6 @@ async fn listen(
             return;
         }
         tokio::time::sleep(RECONNECT).await;
-    }
-}
-
-/// Tells every stream that the store changed; `false` once the store is gone.
-fn announce(changed: &Weak<broadcast::Sender<()>>) -> bool {
-    match changed.upgrade() {
-        Some(sender) => {
-            // No stream listening right now is fine.
-            let _ = sender.send(());
-            true
-        }
-        None => false,
     }
 }
 

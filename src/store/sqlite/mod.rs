@@ -6,6 +6,7 @@
 
 mod checkpoint;
 mod migrations;
+mod wake;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -20,8 +21,6 @@ use super::db::{Backend, SqlStore, Write};
 use super::sql::{self, unreadable, Arg, Args, Cell, Conn, Dialect, Each};
 use super::*;
 
-/// How often `changes` asks SQLite whether another connection committed (one cheap PRAGMA).
-const CHANGE_POLL: Duration = Duration::from_millis(250);
 /// Connections kept open for the next call (more are opened while calls overlap).
 const IDLE: usize = 4;
 
@@ -42,6 +41,8 @@ impl SqliteStore {
         Ok(Self {
             backend: Sqlite {
                 checkpointer: checkpoint::Checkpointer::start(&path),
+                bell: wake::Bell::new(&path),
+                changes: wake::Changes::new(&path),
                 shared: Arc::new(Shared {
                     idle: Mutex::new(vec![Pooled {
                         conn,
@@ -66,6 +67,9 @@ pub struct Sqlite {
     /// close checkpoints what is left).
     checkpointer: checkpoint::Checkpointer,
     shared: Arc<Shared>,
+    /// Rung after every commit: every process following the store hears of it at once.
+    bell: wake::Bell,
+    changes: wake::Changes,
 }
 
 #[derive(Debug)]
@@ -310,6 +314,7 @@ impl Backend for Sqlite {
         if matches!(write, Write::Durable | Write::Derived) {
             self.checkpointer.written();
         }
+        self.bell.ring();
         Ok(())
     }
 
@@ -318,41 +323,7 @@ impl Backend for Sqlite {
     }
 
     fn changes(&self) -> BoxStream<'static, ()> {
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        let path = self.shared.path.clone();
-        let spawned = std::thread::Builder::new()
-            .name("store-changes".into())
-            .spawn(move || {
-                // Its own connection: SQLite's data_version moves on every commit made by any
-                // other connection, this process's included.
-                let conn = match connect(&path) {
-                    Ok(conn) => conn,
-                    Err(err) => {
-                        eprintln!("plandesk: cannot watch the store for changes: {err}");
-                        return;
-                    }
-                };
-                let mut seen: Option<i64> = None;
-                loop {
-                    let version = conn
-                        .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
-                        .ok();
-                    if version.is_some() && version != seen {
-                        seen = version;
-                        if tx.unbounded_send(()).is_err() {
-                            return;
-                        }
-                    }
-                    if tx.is_closed() {
-                        return;
-                    }
-                    std::thread::sleep(CHANGE_POLL);
-                }
-            });
-        if let Err(err) = spawned {
-            eprintln!("plandesk: cannot watch the store for changes: {err}");
-        }
-        Box::pin(rx)
+        self.changes.follow()
     }
 }
 

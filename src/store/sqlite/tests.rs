@@ -238,3 +238,59 @@ fn a_write_waiting_for_the_lock_blocks_no_async_worker() {
     let saved = runtime.block_on(store.setting("k")).unwrap();
     assert_eq!(saved.as_deref(), Some("v"));
 }
+
+/// The wake folder's sockets, by name.
+fn sockets(store: &SqliteStore) -> Vec<String> {
+    let dir = wake::folder(store.path());
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_commit_in_one_process_wakes_another_at_once_and_a_dead_ones_socket_goes() {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    // Two handles on one file: two processes, as far as SQLite and the bell can tell.
+    let (follower, writer) = (
+        SqliteStore::open(dir.path()).unwrap(),
+        SqliteStore::open(dir.path()).unwrap(),
+    );
+    let mut changes = follower.changes();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sockets(&follower).is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the follower has a socket"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // What is there now, and the thread's first look, are heard; then nothing more.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    while futures::FutureExt::now_or_never(changes.next()).is_some() {}
+    assert_eq!(sockets(&follower).len(), 1, "one socket for the follower");
+    // A socket left by a process that was killed: nobody reads it.
+    let stale = wake::folder(follower.path()).join("1-deadbeef");
+    drop(std::os::unix::net::UnixDatagram::bind(&stale).unwrap());
+    // The thread looks on its own only every 5 s: heard well before, the bell rang.
+    let started = std::time::Instant::now();
+    write(&writer, Write::Durable, "CREATE TABLE scratch(x)");
+    block_on(changes.next()).unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2500),
+        "heard after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(sockets(&follower).len(), 1, "the stale socket is removed");
+    assert!(!stale.exists());
+    // The folder is the user's alone.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(wake::folder(follower.path()))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+}

@@ -179,16 +179,14 @@ async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
-    let renewed = Lease {
-        until: 200,
-        ..waiter
-    };
-    assert!(store.renew_waiter("run-a", "t1", &renewed).await.unwrap());
-    let other = Lease {
-        holder: "host/2/def",
-        ..renewed
-    };
-    assert!(!store.renew_waiter("run-a", "t1", &other).await.unwrap());
+    // Renewed by its holder's name, with holders of nothing open beside it.
+    let renewed = store
+        .renew_waiters(&["host/1/abc", "host/9/gone", "it's \"quoted\""], 200)
+        .await
+        .unwrap();
+    assert_eq!(renewed, 1);
+    assert_eq!(store.renew_waiters(&["host/2/def"], 300).await.unwrap(), 0);
+    assert_eq!(store.renew_waiters(&[], 300).await.unwrap(), 0);
     assert_eq!(
         store.waited_items().await.unwrap(),
         vec![WaitedItem {
@@ -201,7 +199,20 @@ async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
         run_id: "run-a",
         ..decision("t1", Action::Abandoned, None)
     };
-    store.record_decision(&abandoned).await.unwrap();
+    let before = store.newest_decision().await.unwrap();
+    let recorded = store.record_decision(&abandoned).await.unwrap();
+    // What a waiting process reads to learn which items were decided.
+    assert!(recorded.id > before);
+    assert_eq!(store.newest_decision().await.unwrap(), recorded.id);
+    assert_eq!(
+        store.decided_after(before, 10).await.unwrap(),
+        vec![Decided {
+            id: recorded.id,
+            run_id: "run-a".into(),
+            tool_call_id: "t1".into(),
+        }]
+    );
+    assert_eq!(store.decided_after(recorded.id, 10).await.unwrap(), vec![]);
     assert_eq!(store.run("run-a").await.unwrap().status, RunStatus::Running);
     let err = store
         .open_item("run-a", &plan_item("t1", "# Again\n"), &waiter, &ACTOR)

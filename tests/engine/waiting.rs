@@ -1,0 +1,99 @@
+//! Agents waiting in one process share its one waker: each is woken by its own plan's
+//! decision, made by another process (another handle on the store), in whatever order the
+//! plans are decided, and never by another's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use plandesk::clock::{RandomIds, SystemClock};
+use plandesk::review::{ExternalPlan, Review};
+use plandesk::store::{Action, Actor, Source, SourceKind};
+use plandesk::Engine;
+
+use crate::support::*;
+
+const AGENTS: usize = 12;
+
+async fn review_on(fx: &Fixture, process: &str) -> Review {
+    let store = fx.store.open().await.unwrap();
+    Engine::new(
+        store,
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        plandesk::mode::builtin(),
+    )
+    .with_actor(Actor {
+        name: process.into(),
+        process: process.into(),
+    })
+    .review()
+    .clone()
+}
+
+fn plan(index: usize) -> ExternalPlan {
+    ExternalPlan {
+        source: Source {
+            kind: SourceKind::ClaudeCode,
+            session: Some(format!("session-{index}")),
+        },
+        cwd: "/home/u/proj".into(),
+        prompt: format!("Task {index}"),
+        tool_name: "ExitPlanMode".into(),
+        path: format!("plan-{index}.md"),
+        text: format!("# Plan {index}\n\nStep {index}.\n"),
+        item_id: None,
+        submitter: None,
+        file: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_waiter_is_woken_by_its_own_decision_from_another_process() {
+    let fx = Fixture::new(serde_json::json!([]));
+    let agents = review_on(&fx, "agents").await;
+    let person = review_on(&fx, "person").await;
+    let mut waits = Vec::new();
+    for index in 0..AGENTS {
+        let waiting = agents.submit(&plan(index)).await.unwrap();
+        let agents = agents.clone();
+        waits.push(tokio::spawn(async move {
+            let decision = agents
+                .wait(&waiting, None, Duration::ZERO, &mut |_| {})
+                .await
+                .unwrap();
+            (index, decision)
+        }));
+    }
+    // Decided out of order, every other one rejected with its own feedback.
+    let inbox = person.inbox().await.unwrap();
+    assert_eq!(inbox.len(), AGENTS);
+    for item in inbox.iter().rev().step_by(2).chain(inbox.iter().step_by(2)) {
+        let title = &item.revision.as_ref().unwrap().title;
+        let index: usize = title.strip_prefix("Plan ").unwrap().parse().unwrap();
+        let feedback = format!("Not plan {index} like this");
+        let approve = index.is_multiple_of(2);
+        person
+            .decide_external(
+                &item.run_id,
+                &item.tool_call_id,
+                approve,
+                (!approve).then_some(feedback.as_str()),
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    for wait in waits {
+        let (index, decision) = tokio::time::timeout(Duration::from_secs(30), wait)
+            .await
+            .expect("every waiter is woken")
+            .unwrap();
+        if index.is_multiple_of(2) {
+            assert_eq!(decision.action, Action::Approved, "plan {index}");
+        } else {
+            assert_eq!(decision.action, Action::Rejected, "plan {index}");
+            let expected = format!("Not plan {index} like this");
+            assert_eq!(decision.feedback.as_deref(), Some(expected.as_str()));
+        }
+    }
+}

@@ -59,6 +59,15 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     fn rollback(&self, conn: Self::Conn) -> impl Future<Output = ()> + Send;
     /// Yields whenever anything in the store may have changed, from this process or another.
     fn changes(&self) -> BoxStream<'static, ()>;
+    /// Waits, without a thread, for this process's turn to make a write (`write`) or a read,
+    /// where the backend takes a thread for each call at once (SQLite): a burst of calls then
+    /// queues here rather than holding a thread each while it waits for the lock.
+    fn turn(
+        &self,
+        _write: bool,
+    ) -> impl Future<Output = Option<tokio::sync::SemaphorePermit<'_>>> + Send {
+        async { None }
+    }
 }
 
 /// A stream of the changes `changed` announces: its first item at once (whatever is there
@@ -102,6 +111,7 @@ pub struct SqlStore<B> {
 macro_rules! write {
     ($store:expr, $context:literal, $write:expr, |$tx:ident| $work:expr) => {{
         let store = $store;
+        let _turn = store.backend.turn(true).await;
         store
             .backend
             .run(async {
@@ -120,6 +130,7 @@ macro_rules! write {
 macro_rules! read {
     ($store:expr, $context:literal, |$tx:ident| $work:expr) => {{
         let store = $store;
+        let _turn = store.backend.turn(false).await;
         store
             .backend
             .run(async {

@@ -23,6 +23,8 @@ use super::*;
 
 /// Connections kept open for the next call (more are opened while calls overlap).
 const IDLE: usize = 4;
+/// Reads made at once by this process (each takes a thread while it runs); more wait their turn.
+const READERS: usize = 4;
 
 /// The store on one SQLite file.
 pub type SqliteStore = SqlStore<Sqlite>;
@@ -43,6 +45,8 @@ impl SqliteStore {
                 checkpointer: checkpoint::Checkpointer::start(&path),
                 bell: wake::Bell::new(&path),
                 changes: wake::Changes::new(&path),
+                writers: tokio::sync::Semaphore::new(1),
+                readers: tokio::sync::Semaphore::new(READERS),
                 shared: Arc::new(Shared {
                     idle: Mutex::new(vec![Pooled {
                         conn,
@@ -70,6 +74,10 @@ pub struct Sqlite {
     /// Rung after every commit: every process following the store hears of it at once.
     bell: wake::Bell,
     changes: wake::Changes,
+    /// This process's writes, one at a time, and its reads, a few at a time: a call waits for
+    /// its turn without a thread (a burst of thousands holds no thread each).
+    writers: tokio::sync::Semaphore,
+    readers: tokio::sync::Semaphore,
 }
 
 #[derive(Debug)]
@@ -324,6 +332,12 @@ impl Backend for Sqlite {
 
     fn changes(&self) -> BoxStream<'static, ()> {
         self.changes.follow()
+    }
+
+    async fn turn(&self, write: bool) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let queue = if write { &self.writers } else { &self.readers };
+        // Never closed.
+        queue.acquire().await.ok()
     }
 }
 

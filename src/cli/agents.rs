@@ -521,7 +521,7 @@ pub async fn serve(
     store: &StoreLocation,
     listen: &str,
     (deadline, hook_timeout): (Option<String>, &str),
-    public_url: Option<&str>,
+    (public_url, max_connections): (Option<&str>, Option<usize>),
 ) -> Result<ExitCode> {
     // A server tells nobody on its own desktop: the app, hooks on a desktop and the inbox do.
     let mcp_wait = WaitSettings {
@@ -557,6 +557,7 @@ pub async fn serve(
     let options = ServeOptions {
         mcp_wait,
         hook_wait,
+        max_connections,
     };
     source::serve::serve(engine, listener, options, stop_requested()).await;
     eprintln!("plandesk: stopped serving");

@@ -230,6 +230,10 @@ enum Command {
         /// saved, for the links of `plandesk pair`
         #[arg(long, value_name = "URL")]
         public_url: Option<String>,
+        /// Connections served at once, each waiting agent holding one [default: as many as
+        /// the OS lets this process open]
+        #[arg(long, value_name = "N")]
+        max_connections: Option<usize>,
     },
     /// Sign a browser in to the review served by `plandesk serve`: prints a one-time link
     /// (valid 10 minutes) and shows it as a QR code to scan with a phone
@@ -577,6 +581,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             deadline,
             hook_timeout,
             public_url,
+            max_connections,
         } => {
             let wait = (deadline, hook_timeout.as_str());
             agents::serve(
@@ -584,7 +589,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 &location()?,
                 &listen,
                 wait,
-                public_url.as_deref(),
+                (public_url.as_deref(), max_connections),
             )
             .await
         }

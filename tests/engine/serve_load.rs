@@ -176,6 +176,7 @@ async fn fifty_agents_and_five_reviewers_lose_and_double_no_decision() {
     let options = ServeOptions {
         mcp_wait: wait.clone(),
         hook_wait: wait,
+        max_connections: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(serve(server_engine, listener, options, async {

@@ -40,8 +40,8 @@ use crate::token::{Caller, Tokens};
 
 /// Where `plandesk serve` listens unless told otherwise: this machine only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
-/// Connections served at once; more wait to be accepted.
-const MAX_CONNECTIONS: usize = 1024;
+/// File descriptors kept for what is not a connection (the store's, the listener, files).
+const RESERVED_FILES: u64 = 128;
 /// A client must send its request headers within this long (slow clients hold no slot).
 const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a waiting MCP call's event stream carries a keep-alive (proxies close idle ones,
@@ -57,6 +57,31 @@ pub struct ServeOptions {
     pub mcp_wait: WaitSettings,
     /// For Claude Code's hooks: its deadline must fall before Claude Code stops waiting.
     pub hook_wait: WaitSettings,
+    /// Connections served at once (more wait to be accepted): at most what the OS allows this
+    /// process to open ([`connection_limit`]); `None`, that.
+    pub max_connections: Option<usize>,
+}
+
+/// How many connections this process can hold open at once: its limit of open files, raised
+/// to the most the OS allows it, less what the server needs besides. Capped at `asked`.
+pub fn connection_limit(asked: Option<usize>) -> usize {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            limit = raised;
+        }
+    }
+    // No limit at all: as many as connections can be counted.
+    let files = limit.current.unwrap_or(u64::MAX);
+    let available = usize::try_from(files.saturating_sub(RESERVED_FILES))
+        .unwrap_or(usize::MAX)
+        .max(1);
+    asked.map_or(available, |asked| asked.clamp(1, available))
 }
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -153,7 +178,9 @@ pub async fn serve(
         inbox,
     ));
     let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Semaphore::new(
+        connection_limit(options.max_connections).min(Semaphore::MAX_PERMITS),
+    ));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {

@@ -133,3 +133,70 @@ async fn claude_codes_http_hook_gets_the_command_hooks_answers() {
     let history = fx.listing(&["history"]);
     assert_eq!(history[2]["status"], "abandoned", "{history}");
 }
+
+/// The titles of the plans pending now.
+fn pending_titles(fx: &Fixture) -> Vec<String> {
+    let pending = fx.listing(&["pending"]);
+    let mut titles: Vec<String> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["revision"]["title"].as_str().unwrap().to_owned())
+        .collect();
+    titles.sort();
+    titles
+}
+
+/// Waits until the plans pending are `titles`.
+async fn until_titles(fx: &Fixture, titles: &[&str]) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while pending_titles(fx) != titles {
+        assert!(Instant::now() < until, "pending: {:?}", pending_titles(fx));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_wait_to_be_accepted_then_are_answered() {
+    let fx = Fixture::new(json!([]));
+    let token = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &["--max-connections", "2"]);
+    let post = |n: usize| {
+        let (base, token) = (server.base.clone(), token.clone());
+        let payload = hook_payload(
+            &format!("sess-{n}"),
+            json!({"plan": format!("# Plan {n}\n")}),
+        );
+        tokio::spawn(async move { json_of(post_hook(&base, Some(&token), &payload).await).await })
+    };
+    let (first, second) = (post(1), post(2));
+    until_titles(&fx, &["Plan 1", "Plan 2"]).await;
+    // Two agents wait, each on its connection: a third is not read while they do.
+    let third = post(3);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(pending_titles(&fx), ["Plan 1", "Plan 2"]);
+    let run_of = |title: &str| {
+        let pending = fx.listing(&["pending"]);
+        let item = pending
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["revision"]["title"] == title)
+            .unwrap()
+            .clone();
+        item["runId"].as_str().unwrap().to_owned()
+    };
+    fx.ok(&["approve", &run_of("Plan 1")]);
+    let answer = first.await.unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["decision"]["behavior"],
+        "allow"
+    );
+    // Its connection closed, the third is let in and waits like the others.
+    until_titles(&fx, &["Plan 2", "Plan 3"]).await;
+    fx.ok(&["reject", &run_of("Plan 2"), "--feedback", "Smaller"]);
+    fx.ok(&["approve", &run_of("Plan 3")]);
+    let (second, third) = (second.await.unwrap(), third.await.unwrap());
+    assert_eq!(second["hookSpecificOutput"]["decision"]["behavior"], "deny");
+    assert_eq!(third["hookSpecificOutput"]["decision"]["behavior"], "allow");
+}

@@ -11,7 +11,9 @@
 //!   records them (plans per second, until the last is pending), what it holds while they all
 //!   wait (RSS, threads, PostgreSQL connections), then every plan approved and every agent
 //!   checked to be answered once, with an approval.
-//! Printed, and written to `target/bench/wait.json`.
+//!
+//! Printed, and written to `target/bench/wait.json`. `WAIT_STORES=sqlite|postgres` measures one
+//! store; `WAIT_MANY_ONLY=1` the many agents alone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../tests/engine/pg.rs"]
@@ -233,8 +235,8 @@ async fn send_hook(address: &str, token: &str, index: usize, answers: Answers) {
     });
 }
 
-/// Waits until `count` plans are pending, less those whose agent failed (in `answers` with
-/// an error); returns them.
+/// Waits until `count` plans are pending, less those whose agent was answered before anyone
+/// decided (refused, or its connection failed); returns them.
 async fn pending(
     review: &Review,
     count: usize,
@@ -244,7 +246,7 @@ async fn pending(
     let until = Instant::now() + BOUND;
     loop {
         let inbox = review.inbox().await.unwrap();
-        if inbox.len() + failures(answers) >= count {
+        if inbox.len() + answers.lock().unwrap().len() >= count {
             return inbox;
         }
         assert!(Instant::now() < until, "{} of {count} pending", inbox.len());
@@ -252,13 +254,17 @@ async fn pending(
     }
 }
 
-/// How many agents' requests failed.
-fn failures(answers: &Answers) -> usize {
+/// How many agents were answered so far, and the first answer of each kind (its first
+/// bytes), to see why.
+fn answered(answers: &Answers) -> (usize, Vec<String>) {
     let answers = answers.lock().unwrap();
-    answers
+    let mut kinds: Vec<String> = answers
         .values()
-        .filter(|(_, a)| a.starts_with("error: "))
-        .count()
+        .map(|(_, a)| a.chars().take(300).collect())
+        .collect();
+    kinds.sort();
+    kinds.dedup_by(|a, b| a.get(..40) == b.get(..40));
+    (answers.len(), kinds)
 }
 
 async fn approve(review: &Review, item: &ReviewItem) -> Instant {
@@ -420,10 +426,21 @@ async fn many_waiting(target: &Target, many: usize) -> Value {
     // The inbox read now and then (it competes with the server for the store).
     let items = pending(&review, many, Duration::from_millis(200), &answers).await;
     let rate = items.len() as f64 / started.elapsed().as_secs_f64();
+    // Answered before anyone decided: refused, or the connection failed.
+    let (refused, why) = answered(&answers);
+    if refused > 0 {
+        println!(
+            "{}: {refused} of {many} answered before a decision: {why:#?}",
+            target.name
+        );
+    }
     // What it holds once they have all settled to wait.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (rss, threads) = serve.usage();
     let connections = target.pg_connections();
+    // Threads a burst of calls started go once idle for 10 s (tokio's blocking pool).
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let (rss_later, threads_later) = serve.usage();
     // Decided by 8 reviewers at once.
     let items = Arc::new(Mutex::new(items));
     let reviewers: Vec<_> = (0..8)
@@ -451,7 +468,6 @@ async fn many_waiting(target: &Target, many: usize) -> Value {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let refused = failures(&answers);
     let approved = answers
         .lock()
         .unwrap()
@@ -468,7 +484,8 @@ async fn many_waiting(target: &Target, many: usize) -> Value {
     );
     let figure = json!({
         "agents": many, "refused": refused, "submitted_per_s": rate, "rss_mb": rss,
-        "threads": threads, "pg_connections": connections,
+        "threads": threads, "pg_connections": connections, "rss_mb_12s_later": rss_later,
+        "threads_12s_later": threads_later,
     });
     println!("{}: {many} waiting on one serve {figure}", target.name);
     figure
@@ -492,7 +509,12 @@ fn main() {
     for name in stores {
         let figures = runtime.block_on(async {
             let mut latency = serde_json::Map::new();
-            for way in [Way::Http, Way::Hook, Way::Mcp] {
+            // `WAIT_MANY_ONLY=1`: the many agents alone.
+            let ways = match std::env::var_os("WAIT_MANY_ONLY") {
+                Some(_) => vec![],
+                None => vec![Way::Http, Way::Hook, Way::Mcp],
+            };
+            for way in ways {
                 let target = Target::new(name);
                 let figure = decision_to_answer(&target, way).await;
                 latency.insert(format!("{way:?}").to_lowercase(), figure);

@@ -39,6 +39,10 @@ const POOL_SIZE: usize = 16;
 const WAIT: Duration = Duration::from_secs(30);
 /// How long the change listener waits before connecting again after losing its connection.
 const RECONNECT: Duration = Duration::from_secs(1);
+/// In a process that follows the store's changes, a pooled connection unused this long is
+/// closed: the pool hands out the one used last, so those left idle are those not needed (a
+/// hook waiting for a decision keeps one besides its listening connection).
+const IDLE_CLOSE: Duration = Duration::from_secs(30);
 
 /// A database error with what the server said (the driver's own text is only its kind).
 pub(super) fn describe(err: &tokio_postgres::Error) -> String {
@@ -132,6 +136,7 @@ impl PostgresStore {
         );
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
+            .queue_mode(deadpool_postgres::QueueMode::Lifo)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(WAIT))
             .create_timeout(Some(WAIT))
@@ -186,6 +191,7 @@ impl Postgres {
             let tls = self.tls.clone();
             let changed = Arc::downgrade(&self.changed);
             let location = self.location.clone();
+            let pool = self.pool.clone();
             let spawned = std::thread::Builder::new()
                 .name("store-changes".into())
                 .spawn(move || {
@@ -193,7 +199,9 @@ impl Postgres {
                         .enable_all()
                         .build();
                     match runtime {
-                        Ok(runtime) => runtime.block_on(listen(config, tls, changed, location)),
+                        Ok(runtime) => {
+                            runtime.block_on(listen(config, tls, changed, location, pool))
+                        }
                         Err(err) => {
                             eprintln!("plandesk: cannot watch the store for changes: {err}")
                         }
@@ -432,12 +440,14 @@ fn pool_error(err: &deadpool_postgres::PoolError) -> String {
 }
 
 /// Listens for commits until the store is gone, connecting again whenever the connection is
-/// lost (and then telling the streams, since commits may have been missed meanwhile).
+/// lost (and then telling the streams, since commits may have been missed meanwhile); closes
+/// the pool's connections left unused.
 async fn listen(
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
     changed: Weak<broadcast::Sender<()>>,
     location: String,
+    pool: Pool,
 ) {
     let mut reported = false;
     loop {
@@ -466,6 +476,7 @@ async fn listen(
                         },
                         _ = tick.tick() => {
                             if changed.strong_count() == 0 { return; }
+                            pool.retain(|_, used| used.last_used() < IDLE_CLOSE);
                         }
                     }
                 }

@@ -294,3 +294,28 @@ fn a_commit_in_one_process_wakes_another_at_once_and_a_dead_ones_socket_goes() {
         .mode();
     assert_eq!(mode & 0o777, 0o700);
 }
+
+#[test]
+fn a_link_in_place_of_the_wake_folder_is_not_followed() {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let wake = wake::folder(store.path());
+    std::fs::remove_dir(&wake).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &wake).unwrap();
+    // Opened again with the link there: no socket is made through it, and changes are still
+    // heard (by looking).
+    let (follower, writer) = (
+        SqliteStore::open(dir.path()).unwrap(),
+        SqliteStore::open(dir.path()).unwrap(),
+    );
+    let mut changes = follower.changes();
+    block_on(changes.next()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    while futures::FutureExt::now_or_never(changes.next()).is_some() {}
+    write(&writer, Write::Durable, "CREATE TABLE scratch(x)");
+    block_on(changes.next()).unwrap();
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    assert!(std::fs::symlink_metadata(&wake).unwrap().is_symlink());
+}

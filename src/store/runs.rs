@@ -1,14 +1,21 @@
 //! `runs` (one row per run or outside agent session, with the lease of whoever drives it),
-//! `run_snapshots` (versioned, never overwritten) and `messages` (append-only): a commit writes
-//! them with the run's open items and an event, in one transaction.
+//! `run_snapshots` (a run's newest state, with the version every commit checks and counts up)
+//! and `messages` (append-only): a commit writes them with the run's open items and an event,
+//! in one transaction.
 
-use super::sql::{Conn, Row, Tx};
+use super::sql::{Conn, Row, ToArg, Tx};
 use super::{items, log, ClaimOutcome, Commit, Lease, NewRun, RunRow, RunStatus, Source};
 use super::{Actor, SourceKind, StoreError, StoredRun};
 use crate::clock::Millis;
 
 const COLUMNS: &str = "SELECT id, prompt, model, mode, status, workspace, source, session, \
                        holder, lease_until, created_at, updated_at FROM runs";
+
+/// Deletes every snapshot but each run's newest: what a store kept before a commit replaced
+/// the snapshot it supersedes (a migration, the same on both databases).
+pub(super) const SUPERSEDED_SNAPSHOTS: &str = "
+DELETE FROM run_snapshots WHERE version <
+    (SELECT MAX(version) FROM run_snapshots AS newest WHERE newest.run_id = run_snapshots.run_id);";
 
 fn run(r: &dyn Row) -> Result<RunRow, StoreError> {
     let holder: Option<String> = r.get(8)?;
@@ -298,20 +305,35 @@ pub(super) async fn commit(tx: &mut Tx<impl Conn>, c: &Commit<'_>) -> Result<(),
         )
         .await?;
     }
-    tx.execute(
-        "insert snapshot",
-        "INSERT INTO run_snapshots (run_id, version, schema_version, message_count, state, saved_at)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-        &[
-            &c.run_id,
-            &(c.expect_version + 1),
-            &i64::from(c.schema_version),
-            &c.message_count,
-            &c.state,
-            &c.at,
-        ],
-    )
-    .await?;
+    // The newest snapshot is the run's state; those it supersedes are read by nothing (the
+    // conversation, the plans and the decisions are kept apart), so it takes their place.
+    let (version, schema_version) = (c.expect_version + 1, i64::from(c.schema_version));
+    let state: [&dyn ToArg; 6] = [
+        &c.run_id,
+        &version,
+        &schema_version,
+        &c.message_count,
+        &c.state,
+        &c.at,
+    ];
+    if c.expect_version == 0 {
+        tx.execute(
+            "insert snapshot",
+            "INSERT INTO run_snapshots (run_id, version, schema_version, message_count, state, saved_at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &state,
+        )
+        .await?;
+    } else {
+        tx.execute(
+            "replace snapshot",
+            "UPDATE run_snapshots SET version = $2, schema_version = $3, message_count = $4,
+                 state = $5, saved_at = $6
+             WHERE run_id = $1 AND version = $7",
+            &[state.as_slice(), &[&c.expect_version]].concat(),
+        )
+        .await?;
+    }
     log_mode_switch(tx, c.run_id, &before, c.mode, c.at, c.by).await?;
     tx.execute(
         "update run",

@@ -124,14 +124,19 @@ fn abort_after_suspension_is_pending_after_restart() {
 }
 
 #[test]
-fn snapshots_and_events_are_append_only() {
+fn a_run_keeps_its_newest_snapshot_and_every_event() {
     let fx = fixture();
     let (run, _) = fx.start(&[]);
     fx.stream(&["approve", &run]);
     let store = block_on(fx.store.open()).unwrap();
     assert!(
-        block_on(store.snapshot_count(&run)).unwrap() >= 4,
+        block_on(store.snapshot_version(&run)).unwrap() >= 4,
         "every state change is a new snapshot version"
+    );
+    assert_eq!(
+        block_on(store.snapshot_count(&run)).unwrap(),
+        1,
+        "a snapshot replaces the one it supersedes"
     );
     let kinds: Vec<String> = events(&fx.store, &run)
         .into_iter()

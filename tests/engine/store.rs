@@ -42,6 +42,25 @@ fn a_store_of_the_first_schema_upgrades_with_its_data_intact() {
     assert_eq!(rows[0]["decision"]["feedback"], "Log to stderr, not stdout");
     assert_eq!(rows[1]["revisionNo"], 2, "revision numbers are kept");
     assert!(user_version(&fx) >= 2, "the store was migrated");
+    let conn = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+    let snapshots: Vec<(String, i64, i64)> = conn
+        .prepare(
+            "SELECT run_id, COUNT(*), MAX(version) FROM run_snapshots GROUP BY run_id ORDER BY 1",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        snapshots,
+        [
+            ("0a8a0af89a5645d9".to_owned(), 1, 10),
+            ("76426506e5bb42ab".to_owned(), 1, 5)
+        ],
+        "each run keeps its newest snapshot (of 10 and 5) and nothing else"
+    );
+    drop(conn);
     let found = fx.listing(&["history", "--search", "login"]);
     assert_eq!(
         found[0]["title"], "Fix the login bug",

@@ -200,6 +200,12 @@ ALTER TABLE tokens ADD COLUMN expires_at BIGINT;
 DROP INDEX tokens_active_by_name;
 CREATE UNIQUE INDEX tokens_active_by_kind_name ON tokens(kind, name) WHERE revoked_at IS NULL;",
     },
+    Migration {
+        version: 5,
+        name: "a run keeps its newest snapshot only",
+        // As SQLite's migration 14.
+        sql: crate::store::runs::SUPERSEDED_SNAPSHOTS,
+    },
 ];
 
 /// The schema version this build writes.

@@ -301,6 +301,15 @@ DROP INDEX tokens_active_by_name;
 CREATE UNIQUE INDEX tokens_active_by_kind_name ON tokens(kind, name) WHERE revoked_at IS NULL;",
         rebuilds: false,
     },
+    Migration {
+        version: 14,
+        name: "a run keeps its newest snapshot only",
+        // Each commit wrote a new snapshot beside the others, and nothing read any but the
+        // newest: a run revised ten times kept its state some thirty times. A commit now
+        // replaces it; those kept so far go. (Their pages are used again as the store grows.)
+        sql: crate::store::runs::SUPERSEDED_SNAPSHOTS,
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

@@ -186,3 +186,28 @@ async fn a_write_given_up_midway_records_nothing_and_holds_nothing() {
     assert_eq!(store.setting("given-up").await.unwrap(), None);
     assert_eq!(store.setting("next").await.unwrap().as_deref(), Some("19"));
 }
+
+#[tokio::test]
+async fn a_database_of_schema_4_keeps_each_runs_newest_snapshot_only() {
+    let url = crate::pg::database();
+    let location = StoreLocation::postgres(url.clone());
+    let store = store_with_run(&location, "r").await;
+    open_items(&*store, &[]).await;
+    drop(store);
+    // As schema 4 left it: every snapshot a run's commits wrote.
+    for sql in [
+        "INSERT INTO run_snapshots (run_id, version, schema_version, message_count, state, saved_at)
+         SELECT run_id, v, schema_version, message_count, state, saved_at
+         FROM run_snapshots, generate_series(1, 1) AS v",
+        "UPDATE plandesk_schema SET version = 4",
+    ] {
+        let out = sql_on(&url, sql);
+        assert!(out.status.success(), "{sql}: {out:?}");
+    }
+    let store = location.open().await.unwrap();
+    assert_eq!(store.snapshot_count("r").await.unwrap(), 1);
+    assert_eq!(store.load("r").await.unwrap().version, 2);
+    store.commit(&commit("r", 2, 1, &[], &[])).await.unwrap();
+    assert_eq!(store.snapshot_count("r").await.unwrap(), 1);
+    assert_eq!(store.load("r").await.unwrap().version, 3);
+}

@@ -38,7 +38,11 @@ async fn commits_follow_each_other_and_a_stale_one_is_refused(location: StoreLoc
     let loaded = store.load("r").await.unwrap();
     assert_eq!((loaded.version, loaded.messages.len()), (2, 2));
     assert_eq!(loaded.messages[1], more[0]);
-    assert_eq!(store.snapshot_count("r").await.unwrap(), 2);
+    assert_eq!(
+        store.snapshot_count("r").await.unwrap(),
+        1,
+        "a snapshot replaces the one it supersedes"
+    );
     assert!(matches!(
         store.load("nope").await.unwrap_err(),
         StoreError::UnknownRun(_)

@@ -105,6 +105,8 @@ pub struct SqlStore<B> {
     pub(super) anchor: Option<AuditAnchor>,
     /// Whose settings these are, on a store shared by a team (see `StoreLocation::Postgres`).
     pub(super) personal: Option<String>,
+    /// The ends of the conversations this store wrote or read last (see `conversation`).
+    pub(super) tails: conversation::Tails,
 }
 
 /// Runs `$work` (with `$tx`, a write transaction) as one store write, committed if it succeeds.
@@ -194,10 +196,12 @@ impl<B: Backend> Store for SqlStore<B> {
     }
 
     async fn create_run(&self, run: &NewRun<'_>, first: &Commit<'_>) -> Result<(), StoreError> {
-        write!(self, "create run", |tx| async {
+        let tail = write!(self, "create run", |tx| async {
             runs::insert(&mut tx, run, first.at).await?;
-            runs::commit(&mut tx, first).await
-        })
+            runs::commit(&mut tx, &self.tails, first).await
+        })?;
+        self.tails.keep(first.run_id, tail);
+        Ok(())
     }
 
     async fn commit(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
@@ -206,13 +210,19 @@ impl<B: Backend> Store for SqlStore<B> {
         } else {
             Write::Durable
         };
-        write!(self, "commit snapshot", write, |tx| runs::commit(
-            &mut tx, commit
-        ))
+        let tail = write!(self, "commit snapshot", write, |tx| runs::commit(
+            &mut tx,
+            &self.tails,
+            commit
+        ))?;
+        self.tails.keep(commit.run_id, tail);
+        Ok(())
     }
 
     async fn load(&self, run_id: &str) -> Result<StoredRun, StoreError> {
-        read!(self, "load snapshot", |tx| runs::load(&mut tx, run_id))
+        let (run, tail) = read!(self, "load snapshot", |tx| runs::load(&mut tx, run_id))?;
+        self.tails.keep(run_id, tail);
+        Ok(run)
     }
 
     async fn snapshot_version(&self, run_id: &str) -> Result<i64, StoreError> {

@@ -6,6 +6,7 @@
 
 mod anchor;
 mod chain;
+mod conversation;
 mod db;
 mod items;
 mod log;

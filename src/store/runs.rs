@@ -1,8 +1,9 @@
 //! `runs` (one row per run or outside agent session, with the lease of whoever drives it),
 //! `run_snapshots` (a run's newest state, with the version every commit checks and counts up)
-//! and `messages` (append-only): a commit writes them with the run's open items and an event,
+//! and `messages` (append-only, see `conversation`): a commit writes them with the run's open items and an event,
 //! in one transaction.
 
+use super::conversation::{self, Tail, Tails};
 use super::sql::{Conn, Row, ToArg, Tx};
 use super::{items, log, ClaimOutcome, Commit, Lease, NewRun, RunRow, RunStatus, Source};
 use super::{Actor, SourceKind, StoreError, StoredRun};
@@ -268,8 +269,13 @@ pub(super) async fn switch_mode(
     Ok(())
 }
 
-/// Writes one move of a run; refused if another writer committed since `expect_version`.
-pub(super) async fn commit(tx: &mut Tx<impl Conn>, c: &Commit<'_>) -> Result<(), StoreError> {
+/// Writes one move of a run; refused if another writer committed since `expect_version`. The
+/// conversation's tail after it, for `tails` once it is durable.
+pub(super) async fn commit(
+    tx: &mut Tx<impl Conn>,
+    tails: &Tails,
+    c: &Commit<'_>,
+) -> Result<Tail, StoreError> {
     let (newest, stored, before): (i64, i64, Option<String>) = tx
         .one(
             "find newest snapshot",
@@ -297,14 +303,7 @@ pub(super) async fn commit(tx: &mut Tx<impl Conn>, c: &Commit<'_>) -> Result<(),
             message: format!("{stored} messages are stored but the commit appends from {first}"),
         });
     }
-    for (offset, message) in c.new_messages.iter().enumerate() {
-        tx.execute(
-            "append message",
-            "INSERT INTO messages (run_id, seq, message) VALUES ($1, $2, $3)",
-            &[&c.run_id, &(first + offset as i64), message],
-        )
-        .await?;
-    }
+    let tail = conversation::append(tx, tails, c.run_id, stored, c.new_messages).await?;
     // The newest snapshot is the run's state; those it supersedes are read by nothing (the
     // conversation, the plans and the decisions are kept apart), so it takes their place.
     let (version, schema_version) = (c.expect_version + 1, i64::from(c.schema_version));
@@ -345,7 +344,7 @@ pub(super) async fn commit(tx: &mut Tx<impl Conn>, c: &Commit<'_>) -> Result<(),
     if let Some((kind, data)) = &c.event {
         log::event(tx, c.run_id, c.at, *kind, data).await?;
     }
-    Ok(())
+    Ok(tail)
 }
 
 pub(super) async fn snapshot_version(
@@ -363,7 +362,11 @@ pub(super) async fn snapshot_version(
     newest.flatten().ok_or_else(unknown(run_id))
 }
 
-pub(super) async fn load(tx: &mut Tx<impl Conn>, run_id: &str) -> Result<StoredRun, StoreError> {
+/// A run's newest snapshot and its conversation, and the conversation's tail.
+pub(super) async fn load(
+    tx: &mut Tx<impl Conn>,
+    run_id: &str,
+) -> Result<(StoredRun, Tail), StoreError> {
     let (version, state, count, schema_version): (i64, String, i64, i64) = tx
         .one(
             "load snapshot",
@@ -374,29 +377,18 @@ pub(super) async fn load(tx: &mut Tx<impl Conn>, run_id: &str) -> Result<StoredR
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .await?;
-    let messages: Vec<String> = tx
-        .all(
-            "load messages",
-            "SELECT message FROM messages WHERE run_id = $1 AND seq < $2 ORDER BY seq",
-            &[&run_id, &count],
-            |r| r.get(0),
-        )
-        .await?;
-    if messages.len() as i64 != count {
-        return Err(StoreError::Corrupt {
-            run_id: run_id.to_owned(),
-            message: format!("{count} messages expected, {} stored", messages.len()),
-        });
-    }
-    Ok(StoredRun {
+    let schema_version = u32::try_from(schema_version).map_err(|_| StoreError::Corrupt {
+        run_id: run_id.to_owned(),
+        message: format!("snapshot schema version {schema_version} is out of range"),
+    })?;
+    let (messages, tail) = conversation::read(tx, run_id, count).await?;
+    let run = StoredRun {
         version,
-        schema_version: u32::try_from(schema_version).map_err(|_| StoreError::Corrupt {
-            run_id: run_id.to_owned(),
-            message: format!("snapshot schema version {schema_version} is out of range"),
-        })?,
+        schema_version,
         state,
         messages,
-    })
+    };
+    Ok((run, tail))
 }
 
 pub(super) async fn snapshot_count(

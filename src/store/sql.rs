@@ -33,6 +33,7 @@ pub enum Arg<'a> {
     Int(i64),
     Text(&'a str),
     Bool(bool),
+    Bytes(&'a [u8]),
 }
 
 /// What can be bound to a placeholder.
@@ -64,6 +65,12 @@ impl ToArg for String {
     }
 }
 
+impl ToArg for Vec<u8> {
+    fn arg(&self) -> Arg<'_> {
+        Arg::Bytes(self)
+    }
+}
+
 impl<T: ToArg + ?Sized> ToArg for &T {
     fn arg(&self) -> Arg<'_> {
         (**self).arg()
@@ -85,6 +92,7 @@ pub enum Cell<'a> {
     Int(i64),
     Text(&'a str),
     Bool(bool),
+    Bytes(&'a [u8]),
 }
 
 /// One row of a result as its driver holds it: each column is read straight into what it is
@@ -132,7 +140,20 @@ impl FromCell for String {
     fn from_cell(cell: Cell<'_>, i: usize) -> Result<Self, StoreError> {
         match cell {
             Cell::Text(text) => Ok(text.to_owned()),
+            // SQLite keeps what it was given: text written as bytes reads as its text.
+            Cell::Bytes(bytes) => std::str::from_utf8(bytes)
+                .map(str::to_owned)
+                .map_err(|_| unreadable(i, "text")),
             _ => Err(unreadable(i, "text")),
+        }
+    }
+}
+
+impl FromCell for Vec<u8> {
+    fn from_cell(cell: Cell<'_>, i: usize) -> Result<Self, StoreError> {
+        match cell {
+            Cell::Bytes(bytes) => Ok(bytes.to_owned()),
+            _ => Err(unreadable(i, "bytes")),
         }
     }
 }

@@ -157,6 +157,7 @@ impl PostgresStore {
             },
             anchor: None,
             personal: Some(personal.to_owned()),
+            tails: Default::default(),
         })
     }
 
@@ -294,6 +295,7 @@ impl ToSql for Bind<'_> {
             (Arg::Int(n), &Type::INT4) => i32::try_from(n)?.to_sql(ty, out),
             (Arg::Bool(b), &Type::BOOL) => b.to_sql(ty, out),
             (Arg::Text(text), &Type::TEXT | &Type::VARCHAR | &Type::JSON) => text.to_sql(ty, out),
+            (Arg::Bytes(bytes), &Type::BYTEA) => bytes.to_sql(ty, out),
             (arg, ty) => Err(format!("{arg:?} cannot be bound as {ty}").into()),
         }
     }
@@ -325,6 +327,10 @@ impl sql::Row for tokio_postgres::Row {
             Type::BOOL => {
                 let b: Option<bool> = self.try_get(i).map_err(read)?;
                 b.map_or(Cell::Null, Cell::Bool)
+            }
+            Type::BYTEA => {
+                let bytes: Option<&[u8]> = self.try_get(i).map_err(read)?;
+                bytes.map_or(Cell::Null, Cell::Bytes)
             }
             _ => {
                 let text: Option<&str> = self.try_get(i).map_err(read)?;

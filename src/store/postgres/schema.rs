@@ -206,6 +206,12 @@ CREATE UNIQUE INDEX tokens_active_by_kind_name ON tokens(kind, name) WHERE revok
         // As SQLite's migration 14.
         sql: crate::store::runs::SUPERSEDED_SNAPSHOTS,
     },
+    Migration {
+        version: 6,
+        name: "a message is stored as what changed since the conversation before it",
+        // As SQLite's migration 15.
+        sql: "ALTER TABLE messages ADD COLUMN packed BYTEA;",
+    },
 ];
 
 /// The schema version this build writes.

@@ -310,6 +310,14 @@ CREATE UNIQUE INDEX tokens_active_by_kind_name ON tokens(kind, name) WHERE revok
         sql: crate::store::runs::SUPERSEDED_SNAPSHOTS,
         rebuilds: false,
     },
+    Migration {
+        version: 15,
+        name: "a message is stored as what changed since the conversation before it",
+        // A message of some size is kept compressed against the messages before it
+        // (`store::conversation`), its text then empty; earlier messages keep their text.
+        sql: "ALTER TABLE messages ADD COLUMN packed BLOB;",
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

@@ -57,6 +57,7 @@ impl SqliteStore {
             },
             anchor: Some(AuditAnchor::local(dir)),
             personal: None,
+            tails: Default::default(),
         })
     }
 
@@ -189,6 +190,7 @@ impl rusqlite::ToSql for Bind<'_> {
             Arg::Int(n) => ToSqlOutput::Owned(Value::Integer(n)),
             Arg::Bool(b) => ToSqlOutput::Owned(Value::Integer(i64::from(b))),
             Arg::Text(text) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+            Arg::Bytes(bytes) => ToSqlOutput::Borrowed(ValueRef::Blob(bytes)),
         })
     }
 }
@@ -211,9 +213,10 @@ impl sql::Row for rusqlite::Row<'_> {
         Ok(match value {
             ValueRef::Null => Cell::Null,
             ValueRef::Integer(n) => Cell::Int(n),
-            ValueRef::Text(text) | ValueRef::Blob(text) => {
+            ValueRef::Text(text) => {
                 Cell::Text(std::str::from_utf8(text).map_err(|_| unreadable(i, "text"))?)
             }
+            ValueRef::Blob(bytes) => Cell::Bytes(bytes),
             ValueRef::Real(_) => return Err(unreadable(i, "a whole number")),
         })
     }

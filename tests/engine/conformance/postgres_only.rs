@@ -199,6 +199,7 @@ async fn a_database_of_schema_4_keeps_each_runs_newest_snapshot_only() {
         "INSERT INTO run_snapshots (run_id, version, schema_version, message_count, state, saved_at)
          SELECT run_id, v, schema_version, message_count, state, saved_at
          FROM run_snapshots, generate_series(1, 1) AS v",
+        "ALTER TABLE messages DROP COLUMN packed",
         "UPDATE plandesk_schema SET version = 4",
     ] {
         let out = sql_on(&url, sql);

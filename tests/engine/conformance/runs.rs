@@ -7,6 +7,7 @@ on_both_stores!(
     the_latest_run_is_the_most_recently_active,
     a_claim_is_held_until_released_by_its_holder_or_expired,
     outside_sessions_open_items_with_waiters,
+    a_conversation_reads_back_whole_whoever_wrote_each_part,
 );
 
 async fn commits_follow_each_other_and_a_stale_one_is_refused(location: StoreLocation) {
@@ -223,4 +224,39 @@ async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::AlreadyDecided { .. }), "{err}");
+}
+
+/// A message of `n` as a model writes it while revising a plan: mostly what it wrote before.
+fn revised(n: usize) -> String {
+    let plan: String = (0..80)
+        .map(|step| format!("{step}. Move table {step}, check it (revision {})\n", n / 2))
+        .collect();
+    json!({"role": "assistant", "n": n, "content": plan, "note": "é ✓ 漢字"}).to_string()
+}
+
+/// Long messages are stored against those before them: each store that appends or reads
+/// must see the same conversation, also one that opened the store later (it knows nothing of
+/// what came before) and one whose tail of it is stale (another wrote since).
+async fn a_conversation_reads_back_whole_whoever_wrote_each_part(location: StoreLocation) {
+    let first = store_with_run(&location, "r").await;
+    let mut all = vec![json!({"role": "user", "content": "make it faster"}).to_string()];
+    let batch = |from: usize| (from..from + 3).map(revised).collect::<Vec<_>>();
+    let (one, two, three) = (batch(1), batch(4), batch(7));
+    first.commit(&commit("r", 1, 4, &one, &[])).await.unwrap();
+    all.extend(one);
+    // Another process: it never saw the conversation.
+    let second = location.open().await.unwrap();
+    second.commit(&commit("r", 2, 7, &two, &[])).await.unwrap();
+    all.extend(two);
+    // The first again: what it kept of the conversation is three messages behind.
+    first
+        .commit(&commit("r", 3, 10, &three, &[]))
+        .await
+        .unwrap();
+    all.extend(three);
+    for store in [&first, &second, &location.open().await.unwrap()] {
+        let loaded = store.load("r").await.unwrap();
+        assert_eq!(loaded.messages, all);
+        assert_eq!(loaded.version, 4);
+    }
 }

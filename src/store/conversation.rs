@@ -17,8 +17,13 @@ use super::StoreError;
 
 /// How much of the conversation before a message it is compressed against.
 const TAIL: usize = 32 * 1024;
-/// Messages shorter than this are stored as their text.
-const PACK_FROM: usize = 512;
+/// Messages shorter than this are stored as their text: compressing one against the tail
+/// costs some 30 µs whatever its length (zstd reads the tail first), a tenth of an engine's
+/// step, to save less than this.
+const PACK_FROM: usize = 1024;
+/// zstd's fastest positive level: the matches that matter, those against the tail, it finds
+/// as well as level 3 does (a 700-byte message 382 bytes against 359), in half the time.
+const LEVEL: i32 = 1;
 /// The first byte of a stored message that is compressed: how (zstd, against the last
 /// [`TAIL`] bytes of the messages before it, each followed by a newline). Another way would
 /// be another byte.
@@ -96,6 +101,8 @@ fn compress(prefix: &[u8], message: &[u8]) -> Result<Vec<u8>, StoreError> {
         message: zstd::zstd_safe::get_error_name(code).to_owned(),
     };
     let mut cctx = CCtx::create();
+    cctx.set_parameter(CParameter::CompressionLevel(LEVEL))
+        .map_err(failed)?;
     cctx.set_parameter(CParameter::ChecksumFlag(true))
         .map_err(failed)?;
     cctx.ref_prefix(prefix).map_err(failed)?;

@@ -244,12 +244,16 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     let plan = ".plandesk/plans/torture.md";
+    // Long enough that its messages are stored compressed (`store::conversation`).
+    let text: String = std::iter::once("# Torture\n\n".to_owned())
+        .chain((1..=60).map(|n| format!("{n}. Survive step {n}, whatever kills the process\n")))
+        .collect();
     std::fs::write(
         &script,
         json!({"turns": [
             {"text": "Planning.", "toolCalls": [
                 {"toolCallId": "w", "toolName": "write_file",
-                 "args": {"path": plan, "content": "# Torture\n\n1. Survive\n"}},
+                 "args": {"path": plan, "content": text}},
                 {"toolCallId": "s", "toolName": "submit_plan", "args": {"path": plan}}]},
             {"toolCalls": [{"toolCallId": "l", "toolName": "list_files", "args": {}}]},
             {"text": "All done."}

@@ -1,7 +1,7 @@
 //! Benchmarks (not timed tests): `cargo bench --bench engine`.
 //! - scripted runs of 1,000 and 10,000 steps through the engine and a real SQLite store, each in
 //!   a process of its own, taking turns: time per step (and the ratio of the two, within each
-//!   turn), peak memory
+//!   turn), peak memory, and against one fsync measured in the same turn
 //! - rendering and diffing a ~200 KB plan
 //! - decoding a provider's stream over real HTTP: a 200 KB plan as ~50,000 tool-argument deltas
 //! - approving a 200 KB plan as the app does (record the decision, then continue the run): time
@@ -103,6 +103,25 @@ fn scripted_run_apart(steps: usize) -> (f64, f64) {
     )
 }
 
+/// The disk's floor for a commit, where the runs' stores are: appending 4 KiB to a file and
+/// waiting for it to reach the disk (as a commit appends to SQLite's journal and syncs it),
+/// the median of 100 (ms).
+fn fsync_ms() -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let mut file = std::fs::File::create(dir.path().join("journal")).unwrap();
+    let page = [0x5a_u8; 4096];
+    let mut samples: Vec<f64> = (0..100)
+        .map(|_| {
+            let started = Instant::now();
+            file.write_all(&page).unwrap();
+            file.sync_data().unwrap();
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
 /// How many 10,000-step runs the ratio is measured on; each has four 1,000-step runs around it.
 const LONG_RUNS: usize = 5;
 
@@ -115,6 +134,7 @@ fn scripted_runs_in_turns() {
     let (mut short, mut short_peak) = (Vec::new(), Vec::new());
     let (mut long, mut long_peak) = (Vec::new(), Vec::new());
     let mut ratios = Vec::new();
+    let (mut fsyncs, mut over_fsync) = (Vec::new(), Vec::new());
     for _ in 0..LONG_RUNS {
         let mut around = Vec::new();
         for at in 0..5 {
@@ -134,6 +154,10 @@ fn scripted_runs_in_turns() {
         }
         around.sort_by(f64::total_cmp);
         ratios.push(long[long.len() - 1] / ((around[1] + around[2]) / 2.0));
+        // In the same turn: a step's cost against the disk's floor.
+        let fsync = fsync_ms();
+        fsyncs.push(fsync);
+        over_fsync.push(long[long.len() - 1] / fsync);
     }
     let runs = |steps: &str, n: usize| format!("{steps}-step scripted run, per step ({n} runs)");
     let peaks = |steps: &str, n: usize| format!("{steps}-step scripted run, peak RSS ({n} runs)");
@@ -143,6 +167,16 @@ fn scripted_runs_in_turns() {
     summary(&runs("10000", LONG_RUNS), long, "ms");
     summary(&peaks("10000", LONG_RUNS), long_peak, "MiB");
     summary("per-step cost, 10,000-step / 1,000-step run", ratios, "x");
+    summary(
+        &format!("fsync: 4 KiB appended and synced, median of 100 ({LONG_RUNS} turns)"),
+        fsyncs,
+        "ms",
+    );
+    summary(
+        "per-step cost of a 10,000-step run / one fsync, same turn",
+        over_fsync,
+        "x",
+    );
 }
 
 /// Median and p95 of `samples`, printed and recorded; returns the median.

@@ -224,3 +224,23 @@ fn a_data_folder_is_pointed_at_a_team_store_and_back() {
     assert!(text(&cleared).contains(&fx.data.join("plandesk.db").display().to_string()));
     assert!(!fx.data.join("team-store").exists());
 }
+
+#[test]
+fn what_a_long_message_says_is_among_what_the_store_keeps() {
+    // Checks that a secret is never stored read `Fixture::stored`: a long message is kept
+    // compressed, so it must read the conversation back too, or such checks could not fail.
+    let marker = "a-marker-that-must-be-found-0123456789";
+    let long = format!("{}{marker}", "Reading the library again. ".repeat(60));
+    let fx = Fixture::new(serde_json::json!([text(&long)]));
+    let (run, _) = fx.start(&[]);
+    let found: Vec<String> = fx
+        .stored()
+        .into_iter()
+        .filter(|(_, bytes)| bytes.windows(marker.len()).any(|w| w == marker.as_bytes()))
+        .map(|(place, _)| place)
+        .collect();
+    assert!(
+        found.contains(&format!("the conversation of run {run}")),
+        "{found:?}"
+    );
+}

@@ -61,8 +61,35 @@ impl Fixture {
     }
 
     /// Every byte this fixture's store keeps on disk: the files of the data folder, and the
-    /// database's dump on PostgreSQL.
+    /// database's dump on PostgreSQL; and, as the store reads it back, each engine run's
+    /// conversation (long messages are kept compressed: a text in one would not show in the
+    /// bytes on disk).
     pub fn stored(&self) -> Vec<(String, Vec<u8>)> {
+        let mut stored = self.stored_bytes();
+        if stored.is_empty() {
+            return stored; // nothing was ever stored: opening the store would make one
+        }
+        let conversations = block_on(async {
+            let store = self.store.open().await.unwrap();
+            let mut conversations = Vec::new();
+            for run in store.runs().await.unwrap() {
+                match store.load(&run.id).await {
+                    Ok(loaded) => conversations.push((
+                        format!("the conversation of run {}", run.id),
+                        loaded.messages.join("\n").into_bytes(),
+                    )),
+                    // An outside agent's session has no snapshot and no conversation.
+                    Err(plandesk::store::StoreError::UnknownRun(_)) => {}
+                    Err(err) => panic!("run {} cannot be read: {err}", run.id),
+                }
+            }
+            conversations
+        });
+        stored.extend(conversations);
+        stored
+    }
+
+    fn stored_bytes(&self) -> Vec<(String, Vec<u8>)> {
         let mut stored = Vec::new();
         if let Ok(entries) = std::fs::read_dir(&self.data) {
             for entry in entries {

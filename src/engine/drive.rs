@@ -26,6 +26,7 @@ impl Engine {
         mut message_id: Option<String>,
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
+        let mut used = CallIds::default();
         loop {
             match state.next_step() {
                 NextStep::CallModel => {
@@ -33,7 +34,8 @@ impl Engine {
                     let id = message_id
                         .take()
                         .unwrap_or_else(|| self.inner.ids.next_id("msg"));
-                    self.call_model(state, model, id, sink).await?;
+                    used.catch_up(&state.messages);
+                    self.call_model(state, model, id, &used, sink).await?;
                 }
                 NextStep::RunTool(index) => {
                     state.stored.derived = false;
@@ -55,6 +57,7 @@ impl Engine {
         state: &mut RunState,
         model: &dyn LanguageModel,
         message_id: String,
+        used: &CallIds,
         sink: &mut dyn ChunkSink,
     ) -> Result<(), EngineError> {
         let run_id = state.run_id.clone();
@@ -79,7 +82,7 @@ impl Engine {
         let folded = turn::fold(
             &run_id,
             model.stream(request),
-            &|id| state.call_id_used(id),
+            &|id| used.contains(id),
             &*self.inner.ids,
             sink,
         )

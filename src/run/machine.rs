@@ -2,8 +2,40 @@
 //! with no I/O. The engine drives them: it calls the model, runs tools, persists every move
 //! before announcing it, and emits chunks.
 
+use std::collections::HashSet;
+
 use super::*;
 use crate::message::CalledTool;
+
+/// The tool call ids a conversation has used, kept up as it grows: a run's loop asks once per
+/// new call, and reading the whole conversation each time made a long run quadratic.
+#[derive(Debug, Default)]
+pub struct CallIds {
+    seen: usize,
+    ids: HashSet<String>,
+}
+
+impl CallIds {
+    /// Takes in the messages added since the last look (all of them, if `messages` is not the
+    /// conversation looked at before: it is shorter).
+    pub fn catch_up(&mut self, messages: &[Message]) {
+        if messages.len() < self.seen {
+            *self = Self::default();
+        }
+        for message in &messages[self.seen..] {
+            if let Message::Assistant { tool_calls, .. } = message {
+                self.ids
+                    .extend(tool_calls.iter().map(|c| c.tool_call_id.clone()));
+            }
+        }
+        self.seen = messages.len();
+    }
+
+    /// Whether the conversation has used `id`.
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+}
 
 /// What the driver does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,17 +119,6 @@ impl RunState {
     /// A new stream (a resume, a message, a retry) gets `max_steps` model calls of its own.
     pub fn begin_stream(&mut self) {
         self.steps_this_stream = 0;
-    }
-
-    /// Whether the conversation has used this tool call id. Read from the messages in place,
-    /// once per new call: a copy of every id at every step made a long run quadratic.
-    pub fn call_id_used(&self, id: &str) -> bool {
-        self.messages.iter().any(|m| match m {
-            Message::Assistant { tool_calls, .. } => {
-                tool_calls.iter().any(|c| c.tool_call_id == id)
-            }
-            _ => false,
-        })
     }
 
     /// The model answered: with tool calls the step runs them, without it the run is finished.
@@ -559,11 +580,18 @@ mod tests {
     #[test]
     fn used_ids_span_every_step() {
         let mut s = state();
+        let mut used = CallIds::default();
         s.record_turn("m1".into(), turn(&["a"]));
+        used.catch_up(&s.messages);
+        assert!(used.contains("a") && !used.contains("b"));
         s.settle_call(0, done());
         s.finish_step(false);
         s.record_turn("m2".into(), turn(&["b"]));
-        assert!(s.call_id_used("a") && s.call_id_used("b"));
-        assert!(!s.call_id_used("c"));
+        used.catch_up(&s.messages);
+        assert!(used.contains("a") && used.contains("b"));
+        assert!(!used.contains("c"));
+        // Another conversation, shorter: looked at anew.
+        used.catch_up(&state().messages);
+        assert!(!used.contains("a"));
     }
 }

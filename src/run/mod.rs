@@ -14,7 +14,7 @@ use crate::chunk::{ChunkError, ToolCall, Usage};
 use crate::message::{Json, Message};
 
 pub use crate::store::RunStatus;
-pub use machine::{unique_call_id, NextStep, RunError, StepEnd, Turn};
+pub use machine::{unique_call_id, CallIds, NextStep, RunError, StepEnd, Turn};
 
 /// Bumped whenever the persisted shape of [`RunState`] changes.
 pub const SCHEMA_VERSION: u32 = 1;

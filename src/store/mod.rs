@@ -1,8 +1,8 @@
 //! The store: rows and migrations, behind a trait so that a team can point every process at one
 //! shared database instead of the embedded SQLite file. It holds runs, each with its newest
 //! snapshot, an append-only message log, plan revisions, decisions, open review items, settings
-//! and an append-only event log. It knows no run, mode or tool rules: what is pending is decided above
-//! it and handed in with each commit.
+//! and an append-only event log. It knows no run, mode or tool rules: what is pending is
+//! decided above it and handed in with each commit.
 
 mod anchor;
 mod chain;

@@ -1,7 +1,7 @@
 //! `runs` (one row per run or outside agent session, with the lease of whoever drives it),
 //! `run_snapshots` (a run's newest state, with the version every commit checks and counts up)
-//! and `messages` (append-only, see `conversation`): a commit writes them with the run's open items and an event,
-//! in one transaction.
+//! and `messages` (append-only, see `conversation`): a commit writes them with the run's open
+//! items and an event, in one transaction.
 
 use super::conversation::{self, Tail, Tails};
 use super::sql::{Conn, Row, ToArg, Tx};

@@ -33,19 +33,27 @@ impl Engine {
             until: now + LEASE,
             now,
         };
-        let claimed = match store.claim(run_id, &lease).await? {
-            ClaimOutcome::Claimed => true,
-            ClaimOutcome::Held { holder: other, .. } if lease::is_gone(&other) => {
-                store.take_over(run_id, &other, &lease).await?
+        let mut claimed = false;
+        // A holder that is gone may give the run back between the claim and the take-over (a
+        // cancelled driver's release is on its way): then the run is free, and claimed again.
+        for _ in 0..2 {
+            claimed = match store.claim(run_id, &lease).await? {
+                ClaimOutcome::Claimed => true,
+                ClaimOutcome::Held { holder: other, .. } if lease::is_gone(&other) => {
+                    store.take_over(run_id, &other, &lease).await?
+                }
+                ClaimOutcome::Held { holder: other, .. } => {
+                    lease::let_go(&holder);
+                    return Err(EngineError::Busy {
+                        run_id: run_id.to_owned(),
+                        who: lease::describe(&other),
+                    });
+                }
+            };
+            if claimed {
+                break;
             }
-            ClaimOutcome::Held { holder: other, .. } => {
-                lease::let_go(&holder);
-                return Err(EngineError::Busy {
-                    run_id: run_id.to_owned(),
-                    who: lease::describe(&other),
-                });
-            }
-        };
+        }
         if !claimed {
             lease::let_go(&holder);
             return Err(EngineError::Busy {

@@ -6,6 +6,8 @@ mod hooks;
 mod mcp;
 mod script;
 
+use serde_json::{json, Value};
+
 use super::*;
 
 fn places(dir: &Path) -> Places {

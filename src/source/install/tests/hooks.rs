@@ -2,6 +2,11 @@
 //! wrote taken for ours (its command read back as a shell would), nothing empty left behind.
 
 use super::*;
+use crate::source::install::hooks::{
+    CLAUDE_RECORDED_TOOLS, COPILOT_RECORDED_TOOLS, DROID_RECORDED_TOOLS, QWEN_RECORDED_TOOLS,
+    RECORD_TIMEOUT_SECS,
+};
+use crate::source::install::words::shell_words;
 
 #[test]
 fn installing_merges_beside_other_entries_and_twice_changes_nothing() {

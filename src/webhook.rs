@@ -368,35 +368,72 @@ async fn deliver(
     }
 }
 
-/// Follows the inbox (`feed`, the server's one reader of it) for as long as it is read: each
-/// plan that becomes pending from now on is announced to every webhook, with a link into the
-/// web review at `base`.
-pub async fn announce_new(engine: Engine, base: String, mut feed: InboxFeed) {
+/// Announces each plan that becomes pending from now on to every webhook, with a link into the
+/// web review at `base`. The inbox (`feed`, the server's one reader of it) is followed only
+/// while there are webhooks: without any, each change to the store costs one read of the
+/// webhooks, not of the inbox. A webhook added while the server runs is told of the plans
+/// that became pending since the server last saw none (by the clock of the process that
+/// submitted them).
+pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
+    use futures::StreamExt;
     use std::collections::HashSet;
 
     let client = client();
-    let mut seen: Option<HashSet<(String, String)>> = None;
+    let mut changes = engine.changes().fuse();
+    // When the webhooks were last seen to be none (`None`: not since the server started, so
+    // what is pending when they are first seen is not new).
+    let mut none_since: Option<Millis> = None;
     loop {
-        let snapshot = feed.borrow_and_update().clone();
-        if let Some(snapshot) = snapshot {
-            let items = &snapshot.items;
-            let now: HashSet<(String, String)> = items
-                .iter()
-                .map(|i| (i.run_id.clone(), i.tool_call_id.clone()))
-                .collect();
-            if let Some(seen) = &seen {
-                for item in items.iter().filter(|i| {
-                    i.kind == crate::store::ItemKind::Plan
-                        && !seen.contains(&(i.run_id.clone(), i.tool_call_id.clone()))
-                }) {
-                    let pending = Pending::of(item, &base);
-                    announce(&engine, &client, pending, item.revision_id).await;
+        let looked = engine.now_millis();
+        match saved(&engine).await {
+            Ok(hooks) if !hooks.is_empty() => {}
+            found => {
+                if let Err(err) = found {
+                    eprintln!("plandesk serve: cannot read the webhooks: {err}");
                 }
+                none_since = Some(looked);
+                tokio::select! {
+                    Some(()) = changes.next() => {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    () = tokio::time::sleep(crate::view::REREAD) => {}
+                }
+                continue;
             }
-            seen = Some(now);
         }
-        if feed.changed().await.is_err() {
-            return;
+        let mut reads = feed.follow();
+        let mut seen: Option<HashSet<(String, String)>> = None;
+        loop {
+            if reads.changed().await.is_err() {
+                return;
+            }
+            let Some(snapshot) = reads.borrow_and_update().clone() else {
+                continue;
+            };
+            let items = &snapshot.items;
+            let new = |item: &&InboxItem| {
+                let key = (item.run_id.clone(), item.tool_call_id.clone());
+                item.kind == crate::store::ItemKind::Plan
+                    && match (&seen, none_since) {
+                        (Some(seen), _) => !seen.contains(&key),
+                        (None, Some(since)) => item.since >= since,
+                        (None, None) => false,
+                    }
+            };
+            for item in items.iter().filter(new) {
+                let pending = Pending::of(item, &base);
+                announce(&engine, &client, pending, item.revision_id).await;
+            }
+            seen = Some(
+                items
+                    .iter()
+                    .map(|i| (i.run_id.clone(), i.tool_call_id.clone()))
+                    .collect(),
+            );
+            // No webhooks left: the inbox is no longer followed.
+            if saved(&engine).await.is_ok_and(|hooks| hooks.is_empty()) {
+                break;
+            }
         }
     }
 }

@@ -1,8 +1,11 @@
 //! The inbox as a window lists it: every plan and approval waiting for a person, long
 //! arguments as previews (a run's detail has them whole).
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
+use tokio::sync::{watch, Notify};
 
 use super::preview_value;
 use crate::review::{Review, ReviewError, ReviewItem};
@@ -88,41 +91,81 @@ pub struct InboxSnapshot {
     pub json: String,
 }
 
-/// What follows the inbox for a whole process: `None` until it is first read, then each read,
-/// sent again at every change to the store (so that a waiter also checks what it must then,
-/// such as its session) and every [`REREAD`] (an agent that stopped waiting changes nothing
-/// until the inbox closes its plan as abandoned).
-pub type InboxFeed = tokio::sync::watch::Receiver<Option<std::sync::Arc<InboxSnapshot>>>;
+/// What a follower of the inbox receives ([`InboxFeed::follow`]): `None` until the inbox is
+/// read for it, then each read, sent again at every change to the store (so that a follower
+/// also checks what it must then, such as its session) and every [`REREAD`] (an agent that
+/// stopped waiting changes nothing until the inbox closes its plan as abandoned).
+pub type InboxReceiver = watch::Receiver<Option<Arc<InboxSnapshot>>>;
 
 /// How often [`follow_inbox`] reads the inbox with no change.
 pub const REREAD: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The one reader of the inbox of a whole process, for any number of followers (see
+/// [`follow_inbox`]). It reads only while someone follows: a server holding thousands of
+/// waiting agents and no open page reads nothing at each submission.
+#[derive(Debug, Clone)]
+pub struct InboxFeed {
+    reads: Arc<watch::Sender<Option<Arc<InboxSnapshot>>>>,
+    followed: Arc<Notify>,
+}
+
+impl InboxFeed {
+    /// Follows the inbox from now on: the reader reads it at once for the new follower, and
+    /// the receiver holds `None` until then (never a read from before anyone followed).
+    pub fn follow(&self) -> InboxReceiver {
+        let receiver = self.reads.subscribe();
+        self.followed.notify_one();
+        receiver
+    }
+}
+
 /// One reader of the inbox for any number of followers ([`InboxFeed`]): one subscription to the
-/// store's changes and one read per change, however many follow. Returns the feed; the reader
-/// ends when every follower has gone.
+/// store's changes and, while anyone follows, one read per change, however many follow. The
+/// reader ends once every [`InboxFeed`] is gone.
 pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
     use futures::StreamExt;
 
-    let (tx, feed) = tokio::sync::watch::channel(None);
+    let feed = InboxFeed {
+        reads: Arc::new(watch::channel(None).0),
+        followed: Arc::default(),
+    };
+    let reads = Arc::downgrade(&feed.reads);
+    let followed = feed.followed.clone();
     tokio::spawn(async move {
         // Fused: a store whose changes cannot be followed is read on the timer alone.
         let mut changes = engine.changes().fuse();
         loop {
-            match inbox(engine.review()).await {
+            let Some(tx) = reads.upgrade() else { return };
+            if tx.receiver_count() == 0 {
+                // Nobody follows: nothing is read, and the last read is not kept to go stale.
+                tx.send_replace(None);
+                drop(tx);
+                tokio::select! {
+                    () = followed.notified() => {}
+                    // To end once the feed is gone.
+                    () = tokio::time::sleep(REREAD) => continue,
+                }
+                continue;
+            }
+            drop(tx);
+            let read = inbox(engine.review()).await;
+            let Some(tx) = reads.upgrade() else { return };
+            match read {
                 Ok(items) => {
                     let json = serde_json::to_string(&items).unwrap_or_default();
-                    let snapshot = InboxSnapshot { items, json };
-                    tx.send_replace(Some(std::sync::Arc::new(snapshot)));
+                    tx.send_replace(Some(Arc::new(InboxSnapshot { items, json })));
                 }
                 Err(err) => eprintln!("plandesk: cannot read the inbox: {err}"),
             }
+            drop(tx);
             tokio::select! {
                 // Changes that come together are read once.
                 Some(()) = changes.next() => {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }
+                // A new follower: read for it now.
+                () = followed.notified() => {}
                 () = tokio::time::sleep(REREAD) => {}
-                () = tx.closed() => return,
             }
         }
     });

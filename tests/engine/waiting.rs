@@ -97,3 +97,81 @@ async fn each_waiter_is_woken_by_its_own_decision_from_another_process() {
         }
     }
 }
+
+/// `serve`'s one reader of the inbox (for open pages and webhooks) reads only while someone
+/// follows it: thousands of agents waiting on a server nobody watches cost no read of the
+/// inbox at each submission, and a follower never starts from a read made before it came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_is_read_only_while_someone_follows_it() {
+    let fx = Fixture::new(serde_json::json!([]));
+    let engine = Engine::open_at(&fx.store, "serve").await.unwrap();
+    let agents = review_on(&fx, "agents").await;
+    let feed = plandesk::view::follow_inbox(engine);
+    // Agents that wait (a plan nobody waits on leaves the inbox as abandoned).
+    let submit = |index: usize| {
+        let agents = agents.clone();
+        async move {
+            let waiting = agents.submit(&plan(index)).await.unwrap();
+            tokio::spawn(async move {
+                let _ = agents
+                    .wait(&waiting, None, Duration::ZERO, &mut |_| {})
+                    .await;
+            });
+        }
+    };
+    submit(0).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let titles = |reads: &plandesk::view::InboxReceiver| {
+        reads.borrow().as_ref().map(|snapshot| {
+            let mut titles: Vec<_> = snapshot
+                .items
+                .iter()
+                .filter_map(|i| i.title.clone())
+                .collect();
+            titles.sort();
+            titles
+        })
+    };
+    let fresh = |mut reads: plandesk::view::InboxReceiver| async move {
+        tokio::time::timeout(Duration::from_secs(10), reads.changed())
+            .await
+            .expect("a follower gets a read at once")
+            .unwrap();
+        reads
+    };
+    let reads = feed.follow();
+    assert_eq!(
+        titles(&reads),
+        None,
+        "nothing was read before anyone followed"
+    );
+    let reads = fresh(reads).await;
+    assert_eq!(titles(&reads), Some(vec!["Plan 0".to_owned()]));
+    // Each change is read for a follower.
+    let mut reads = reads;
+    submit(1).await;
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while titles(&reads).is_some_and(|t| t.len() < 2) {
+        assert!(std::time::Instant::now() < until, "the change was read");
+        let _ = tokio::time::timeout(Duration::from_secs(1), reads.changed()).await;
+    }
+    drop(reads);
+    // Followed by nobody, a change is not read, and the last read is not kept.
+    submit(2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reads = feed.follow();
+    assert_eq!(
+        titles(&reads),
+        None,
+        "no read kept from before this follower"
+    );
+    let reads = fresh(reads).await;
+    assert_eq!(
+        titles(&reads),
+        Some(vec![
+            "Plan 0".to_owned(),
+            "Plan 1".to_owned(),
+            "Plan 2".to_owned()
+        ])
+    );
+}

@@ -27,7 +27,7 @@ const REFRESH: Duration = Duration::from_secs(10);
 pub(super) fn stream(state: &State, session: String) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     let tokens = state.tokens.clone();
-    let mut feed = state.inbox.clone();
+    let mut feed = state.inbox.follow();
     let mut stopped = state.stopped.clone();
     tokio::spawn(async move {
         let mut refresh = tokio::time::interval_at(tokio::time::Instant::now() + REFRESH, REFRESH);

@@ -31,6 +31,12 @@ use args::{Cli, Command};
 use args::{KeyAction, ModelAction, SessionAction, StoreAction, TokenAction, WebhookAction};
 use choices::Mode;
 
+/// Threads beside the async workers at most. A SQLite call hands its worker's other tasks to
+/// another thread while it runs (`store::sqlite`); a burst of them in `serve` grew tokio's
+/// default pool (512) to ~150 threads, for at most five calls at a time. Past this, work that
+/// blocks waits for a thread (and a worker's tasks wait for the call to end).
+const MAX_BLOCKING_THREADS: usize = 48;
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // More than one worker: a store call that waits (SQLite's lock, the disk) hands the
@@ -38,6 +44,7 @@ pub fn main() -> ExitCode {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
         .enable_all()
         .build()
     {

@@ -1,0 +1,216 @@
+//! The other agents, each in its own format: Codex's plan from its session file, Gemini CLI's
+//! plan file, Factory Droid's and Qwen Code's held plan tool, Copilot CLI's session state.
+
+use super::*;
+
+#[test]
+fn codex_plans_come_from_the_session_file_and_each_is_reviewed_once() {
+    let fx = Fixture::new(json!([]));
+    let rollout = fx.root.join("rollout.jsonl");
+    let plan_event = |text: &str| {
+        json!({"timestamp": "t", "type": "event_msg", "payload": {"type": "item_completed",
+               "turn_id": "T1", "item": {"type": "Plan", "id": "p", "text": text}}})
+    };
+    std::fs::write(&rollout, format!("{}\n", plan_event("# Plan A\n\nStep"))).unwrap();
+    let stop = json!({"session_id": "cx-1", "turn_id": "T1", "transcript_path": rollout,
+        "cwd": "/w", "hook_event_name": "Stop", "model": "m", "permission_mode": "default",
+        "stop_hook_active": false, "last_assistant_message": "Here is the plan."});
+    let child = hook(&fx, "codex", &stop, &[]);
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["reject", &run, "--feedback", "Add tests"]);
+    let blocked = answer(child);
+    assert_eq!(blocked["decision"], "block");
+    assert!(blocked["reason"].as_str().unwrap().contains("Add tests"));
+
+    // The model revises in the same turn: a new Plan item, a new revision.
+    let mut text = std::fs::read_to_string(&rollout).unwrap();
+    text.push_str(&format!("{}\n", plan_event("# Plan A\n\nStep\nTests")));
+    std::fs::write(&rollout, text).unwrap();
+    let child = hook(&fx, "codex", &stop, &[]);
+    let items = wait_pending(&fx, 1);
+    assert_eq!(items[0]["revision"]["revisionNo"], 2);
+    fx.ok(&["approve", &run]);
+    assert_eq!(answer(child), Value::Null, "approval lets the stop happen");
+
+    // A Stop with no new plan (after the decision) passes at once, and adds nothing.
+    let again = hook(&fx, "codex", &stop, &[]);
+    assert_eq!(answer(again), Value::Null);
+    assert_eq!(fx.listing(&["history", &run]).as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn gemini_reads_the_plan_file_and_denies_explicitly() {
+    let fx = Fixture::new(json!([]));
+    let plans = fx.root.join("gemini-plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    let payload = |name: &str| {
+        json!({"session_id": "gm-1", "transcript_path": "/t", "cwd": "/w",
+               "hook_event_name": "BeforeTool", "timestamp": "t",
+               "tool_name": "exit_plan_mode", "tool_input": {"plan_filename": name}})
+    };
+    let gemini = || {
+        let mut cmd = fx.command(&["hook", "gemini"]);
+        cmd.env("GEMINI_PLANS_DIR", &plans);
+        spawn_with_input(cmd, payload("auth.md").to_string().as_bytes())
+    };
+    let denied = answer(gemini());
+    assert_eq!(
+        denied["decision"], "deny",
+        "a plan not yet written is denied at once"
+    );
+    assert!(denied["reason"]
+        .as_str()
+        .unwrap()
+        .contains("missing or empty"));
+
+    std::fs::write(plans.join("auth.md"), "# Auth\n\nUse OAuth").unwrap();
+    let child = gemini();
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["approve", &run]);
+    assert_eq!(answer(child), json!({}));
+}
+
+/// A Claude-style plan tool call of Factory Droid or Qwen Code.
+fn held_payload(agent: &str, session: &str, plan: &str) -> Value {
+    let (event, tool) = match agent {
+        "droid" => ("PreToolUse", "ExitSpecMode"),
+        _ => ("PermissionRequest", "exit_plan_mode"),
+    };
+    json!({"session_id": session, "transcript_path": "/nonexistent/t.jsonl", "cwd": "/w",
+           "permission_mode": "plan", "hook_event_name": event, "tool_name": tool,
+           "tool_input": {"title": "Cache lookups", "plan": plan}})
+}
+
+#[test]
+fn droid_and_qwen_code_plans_are_held_revised_and_approved() {
+    let fx = Fixture::new(json!([]));
+    for agent in ["droid", "qwen-code"] {
+        let session = format!("{agent}-session");
+        let first = hook(
+            &fx,
+            agent,
+            &held_payload(agent, &session, "1. Add a cache"),
+            &[],
+        );
+        let pending = wait_pending(&fx, 1);
+        assert_eq!(pending[0]["source"]["kind"], agent);
+        let run = pending[0]["runId"].as_str().unwrap().to_owned();
+        fx.ok(&["reject", &run, "--feedback", "Bound it"]);
+        let out = first.wait_with_output().unwrap();
+        let denied: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let output = &denied["hookSpecificOutput"];
+        let reason = match agent {
+            "droid" => {
+                assert_eq!(
+                    out.status.code(),
+                    Some(2),
+                    "Droid lets no other hook's allow overrule a deny with status 2"
+                );
+                assert_eq!(output["permissionDecision"], "deny");
+                assert!(String::from_utf8_lossy(&out.stderr).contains("User feedback: Bound it"));
+                output["permissionDecisionReason"].as_str().unwrap()
+            }
+            _ => {
+                assert!(out.status.success());
+                assert_eq!(output["hookEventName"], "PermissionRequest");
+                assert_eq!(output["decision"]["behavior"], "deny");
+                output["decision"]["message"].as_str().unwrap()
+            }
+        };
+        assert!(reason.contains("User feedback: Bound it"), "{reason}");
+
+        let second = hook(
+            &fx,
+            agent,
+            &held_payload(agent, &session, "1. Add an LRU cache of 1000"),
+            &[],
+        );
+        let pending = wait_pending(&fx, 1);
+        assert_eq!(pending[0]["runId"], run.as_str(), "one thread, revised");
+        fx.ok(&["approve", &run]);
+        let allowed = answer(second)["hookSpecificOutput"].clone();
+        match agent {
+            "droid" => assert_eq!(allowed["permissionDecision"], "allow"),
+            _ => assert_eq!(allowed["decision"]["behavior"], "allow"),
+        }
+        let history = fx.listing(&["history", &run]);
+        assert_eq!(
+            history[1]["title"], "Cache lookups",
+            "titled by Droid's title: {history}"
+        );
+        assert_eq!(history[1]["body"], "1. Add an LRU cache of 1000");
+    }
+}
+
+/// Qwen Code gives a hook at most a minute (less if its settings say so), then ignores its
+/// answer: the hook says "not approved" before that.
+#[test]
+fn a_qwen_code_hook_answers_before_qwen_code_stops_waiting() {
+    let fx = Fixture::new(json!([]));
+    let home = fx.root.join("qwen-home");
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    let hook_entry = json!({"type": "command", "command": "plandesk hook qwen-code", "timeout": 3});
+    let settings = json!({"hooks": {"PermissionRequest": [
+        {"matcher": "exit_plan_mode", "hooks": [hook_entry]}]}});
+    std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
+    let mut cmd = fx.command(&["hook", "qwen-code"]);
+    cmd.env("HOME", &home);
+    let started = Instant::now();
+    let payload = held_payload("qwen-code", "q-slow", "1. Wait");
+    let decision = answer(spawn_with_input(cmd, payload.to_string().as_bytes()))
+        ["hookSpecificOutput"]["decision"]
+        .clone();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    assert!(decision["message"]
+        .as_str()
+        .unwrap()
+        .contains("No decision was made"));
+    assert_eq!(fx.listing(&["history"])[0]["status"], "expired");
+}
+
+/// Copilot CLI names only its session: the plan is that session's `plan.md` in its state folder.
+#[test]
+fn a_copilot_plan_is_read_from_its_session_state_and_answered_explicitly() {
+    let fx = Fixture::new(json!([]));
+    let state = fx.root.join("copilot-home");
+    let session = state.join("session-state/7720-ab");
+    std::fs::create_dir_all(&session).unwrap();
+    let payload = json!({"sessionId": "7720-ab", "timestamp": 1, "cwd": "/w",
+                         "toolName": "exit_plan_mode", "toolArgs": {"summary": "Cache"}});
+    let copilot = || {
+        let mut cmd = fx.command(&["hook", "copilot"]);
+        cmd.env("COPILOT_HOME", &state);
+        spawn_with_input(cmd, payload.to_string().as_bytes())
+    };
+    let unwritten = answer(copilot());
+    assert_eq!(unwritten["permissionDecision"], "deny");
+    std::fs::write(session.join("plan.md"), "# Cache\n\n1. Add it\n").unwrap();
+    let first = copilot();
+    let run = wait_pending(&fx, 1)[0]["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["reject", &run, "--feedback", "Bound it"]);
+    let denied = answer(first);
+    assert_eq!(denied["permissionDecision"], "deny");
+    assert!(denied["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("User feedback: Bound it"));
+    std::fs::write(session.join("plan.md"), "# Cache\n\n1. Add an LRU cache\n").unwrap();
+    let second = copilot();
+    assert_eq!(wait_pending(&fx, 1)[0]["runId"], run.as_str());
+    fx.ok(&["approve", &run]);
+    assert_eq!(answer(second), json!({"permissionDecision": "allow"}));
+}

@@ -134,7 +134,6 @@ impl Review {
             workspace: &plan.cwd,
             source: &plan.source,
         };
-        let run_id = self.store.session_run(&run, now).await?;
         let split = split_plan(&plan.text);
         let tool_call_id = plan.item_id.clone().unwrap_or_else(|| {
             format!("plan-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
@@ -164,11 +163,7 @@ impl Review {
             name: plan.submitter.clone().unwrap_or_else(|| "agent".into()),
             process: self.actor.process.clone(),
         };
-        match self
-            .store
-            .open_item(&run_id, &item, &held, &submitter)
-            .await
-        {
+        match self.store.open_item(&run, &item, &held, &submitter).await {
             Ok(row) => Ok(Waiting {
                 item: row.into(),
                 waiter,

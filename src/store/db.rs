@@ -276,22 +276,17 @@ impl<B: Backend> Store for SqlStore<B> {
         read!(self, "resolve run", |tx| runs::resolve(&mut tx, prefix))
     }
 
-    async fn session_run(&self, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError> {
-        write!(self, "find or create session", |tx| runs::session(
-            &mut tx, run, at
-        ))
-    }
-
     async fn open_item(
         &self,
-        run_id: &str,
+        run: &NewRun<'_>,
         item: &OpenItem,
         waiter: &Lease<'_>,
         by: &Actor,
     ) -> Result<ItemRow, StoreError> {
-        write!(self, "open item", |tx| items::open_one(
-            &mut tx, run_id, item, waiter, by
-        ))
+        write!(self, "open item", |tx| async {
+            let run_id = runs::session(&mut tx, run, waiter.now).await?;
+            items::open_one(&mut tx, &run_id, item, waiter, by).await
+        })
     }
 
     async fn append_audit(&self, entry: &NewAudit<'_>) -> Result<(), StoreError> {

@@ -212,15 +212,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The full id of the run `prefix` names (an exact id or a unique prefix of 4+ characters).
     async fn resolve_run(&self, prefix: &str) -> Result<String, StoreError>;
 
-    /// The run of an outside agent's session: found by its source and session, else created
-    /// with `run.id`. Returns the run's id.
-    async fn session_run(&self, run: &NewRun<'_>, at: Millis) -> Result<String, StoreError>;
-    /// Opens one more item on a session's run (its other items stay as they are), recording
-    /// its plan's revision, with `waiter` holding it; `by` submitted it (the audit trail's
-    /// actor for the submission).
+    /// Opens one more item on the run of an outside agent's session (found by its source and
+    /// session, else created with `run.id`; its other items stay as they are), recording its
+    /// plan's revision, with `waiter` holding it; `by` submitted it (the audit trail's actor
+    /// for the submission). One transaction: a run is never left without its first item.
     async fn open_item(
         &self,
-        run_id: &str,
+        run: &NewRun<'_>,
         item: &OpenItem,
         waiter: &Lease<'_>,
         by: &Actor,

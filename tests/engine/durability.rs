@@ -89,8 +89,7 @@ noting_store! {
     runs() -> Vec<RunRow>;
     latest_run() -> Option<RunRow>;
     resolve_run(prefix: &str) -> String;
-    session_run(run: &NewRun<'_>, at: Millis) -> String;
-    open_item(run_id: &str, item: &OpenItem, waiter: &Lease<'_>, by: &Actor) -> ItemRow;
+    open_item(run: &NewRun<'_>, item: &OpenItem, waiter: &Lease<'_>, by: &Actor) -> ItemRow;
     append_audit(entry: &NewAudit<'_>) -> ();
     audit(run_id: Option<&str>) -> Vec<AuditRow>;
     renew_waiters(holders: &[&str], until: Millis) -> u64;

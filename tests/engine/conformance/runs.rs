@@ -148,13 +148,6 @@ async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
         workspace: "/ws",
         source: &source,
     };
-    let run = store.session_run(&new("run-a"), 10).await.unwrap();
-    assert_eq!(run, "run-a");
-    assert_eq!(
-        store.session_run(&new("run-b"), 11).await.unwrap(),
-        "run-a",
-        "one run per session"
-    );
     let waiter = Lease {
         holder: "host/1/abc",
         until: 100,
@@ -162,13 +155,14 @@ async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
     };
     let item = store
         .open_item(
-            "run-a",
+            &new("run-a"),
             &plan_item("t1", "# Refactor\n\nSplit it.\n"),
             &waiter,
             &ACTOR,
         )
         .await
         .unwrap();
+    assert_eq!(item.run_id, "run-a");
     assert_eq!(item.revision.as_ref().map(|r| r.revision_no), Some(1));
     assert_eq!(
         store.run("run-a").await.unwrap().status,
@@ -176,13 +170,14 @@ async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
     );
     let err = store
         .open_item(
-            "run-a",
+            &new("run-b"),
             &plan_item("t1", "# Refactor\n\nSplit it.\n"),
             &waiter,
             &ACTOR,
         )
         .await
         .unwrap_err();
+    // One run per session: the same session's item is found open on run-a.
     assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
     // Renewed by its holder's name, with holders of nothing open beside it.
     let renewed = store
@@ -220,7 +215,12 @@ async fn outside_sessions_open_items_with_waiters(location: StoreLocation) {
     assert_eq!(store.decided_after(recorded.id, 10).await.unwrap(), vec![]);
     assert_eq!(store.run("run-a").await.unwrap().status, RunStatus::Running);
     let err = store
-        .open_item("run-a", &plan_item("t1", "# Again\n"), &waiter, &ACTOR)
+        .open_item(
+            &new("run-c"),
+            &plan_item("t1", "# Again\n"),
+            &waiter,
+            &ACTOR,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::AlreadyDecided { .. }), "{err}");

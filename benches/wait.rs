@@ -13,7 +13,8 @@
 //!   checked to be answered once, with an approval.
 //!
 //! Printed, and written to `target/bench/wait.json`. `WAIT_STORES=sqlite|postgres` measures one
-//! store; `WAIT_MANY_ONLY=1` the many agents alone.
+//! store; `WAIT_MANY_ONLY=1` the many agents alone; `WAIT_PLAN_BYTES=N` sends plans of about N
+//! bytes (default: a few lines).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../tests/engine/pg.rs"]
@@ -186,8 +187,22 @@ fn hook_payload(index: usize) -> Value {
     })
 }
 
+/// A plan of `WAIT_PLAN_BYTES` (default: a few lines), numbered steps after its title.
 fn plan_text(index: usize) -> String {
-    format!("# Plan {index}\n\n1. Change module {index}.\n2. Run its tests.\n")
+    let mut plan = format!("# Plan {index}\n\n1. Change module {index}.\n2. Run its tests.\n");
+    let bytes: usize = std::env::var("WAIT_PLAN_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut step = 3;
+    while plan.len() < bytes {
+        plan.push_str(&format!(
+            "{step}. Move the handler of step {step} behind the module's interface and check \
+             that its callers still pass their tests.\n"
+        ));
+        step += 1;
+    }
+    plan
 }
 
 /// The plan index an inbox item's title names.

@@ -239,12 +239,15 @@ impl WaitSettings {
 /// abandoned.
 pub async fn review_plan(
     engine: &Engine,
-    plan: ExternalPlan,
+    mut plan: ExternalPlan,
     settings: &WaitSettings,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<Answer, SourceError> {
     let review = engine.review();
-    let waiting = review.submit(&plan).await?;
+    // Every store call boxed but the wait: what waits holds the size of the wait alone.
+    let waiting = Box::pin(review.submit(&plan)).await?;
+    // Stored now: not held again while the agent waits (a server holds thousands).
+    drop(std::mem::take(&mut plan.text));
     // The workspace's git state now, what its changes after an approval are read against: on
     // this machine only (a plan over HTTP names a folder of another).
     // Taken beside the wait; awaited before the agent is answered (and may change files).
@@ -290,7 +293,7 @@ pub async fn review_plan(
     let decided = tokio::select! {
         decided = review.wait(&waiting, deadline, settings.remind_before(), &mut on_event) => decided?,
         () = stop => {
-            review.abandon(&waiting).await?;
+            Box::pin(review.abandon(&waiting)).await?;
             return Err(SourceError::Stopped);
         }
     };
@@ -299,8 +302,8 @@ pub async fn review_plan(
     }
     let mut answer = Answer::of(&decided);
     if let (Answer::Approve(approval), Some(id)) = (&mut answer, decided.revision_id) {
-        let revision = review.revision_by_id(id).await?;
-        if let Some(edit) = review.edit_summary(&revision).await? {
+        let revision = Box::pin(review.revision_by_id(id)).await?;
+        if let Some(edit) = Box::pin(review.edit_summary(&revision)).await? {
             approval.edit = Some(EditedPlan {
                 markdown: revision.markdown(),
                 by: edit.by,
@@ -315,7 +318,7 @@ pub async fn review_plan(
         ),
         other => other.denial().unwrap_or_default(),
     };
-    review.record_answer(&waiting, &text).await?;
+    Box::pin(review.record_answer(&waiting, &text)).await?;
     Ok(answer)
 }
 

@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 use tokio::sync::oneshot;
 
 use super::{read_body, Body, State};
+use crate::review::ExternalPlan;
 use crate::source::{claude, review_plan, SourceError};
 use crate::store::Actor;
 use crate::token::Caller;
@@ -19,18 +20,22 @@ pub(super) async fn claude(
     caller: Caller,
     request: Request<Incoming>,
 ) -> Response<Body> {
-    let (parts, body) = request.into_parts();
-    let body = match read_body(&parts.headers, body, "a hook payload").await {
-        Ok(body) => body,
-        Err(refused) => return refused,
+    // The request and its body are dropped once parsed: the call is what waits.
+    let parsed = {
+        let (parts, body) = request.into_parts();
+        let body = match read_body(&parts.headers, body, "a hook payload").await {
+            Ok(body) => body,
+            Err(refused) => return refused,
+        };
+        match std::str::from_utf8(&body) {
+            Ok(text) => claude::parse_remote(text, &caller.name),
+            Err(_) => Err(SourceError::Input {
+                agent: "Claude Code",
+                message: "the request body is not UTF-8".into(),
+            }),
+        }
     };
-    let Ok(text) = std::str::from_utf8(&body) else {
-        return answer(Some(claude::failure(&SourceError::Input {
-            agent: "Claude Code",
-            message: "the request body is not UTF-8".into(),
-        })));
-    };
-    let call = match claude::parse_remote(text, &caller.name) {
+    let mut call = match parsed {
         Ok(Some(call)) => call,
         Ok(None) => return answer(None),
         Err(err) => return answer(Some(claude::failure(&err))),
@@ -49,7 +54,12 @@ pub(super) async fn claude(
     // Its token revoked while it waits, the request ends as if its client had gone.
     let mut revoked = state.revoked.clone();
     let wait = state.hook_wait.clone();
-    let plan = call.plan.clone();
+    // The plan's text goes to the review; the answer is built from the tool's input, which
+    // holds it too.
+    let plan = ExternalPlan {
+        text: std::mem::take(&mut call.plan.text),
+        ..call.plan.clone()
+    };
     let review = tokio::spawn(async move {
         let stop = async move {
             tokio::select! {
@@ -62,7 +72,11 @@ pub(super) async fn claude(
     });
     let reply = match review.await {
         // Revoked while the plan waited (before the watcher ended the wait): no answer goes out.
-        Ok(Ok(_)) if !state.tokens.is_active(&checked).await.unwrap_or(false) => {
+        Ok(Ok(_))
+            if !Box::pin(state.tokens.is_active(&checked))
+                .await
+                .unwrap_or(false) =>
+        {
             Some(claude::failure(&SourceError::Revoked))
         }
         Ok(Ok(decided)) => claude::answer(&call, &decided),

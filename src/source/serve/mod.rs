@@ -252,10 +252,12 @@ async fn handle(state: &State, request: Request<Incoming>, peer: IpAddr) -> Resp
             )}),
         );
     }
+    // Each route's future boxed: a connection holds the size of the one it waits in, not of
+    // the largest (a server holds thousands of waiting hooks).
     if web::serves(path) {
-        return web::handle(state, request, peer).await;
+        return Box::pin(web::handle(state, request, peer)).await;
     }
-    let caller = match authenticate(&state.tokens, request.headers()).await {
+    let caller = match Box::pin(authenticate(&state.tokens, request.headers())).await {
         Ok(Some(caller)) => caller,
         Ok(None) => return unauthorized(),
         Err(err) => {
@@ -267,8 +269,8 @@ async fn handle(state: &State, request: Request<Incoming>, peer: IpAddr) -> Resp
         }
     };
     match (request.method(), request.uri().path()) {
-        (_, "/mcp") => mcp(state, caller, request).await,
-        (&Method::POST, "/hooks/claude") => hook::claude(state, caller, request).await,
+        (_, "/mcp") => Box::pin(mcp(state, caller, request)).await,
+        (&Method::POST, "/hooks/claude") => Box::pin(hook::claude(state, caller, request)).await,
         (_, "/hooks/claude") => json_response(
             StatusCode::METHOD_NOT_ALLOWED,
             &json!({"error": "method", "message": "POST the hook's JSON to /hooks/claude"}),

@@ -132,20 +132,20 @@ async fn the_inbox_is_read_only_while_someone_follows_it() {
             titles
         })
     };
-    let fresh = |mut reads: plandesk::view::InboxReceiver| async move {
-        tokio::time::timeout(Duration::from_secs(10), reads.changed())
-            .await
-            .expect("a follower gets a read at once")
-            .unwrap();
-        reads
+    // A new follower: no read from before it came, then one at once.
+    let follow = || {
+        let (feed, titles) = (&feed, &titles);
+        async move {
+            let mut reads = feed.follow();
+            assert_eq!(titles(&reads), None, "no read from before this follower");
+            tokio::time::timeout(Duration::from_secs(10), reads.changed())
+                .await
+                .expect("a follower gets a read at once")
+                .unwrap();
+            reads
+        }
     };
-    let reads = feed.follow();
-    assert_eq!(
-        titles(&reads),
-        None,
-        "nothing was read before anyone followed"
-    );
-    let reads = fresh(reads).await;
+    let reads = follow().await;
     assert_eq!(titles(&reads), Some(vec!["Plan 0".to_owned()]));
     // Each change is read for a follower.
     let mut reads = reads;
@@ -156,16 +156,10 @@ async fn the_inbox_is_read_only_while_someone_follows_it() {
         let _ = tokio::time::timeout(Duration::from_secs(1), reads.changed()).await;
     }
     drop(reads);
-    // Followed by nobody, a change is not read, and the last read is not kept.
+    // Followed by nobody, a change is not read, and the last read is not kept (`follow`).
     submit(2).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let reads = feed.follow();
-    assert_eq!(
-        titles(&reads),
-        None,
-        "no read kept from before this follower"
-    );
-    let reads = fresh(reads).await;
+    let reads = follow().await;
     assert_eq!(
         titles(&reads),
         Some(vec![

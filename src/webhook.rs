@@ -289,21 +289,15 @@ pub fn request(webhook: &Webhook, pending: &Pending, now: Millis) -> (String, Va
     }
 }
 
-/// Tells every webhook of `pending`, each in a task of its own (tried again with backoff);
+/// Tells each of `hooks` of `pending`, each in a task of its own (tried again with backoff);
 /// how each went is kept.
-pub async fn announce(
+async fn announce(
     engine: &Engine,
     client: &reqwest::Client,
+    hooks: &[Webhook],
     mut pending: Pending,
     revision_id: Option<i64>,
 ) {
-    let hooks = match saved(engine).await {
-        Ok(hooks) => hooks,
-        Err(err) => {
-            eprintln!("plandesk serve: cannot read the webhooks: {err}");
-            return;
-        }
-    };
     if hooks.is_empty() {
         return;
     }
@@ -313,7 +307,7 @@ pub async fn announce(
             .ok()
             .map(|source| crate::text::short(&source.markdown, MAX_PLAN));
     }
-    for webhook in hooks {
+    for webhook in hooks.iter().cloned() {
         let (engine, client, pending) = (engine.clone(), client.clone(), pending.clone());
         tokio::spawn(async move {
             let delivery = deliver(&engine, &client, &webhook, &pending).await;
@@ -420,9 +414,19 @@ pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
                         (None, None) => false,
                     }
             };
+            // Read once for every plan this read announces.
+            let hooks = match saved(&engine).await {
+                // No webhooks left: the inbox is no longer followed.
+                Ok(hooks) if hooks.is_empty() => break,
+                Ok(hooks) => hooks,
+                Err(err) => {
+                    eprintln!("plandesk serve: cannot read the webhooks: {err}");
+                    Vec::new()
+                }
+            };
             for item in items.iter().filter(new) {
                 let pending = Pending::of(item, &base);
-                announce(&engine, &client, pending, item.revision_id).await;
+                announce(&engine, &client, &hooks, pending, item.revision_id).await;
             }
             seen = Some(
                 items
@@ -430,10 +434,6 @@ pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
                     .map(|i| (i.run_id.clone(), i.tool_call_id.clone()))
                     .collect(),
             );
-            // No webhooks left: the inbox is no longer followed.
-            if saved(&engine).await.is_ok_and(|hooks| hooks.is_empty()) {
-                break;
-            }
         }
     }
 }

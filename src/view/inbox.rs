@@ -143,7 +143,7 @@ pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
                 tokio::select! {
                     () = followed.notified() => {}
                     // To end once the feed is gone.
-                    () = tokio::time::sleep(REREAD) => continue,
+                    () = tokio::time::sleep(REREAD) => {}
                 }
                 continue;
             }

@@ -20,7 +20,7 @@ const TAIL: usize = 32 * 1024;
 /// Messages shorter than this are stored as their text: compressing one against the tail
 /// costs some 30 µs whatever its length (zstd reads the tail first), a tenth of an engine's
 /// step, to save less than this.
-const PACK_FROM: usize = 1024;
+pub(super) const PACK_FROM: usize = 1024;
 /// zstd's fastest positive level: the matches that matter, those against the tail, it finds
 /// as well as level 3 does (a 700-byte message 382 bytes against 359), in half the time.
 const LEVEL: i32 = 1;
@@ -101,10 +101,12 @@ impl Tail {
     }
 }
 
-fn compress(prefix: &[u8], message: &[u8]) -> Result<Vec<u8>, StoreError> {
+/// `message` compressed against `prefix` (what comes before it, or another text it likely
+/// repeats), in the format [`PACKED_V1`] names; [`decompress`] takes the same prefix.
+pub(super) fn compress(prefix: &[u8], message: &[u8]) -> Result<Vec<u8>, StoreError> {
     use zstd::zstd_safe::{CCtx, CParameter};
     let failed = |code: usize| StoreError::Query {
-        context: "compress a message",
+        context: "compress text",
         message: zstd::zstd_safe::get_error_name(code).to_owned(),
     };
     let mut cctx = CCtx::create();
@@ -121,7 +123,7 @@ fn compress(prefix: &[u8], message: &[u8]) -> Result<Vec<u8>, StoreError> {
     Ok(out)
 }
 
-fn decompress(prefix: &[u8], packed: &[u8]) -> Result<String, String> {
+pub(super) fn decompress(prefix: &[u8], packed: &[u8]) -> Result<String, String> {
     use zstd::zstd_safe::DCtx;
     let (&PACKED_V1, frame) = packed.split_first().ok_or("it is empty")? else {
         return Err(format!("it is stored in an unknown way ({})", packed[0]));

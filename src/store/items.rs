@@ -4,36 +4,43 @@
 
 use serde_json::json;
 
+use super::revisions::{text_at, BASE_JOIN, TEXT_COLUMNS};
 use super::sql::{Conn, Dialect, Row, Tx};
 use super::*;
 use crate::clock::Millis;
 
-/// A decision's columns, `d` joined with its revision `v`: the last one is the plan its resume
-/// data leaves out (the revision's body, when that is the plan: SQLite's migration 11,
-/// PostgreSQL's 2).
+/// A decision's columns, `d` joined with its revision `v` (and `b`, what that is compressed
+/// against): the last four are the plan its resume data leaves out (the revision's text, when
+/// that is the plan: SQLite's migration 11, PostgreSQL's 2), read by [`text_at`].
 pub(super) const DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, d.revision_id, \
      d.action, d.feedback, d.resume_data, d.decided_at, d.decided_by, \
-     CASE WHEN d.plan_from_revision THEN v.body END";
+     CASE WHEN d.plan_from_revision THEN v.body END, \
+     CASE WHEN d.plan_from_revision THEN v.packed END, \
+     CASE WHEN d.plan_from_revision THEN b.body END, \
+     CASE WHEN d.plan_from_revision THEN b.packed END";
 
 /// [`DECISION_COLUMNS`] with null in place of the resume data, for listings (an engine run's
 /// decides a plan, and a listing shows none), and so no plan to put back in it.
 pub(super) const LISTED_DECISION_COLUMNS: &str = "d.id, d.run_id, d.tool_call_id, \
-     d.revision_id, d.action, d.feedback, 'null', d.decided_at, d.decided_by, CAST(NULL AS TEXT)";
+     d.revision_id, d.action, d.feedback, 'null', d.decided_at, d.decided_by, \
+     CAST(NULL AS TEXT), CAST(NULL AS BYTEA), CAST(NULL AS TEXT), CAST(NULL AS BYTEA)";
 
-/// A decision from the row's columns `at..at + 10`, or `None` when they are NULL (an outer
+/// A decision from the row's columns `at..at + 13`, or `None` when they are NULL (an outer
 /// join).
 pub(super) fn decision_at(r: &dyn Row, at: usize) -> Result<Option<DecisionRow>, StoreError> {
     let Some(id) = r.get::<Option<i64>>(at)? else {
         return Ok(None);
     };
+    let run_id: String = r.get(at + 1)?;
+    let plan = text_at(r, at + 9, &run_id)?;
     Ok(Some(DecisionRow {
         id,
-        run_id: r.get(at + 1)?,
+        run_id,
         tool_call_id: r.get(at + 2)?,
         revision_id: r.get(at + 3)?,
         action: r.word(Action::parse, at + 4)?,
         feedback: r.get(at + 5)?,
-        resume_data: resume_data_as_read(r.get(at + 6)?, r.get(at + 9)?),
+        resume_data: resume_data_as_read(r.get(at + 6)?, plan),
         decided_at: r.get(at + 7)?,
         decided_by: r.get(at + 8)?,
     }))
@@ -46,7 +53,7 @@ pub(super) async fn decision(
 ) -> Result<Option<DecisionRow>, StoreError> {
     let sql = format!(
         "SELECT {DECISION_COLUMNS} FROM decisions d
-         LEFT JOIN plan_revisions v ON v.id = d.revision_id
+         LEFT JOIN plan_revisions v ON v.id = d.revision_id {BASE_JOIN}
          WHERE d.run_id = $1 AND d.tool_call_id = $2"
     );
     let found = tx
@@ -236,10 +243,10 @@ pub(super) async fn open(
     let sql = format!(
         "SELECT p.run_id, p.tool_call_id, p.kind, p.tool_name, p.args, p.since,
                 r.prompt, r.workspace, r.source, r.session,
-                v.id, v.tool_call_id, v.path, v.title, v.body, v.sha256, v.revision_no,
+                v.id, v.tool_call_id, v.path, v.title, {TEXT_COLUMNS}, v.sha256, v.revision_no,
                 v.submitted_at, v.author
          FROM pending p JOIN runs r ON r.id = p.run_id
-         LEFT JOIN plan_revisions v ON v.id = p.revision_id
+         LEFT JOIN plan_revisions v ON v.id = p.revision_id {BASE_JOIN}
          WHERE CAST($1 AS TEXT) IS NULL OR p.run_id = $1
          ORDER BY CASE WHEN CAST($1 AS TEXT) IS NULL THEN -p.since ELSE {seq} END, {seq} DESC"
     );
@@ -253,14 +260,14 @@ pub(super) async fn open(
                 tool_call_id: r.get(11)?,
                 path: r.get(12)?,
                 title: r.get(13)?,
-                body: r.get(14)?,
-                sha256: r.get(15)?,
-                revision_no: r.get(16)?,
-                submitted_at: r.get(17)?,
+                body: text_at(r, 14, &run_id)?.unwrap_or_default(),
+                sha256: r.get(18)?,
+                revision_no: r.get(19)?,
+                submitted_at: r.get(20)?,
                 prompt: prompt.clone(),
                 open: true,
                 decision: None,
-                author: r.get(18)?,
+                author: r.get(21)?,
             }),
             None => None,
         };
@@ -337,15 +344,17 @@ pub(super) async fn decide(
     let plan = open_revision(tx, d.run_id, d.tool_call_id, d.expect_sha).await?;
     let revision_id = plan.as_ref().map(|p| p.id);
     let plan_from_revision = match (revision_id, d.plan()) {
-        (Some(id), Some(text)) => tx
-            .row(
-                "compare the plan with its revision",
-                "SELECT body = $2 FROM plan_revisions WHERE id = $1",
-                &[&id, &text],
-                |r| r.get(0),
-            )
-            .await?
-            .unwrap_or(false),
+        (Some(id), Some(text)) => {
+            let sql =
+                format!("SELECT {TEXT_COLUMNS} FROM plan_revisions v {BASE_JOIN} WHERE v.id = $1");
+            let stored = tx
+                .row("read the plan's revision", &sql, &[&id], |r| {
+                    text_at(r, 0, d.run_id)
+                })
+                .await?
+                .flatten();
+            stored.as_deref() == Some(text)
+        }
         _ => false,
     };
     let id: i64 = tx

@@ -1,8 +1,10 @@
 //! `plan_revisions` (every submitted plan, never overwritten; listings read each revision with
 //! its decision and whether its item is still open in one query) and `comments` (reviewers'
-//! comments on lines of a revision: never deleted, resolving one is recorded).
+//! comments on lines of a revision: never deleted, resolving one is recorded). A revision of
+//! some length is stored compressed against the first revision of its plan file (see
+//! [`text_at`]).
 //!
-//! Search is where the two databases differ most: SQLite's FTS5 table (kept by a trigger) finds
+//! Search is where the two databases differ most: SQLite's FTS5 table (written here) finds
 //! the plans that have a phrase exactly; PostgreSQL's `tsvector` column (written here, from
 //! [`words`]) finds those that have its words, which are then read for the phrase.
 
@@ -10,6 +12,7 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
+use super::conversation;
 use super::items::{decision_at, open_revision, DECISION_COLUMNS, LISTED_DECISION_COLUMNS};
 use super::sql::{Conn, Dialect, Row, ToArg, Tx};
 use super::words::{has_phrase, phrase, words};
@@ -29,21 +32,110 @@ fn lexeme(word: &str) -> String {
     format!("'{}'", word.replace('\\', "\\\\").replace('\'', "''"))
 }
 
-/// The query's text: with `body` for each revision's body, and for a `listing` null for its
+/// A revision's text: `v`'s body, or its compressed bytes with the text of the revision `b`
+/// they are compressed against (joined by [`BASE_JOIN`]). Read by [`text_at`].
+pub(super) const TEXT_COLUMNS: &str = "v.body, v.packed, b.body, b.packed";
+/// Joins the revision `b` that `v` is compressed against, if any.
+pub(super) const BASE_JOIN: &str = "LEFT JOIN plan_revisions b ON b.id = v.packed_against";
+/// [`TEXT_COLUMNS`] for a listing, which reads no plan.
+const NO_TEXT: &str = "'', CAST(NULL AS BYTEA), CAST(NULL AS TEXT), CAST(NULL AS BYTEA)";
+
+/// A revision's text from its row's [`TEXT_COLUMNS`] at `at..at + 4`; `None` when they are
+/// null (an outer join found no revision). A revision is stored as its text, or as nothing and
+/// its text compressed (see [`conversation::compress`]) against the text of another revision,
+/// stored on its own, or against nothing.
+pub(super) fn text_at(r: &dyn Row, at: usize, run_id: &str) -> Result<Option<String>, StoreError> {
+    let corrupt = |message: String| StoreError::Corrupt {
+        run_id: run_id.to_owned(),
+        message: format!("a plan revision {message}"),
+    };
+    let unpack = |prefix: &[u8], packed: &[u8]| {
+        conversation::decompress(prefix, packed)
+            .map_err(|message| corrupt(format!("cannot be read: {message}")))
+    };
+    let Some(body) = r.get::<Option<String>>(at)? else {
+        return Ok(None);
+    };
+    let Some(packed) = r.get::<Option<Vec<u8>>>(at + 1)? else {
+        return Ok(Some(body));
+    };
+    // A compressed revision keeps no text (one with both was changed past the store), and
+    // the one it is compressed against is stored on its own.
+    if !body.is_empty() {
+        return Err(corrupt("is stored both ways".into()));
+    }
+    let base = match (
+        r.get::<Option<String>>(at + 2)?,
+        r.get::<Option<Vec<u8>>>(at + 3)?,
+    ) {
+        (None, _) => String::new(),
+        (Some(text), None) => text,
+        (Some(text), Some(base)) if text.is_empty() => unpack(&[], &base)?,
+        (Some(_), Some(_)) => {
+            return Err(corrupt("is compressed against one stored both ways".into()))
+        }
+    };
+    unpack(base.as_bytes(), &packed).map(Some)
+}
+
+/// How a new revision of `path` in `run_id` is stored: its body as it is, or nothing and its
+/// body compressed against the first revision of the same file in the run (a revised plan
+/// keeps most of its text: it costs what changed) with that revision's id, when that is
+/// shorter. The first revision is compressed on its own (it is never compressed against
+/// another: there was none), so reading any takes at most two.
+async fn packed(
+    tx: &mut Tx<impl Conn>,
+    run_id: &str,
+    path: &str,
+    body: &str,
+) -> Result<(String, Option<Vec<u8>>, Option<i64>), StoreError> {
+    if body.len() < conversation::PACK_FROM {
+        return Ok((body.to_owned(), None, None));
+    }
+    let sql = format!(
+        "SELECT v.id, {TEXT_COLUMNS} FROM plan_revisions v {BASE_JOIN}
+         WHERE v.run_id = $1 AND v.path = $2 ORDER BY v.id LIMIT 1"
+    );
+    let first = tx
+        .row(
+            "find the plan's first revision",
+            &sql,
+            &[&run_id, &path],
+            |r| Ok((r.get::<i64>(0)?, text_at(r, 1, run_id)?.unwrap_or_default())),
+        )
+        .await?;
+    let (against, prefix) = match &first {
+        Some((id, text)) => (Some(*id), text.as_bytes()),
+        None => (None, &[][..]),
+    };
+    let packed = conversation::compress(prefix, body.as_bytes())?;
+    Ok(if packed.len() < body.len() {
+        (String::new(), Some(packed), against)
+    } else {
+        (body.to_owned(), None, None)
+    })
+}
+
+/// The query's text: with each revision's text when `text`, and for a `listing` null for its
 /// decision's resume data (an engine run's echoes the plan), read on SQLite from the listing's
 /// index (migration 10: the decision's row would be read past its resume data).
-fn select(dialect: Dialect, body: &str, listing: bool) -> String {
+fn select(dialect: Dialect, text: bool, listing: bool) -> String {
     let (decision, index) = match (listing, dialect) {
         (false, _) => (DECISION_COLUMNS, ""),
         (true, Dialect::Sqlite) => (LISTED_DECISION_COLUMNS, "INDEXED BY decisions_listing"),
         (true, Dialect::Postgres) => (LISTED_DECISION_COLUMNS, ""),
     };
+    // Only what reads a plan (a revision's, or a decision's) joins what it is compressed
+    // against: a listing reads the revisions from an index of their own (SQLite's migration 9).
+    let columns = if text { TEXT_COLUMNS } else { NO_TEXT };
+    let base = if text || !listing { BASE_JOIN } else { "" };
     // A call can have several revisions (a reviewer's edits): its open item and its decision
     // belong to the one they name.
     format!(
-        "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {body}, v.sha256,
+        "SELECT v.id, v.run_id, v.tool_call_id, v.path, v.title, {columns}, v.sha256,
             v.revision_no, v.submitted_at, r.prompt, p.run_id IS NOT NULL, v.author, {decision}
         FROM plan_revisions v
+        {base}
         JOIN runs r ON r.id = v.run_id
         LEFT JOIN pending p ON p.run_id = v.run_id AND p.tool_call_id = v.tool_call_id
             AND p.revision_id = v.id
@@ -54,24 +146,25 @@ fn select(dialect: Dialect, body: &str, listing: bool) -> String {
 
 /// The query's text with each revision whole.
 fn whole(tx: &Tx<impl Conn>) -> String {
-    select(tx.dialect(), "v.body", false)
+    select(tx.dialect(), true, false)
 }
 
 fn revision(r: &dyn Row) -> Result<RevisionRow, StoreError> {
+    let run_id: String = r.get(1)?;
     Ok(RevisionRow {
         id: r.get(0)?,
-        run_id: r.get(1)?,
         tool_call_id: r.get(2)?,
         path: r.get(3)?,
         title: r.get(4)?,
-        body: r.get(5)?,
-        sha256: r.get(6)?,
-        revision_no: r.get(7)?,
-        submitted_at: r.get(8)?,
-        prompt: r.get(9)?,
-        open: r.get(10)?,
-        author: r.get(11)?,
-        decision: decision_at(r, 12)?,
+        body: text_at(r, 5, &run_id)?.unwrap_or_default(),
+        sha256: r.get(9)?,
+        revision_no: r.get(10)?,
+        submitted_at: r.get(11)?,
+        prompt: r.get(12)?,
+        open: r.get(13)?,
+        author: r.get(14)?,
+        decision: decision_at(r, 15)?,
+        run_id,
     })
 }
 
@@ -108,35 +201,38 @@ async fn insert(
     at: Millis,
     author: Option<&str>,
 ) -> Result<i64, StoreError> {
+    let (body, packed, against) = packed(tx, run_id, path, &plan.body).await?;
     let entry: (String, bool);
     let mut args: Vec<&dyn ToArg> = vec![
         &run_id,
         &tool_call_id,
         &path,
         &plan.title,
-        &plan.body,
+        &body,
         &plan.sha256,
         &at,
         &author,
+        &packed,
+        &against,
     ];
     let index = match tx.dialect() {
-        // Its trigger fills the full-text table.
+        // Its words are added to the full-text table below.
         Dialect::Sqlite => ("", ""),
         Dialect::Postgres => {
             entry = index_entry(plan);
             args.extend([&entry.0 as &dyn ToArg, &entry.1]);
             (
                 ", words, words_complete",
-                ", CAST(CAST($9 AS TEXT) AS tsvector), $10",
+                ", CAST(CAST($11 AS TEXT) AS tsvector), $12",
             )
         }
     };
     let sql = format!(
         "INSERT INTO plan_revisions (run_id, tool_call_id, path, title, body, sha256, revision_no,
-                                     submitted_at, author{})
+                                     submitted_at, author, packed, packed_against{})
          VALUES ($1, $2, $3, $4, $5, $6,
                  (SELECT COUNT(*) + 1 FROM plan_revisions WHERE run_id = $1 AND path = $3),
-                 $7, $8{})
+                 $7, $8, $9, $10{})
          RETURNING id",
         index.0, index.1
     );
@@ -144,8 +240,19 @@ async fn insert(
         run_id: run_id.to_owned(),
         message: "the new revision has no id".into(),
     };
-    tx.one("insert revision", &sql, &args, missing, |r| r.get(0))
-        .await
+    let id = tx
+        .one("insert revision", &sql, &args, missing, |r| r.get(0))
+        .await?;
+    if tx.dialect() == Dialect::Sqlite {
+        // A contentless FTS5 table (migration 16): it keeps the words, not the text.
+        tx.execute(
+            "index the revision's words",
+            "INSERT INTO revisions_fts (rowid, title, body) VALUES ($1, $2, $3)",
+            &[&id, &plan.title, &plan.body],
+        )
+        .await?;
+    }
+    Ok(id)
 }
 
 /// The revision of an item, recorded the first time the item is open (afterwards: its newest,
@@ -376,7 +483,7 @@ pub(super) fn listing_sql<'a>(
     listing: &'a Listing<'_>,
     limit: &'a Option<i64>,
 ) -> (String, Vec<&'a dyn ToArg>) {
-    let columns = select(dialect, "''", true);
+    let columns = select(dialect, false, true);
     listing_query(dialect, &columns, listing, &listing.before, limit, None)
 }
 
@@ -403,7 +510,7 @@ pub(super) async fn list(
         return Ok(Vec::new());
     }
     let (query, exact) = index_query(dialect, listing.words, &phrase);
-    let columns = select(dialect, if exact { "''" } else { "v.body" }, true);
+    let columns = select(dialect, !exact, true);
     let batch = if exact {
         limit
     } else {

@@ -230,6 +230,14 @@ ALTER TABLE run_snapshots ALTER COLUMN state SET STORAGE MAIN;
 ALTER TABLE run_snapshots SET (fillfactor = 50);
 ALTER INDEX revisions_by_word SET (gin_pending_list_limit = 64);",
     },
+    Migration {
+        version: 8,
+        name: "a plan revision is stored as what changed since its plan's first",
+        // As SQLite's migration 16 (the words are indexed from Rust already).
+        sql: "
+ALTER TABLE plan_revisions ADD COLUMN packed BYTEA;
+ALTER TABLE plan_revisions ADD COLUMN packed_against BIGINT REFERENCES plan_revisions(id);",
+    },
 ];
 
 /// The schema version this build writes.

@@ -6,6 +6,7 @@ on_both_stores!(
     revisions_list_with_their_decisions_and_are_found_by_hash_and_words,
     a_listing_is_read_a_page_at_a_time_whatever_its_filter,
     a_plan_too_big_for_a_word_index_is_kept_and_found,
+    a_revised_plan_is_stored_as_what_changed_and_read_whole,
 );
 
 async fn revisions_list_with_their_decisions_and_are_found_by_hash_and_words(
@@ -340,4 +341,124 @@ async fn a_plan_too_big_for_a_word_index_is_kept_and_found(location: StoreLocati
     assert_eq!(search(&["needle", &long_word, "end"]).await, 1);
     assert_eq!(search(&["needle", "end"]).await, 0, "words in a row only");
     assert_eq!(store.revisions(None).await.unwrap()[0].body, body);
+}
+
+/// Integer columns of `sql`'s rows, read past the store.
+async fn raw_rows(location: &StoreLocation, sql: &str) -> Vec<Vec<Option<i64>>> {
+    match location {
+        StoreLocation::Sqlite(dir) => {
+            let db = rusqlite::Connection::open(dir.join(DB_FILE)).unwrap();
+            let mut statement = db.prepare(sql).unwrap();
+            let columns = statement.column_count();
+            statement
+                .query_map([], |r| (0..columns).map(|i| r.get(i)).collect())
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        }
+        StoreLocation::Postgres { url, .. } => {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client
+                .query(sql, &[])
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (0..r.len()).map(|i| r.get(i)).collect())
+                .collect()
+        }
+    }
+}
+
+/// A revised plan is stored as what changed since its file's first revision (itself stored
+/// compressed), and every read has it whole: the history, one revision, the open item, a
+/// decision's resume data that echoes it; search finds words in what changed and in what did
+/// not.
+async fn a_revised_plan_is_stored_as_what_changed_and_read_whole(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let first: String = std::iter::once("# Move the cache\n\n".to_owned())
+        .chain((0..60).map(|i| format!("{i}. Step {i} moves table t{i} and checks its rows.\n")))
+        .collect();
+    let second = format!("{first}60. Then the zebra quokka migration runs once more.\n");
+    open_items(&*store, &[plan_item("c1", &first)]).await;
+    store
+        .record_decision(&decision("c1", Action::Rejected, None))
+        .await
+        .unwrap();
+    store
+        .commit(&commit("r", 2, 1, &[], &[plan_item("c2", &second)]))
+        .await
+        .unwrap();
+    let open = store.open_items(Some("r")).await.unwrap();
+    assert_eq!(open[0].revision.as_ref().map(|r| &r.body), Some(&second));
+    let data = json!({"action": "approved", "path": "plans/p.md", "title": "Move the cache",
+                      "plan": second});
+    store
+        .record_decision(&NewDecision {
+            resume_data: &data,
+            ..decision("c2", Action::Approved, None)
+        })
+        .await
+        .unwrap();
+
+    let all = store.revisions(Some("r")).await.unwrap();
+    let bodies: Vec<&str> = all.iter().map(|r| r.body.as_str()).collect();
+    assert_eq!(bodies, [&first, &second]);
+    assert_eq!(store.revision(all[1].id).await.unwrap(), all[1]);
+    assert_eq!(
+        store.revisions_by_sha(&all[1].sha256).await.unwrap(),
+        vec![all[1].clone()]
+    );
+    let decided = store.decision("r", "c2").await.unwrap().unwrap();
+    assert_eq!(decided.resume_data, data, "the plan it echoes, read whole");
+    assert_eq!(
+        all[1].decision.as_ref().map(|d| &d.resume_data),
+        Some(&data)
+    );
+
+    let search = |words: &[&str]| {
+        let store = store.clone();
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        async move {
+            let found = store.search_revisions(None, &words).await.unwrap();
+            let listing = Listing {
+                words: &words,
+                ..Listing::default()
+            };
+            let listed = store.revision_list(&listing).await.unwrap();
+            assert_eq!(listed.len(), found.len(), "{words:?}: listed as searched");
+            found
+                .into_iter()
+                .map(|r| r.tool_call_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(search(&["zebra", "quok"]).await, ["c2"], "what changed");
+    assert_eq!(search(&["table", "t59", "and"]).await, ["c1", "c2"]);
+
+    let stored = raw_rows(
+        &location,
+        "SELECT CAST(LENGTH(body) AS BIGINT), CAST(LENGTH(packed) AS BIGINT), packed_against
+         FROM plan_revisions ORDER BY id",
+    )
+    .await;
+    assert_eq!(stored[0][..1], [Some(0)], "compressed, no text kept");
+    assert!(stored[0][1].unwrap() < first.len() as i64 / 2, "{stored:?}");
+    assert_eq!(stored[0][2], None, "the first on its own");
+    assert_eq!(stored[1][0], Some(0));
+    assert!(stored[1][1].unwrap() < 120, "what changed: {stored:?}");
+    assert_eq!(stored[1][2], Some(all[0].id), "against the first");
+    let once = raw_rows(
+        &location,
+        "SELECT CAST(CASE WHEN plan_from_revision THEN 1 ELSE 0 END AS BIGINT)
+         FROM decisions WHERE tool_call_id = 'c2'",
+    )
+    .await;
+    assert_eq!(
+        once,
+        [[Some(1)]],
+        "the decided plan is stored once, compressed"
+    );
 }

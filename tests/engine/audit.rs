@@ -192,10 +192,7 @@ fn raw_sql(fx: &Fixture, sql: &str) {
             .execute_batch(sql)
             .unwrap(),
         StoreLocation::Postgres { url, .. } => block_on(async {
-            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
+            let client = crate::support::pg_client(url).await;
             client.batch_execute(sql).await.unwrap();
         }),
     }

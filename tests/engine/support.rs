@@ -354,3 +354,12 @@ pub fn verdict(approve: bool, feedback: Option<&str>) -> plandesk::Verdict {
         ..plandesk::Verdict::default()
     }
 }
+
+/// A client of its own on `url` (its connection driven by a task of the current runtime).
+pub async fn pg_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}

@@ -178,17 +178,12 @@ async fn stored_resume_data(location: &StoreLocation, run_id: &str, call: &str) 
             .unwrap()
             .query_row(&sql.replace('$', "?"), [run_id, call], |r| r.get(0))
             .unwrap(),
-        StoreLocation::Postgres { url, .. } => {
-            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
-            client
-                .query_one(sql, &[&run_id, &call])
-                .await
-                .unwrap()
-                .get(0)
-        }
+        StoreLocation::Postgres { url, .. } => crate::support::pg_client(url)
+            .await
+            .query_one(sql, &[&run_id, &call])
+            .await
+            .unwrap()
+            .get(0),
     };
     serde_json::from_str(&text).unwrap()
 }

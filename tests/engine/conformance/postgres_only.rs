@@ -161,10 +161,7 @@ async fn an_unreachable_server_is_one_clear_error_without_the_password() {
 async fn a_write_given_up_midway_records_nothing_and_holds_nothing() {
     let url = crate::pg::database();
     let store = StoreLocation::postgres(url.clone()).open().await.unwrap();
-    let (other, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let other = crate::support::pg_client(&url).await;
     // The store's write lock ("plandesk"), held by another session.
     let lock = "SELECT pg_advisory_lock(8100956956491346795)";
     other.batch_execute(lock).await.unwrap();

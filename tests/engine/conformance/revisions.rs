@@ -356,19 +356,14 @@ async fn raw_rows(location: &StoreLocation, sql: &str) -> Vec<Vec<Option<i64>>> 
                 .collect::<Result<_, _>>()
                 .unwrap()
         }
-        StoreLocation::Postgres { url, .. } => {
-            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
-            client
-                .query(sql, &[])
-                .await
-                .unwrap()
-                .iter()
-                .map(|r| (0..r.len()).map(|i| r.get(i)).collect())
-                .collect()
-        }
+        StoreLocation::Postgres { url, .. } => crate::support::pg_client(url)
+            .await
+            .query(sql, &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (0..r.len()).map(|i| r.get(i)).collect())
+            .collect(),
     }
 }
 

@@ -386,12 +386,7 @@ pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
                     eprintln!("plandesk serve: cannot read the webhooks: {err}");
                 }
                 none_since = Some(looked);
-                tokio::select! {
-                    Some(()) = changes.next() => {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    () = tokio::time::sleep(crate::view::REREAD) => {}
-                }
+                crate::view::change_or_reread(&mut changes).await;
                 continue;
             }
         }

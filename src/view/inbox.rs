@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use futures::stream::{FusedStream, StreamExt};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{watch, Notify};
@@ -100,6 +101,18 @@ pub type InboxReceiver = watch::Receiver<Option<Arc<InboxSnapshot>>>;
 /// How often [`follow_inbox`] reads the inbox with no change.
 pub const REREAD: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Waits for the next change to the store (and 20 ms more, so that changes that come together
+/// are read once) or [`REREAD`], whichever is first. A store whose changes cannot be followed
+/// (`changes` ended) is read on the timer alone.
+pub async fn change_or_reread(changes: &mut (impl FusedStream<Item = ()> + Unpin)) {
+    tokio::select! {
+        Some(()) = changes.next() => {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        () = tokio::time::sleep(REREAD) => {}
+    }
+}
+
 /// The one reader of the inbox of a whole process, for any number of followers (see
 /// [`follow_inbox`]). It reads only while someone follows: a server holding thousands of
 /// waiting agents and no open page reads nothing at each submission.
@@ -123,8 +136,6 @@ impl InboxFeed {
 /// store's changes and, while anyone follows, one read per change, however many follow. The
 /// reader ends once every [`InboxFeed`] is gone.
 pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
-    use futures::StreamExt;
-
     let feed = InboxFeed {
         reads: Arc::new(watch::channel(None).0),
         followed: Arc::default(),
@@ -132,7 +143,6 @@ pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
     let reads = Arc::downgrade(&feed.reads);
     let followed = feed.followed.clone();
     tokio::spawn(async move {
-        // Fused: a store whose changes cannot be followed is read on the timer alone.
         let mut changes = engine.changes().fuse();
         loop {
             let Some(tx) = reads.upgrade() else { return };
@@ -159,13 +169,9 @@ pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
             }
             drop(tx);
             tokio::select! {
-                // Changes that come together are read once.
-                Some(()) = changes.next() => {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                }
+                () = change_or_reread(&mut changes) => {}
                 // A new follower: read for it now.
                 () = followed.notified() => {}
-                () = tokio::time::sleep(REREAD) => {}
             }
         }
     });

@@ -15,7 +15,10 @@ mod settings;
 
 pub use audit::{audit, AuditView};
 pub use command::{CommandError, DecideRequest, HistoryFilter};
-pub use inbox::{follow_inbox, inbox, InboxFeed, InboxItem, InboxReceiver, InboxSnapshot, REREAD};
+pub use inbox::{
+    change_or_reread, follow_inbox, inbox, InboxFeed, InboxItem, InboxReceiver, InboxSnapshot,
+    REREAD,
+};
 pub use preview::{preview, preview_value, LiveChunk, FULL_UP_TO};
 pub use progress::{
     file_diff, finished_after, mark_step, newest_finished, revision_progress, run_progress,

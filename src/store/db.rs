@@ -161,16 +161,29 @@ impl<B: Backend> SqlStore<B> {
                 return Err(err);
             }
         };
-        // A read that fails here fails the write: on PostgreSQL it has aborted the
-        // transaction, whose COMMIT would then roll back without a word.
+        // When the record is at or past the entry this transaction appended after, what it
+        // appended is the trail from the record on; else that is read. A read that fails here
+        // fails the write: on PostgreSQL it has aborted the transaction, whose COMMIT would
+        // then roll back without a word.
         let head = match &self.anchor {
-            Some(anchor) if tx.appended => match log::since(&mut tx, anchor.first_needed()).await {
-                Ok(entries) => Some((anchor, entries)),
-                Err(err) => {
-                    self.backend.rollback(tx.conn).await;
-                    return Err(err);
+            Some(anchor) if !tx.trail.is_empty() => {
+                let first = anchor.first_needed();
+                if tx.trail[0].0 <= first {
+                    let trail = std::mem::take(&mut tx.trail);
+                    Some((
+                        anchor,
+                        trail.into_iter().filter(|(id, _)| *id >= first).collect(),
+                    ))
+                } else {
+                    match log::since(&mut tx, first).await {
+                        Ok(entries) => Some((anchor, entries)),
+                        Err(err) => {
+                            self.backend.rollback(tx.conn).await;
+                            return Err(err);
+                        }
+                    }
                 }
-            },
+            }
             _ => None,
         };
         self.backend.commit(tx.conn, context, write).await?;

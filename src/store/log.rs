@@ -15,16 +15,23 @@ use crate::clock::Millis;
 pub(super) use super::AuditEntry as Entry;
 
 /// Appends an entry; the write lock every transaction holds makes "the last entry" well defined.
+/// (A second entry in one transaction follows the first without reading the trail again.)
 pub(super) async fn append(tx: &mut Tx<impl Conn>, entry: Entry<'_>) -> Result<(), StoreError> {
-    let last = tx
-        .row(
-            "read the audit trail",
-            "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1",
-            &[],
-            |r| Ok((r.get::<i64>(0)? + 1, r.get::<String>(1)?)),
-        )
-        .await?;
-    let (id, prev) = last.unwrap_or((1, String::new()));
+    if tx.trail.is_empty() {
+        let last = tx
+            .row(
+                "read the audit trail",
+                "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1",
+                &[],
+                |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?)),
+            )
+            .await?;
+        tx.trail.extend(last);
+    }
+    let (id, prev) = match tx.trail.last() {
+        Some((last, hash)) => (last + 1, hash.clone()),
+        None => (1, String::new()),
+    };
     let hash = entry.hash(&prev, id);
     tx.execute(
         "append to the audit trail",
@@ -44,7 +51,7 @@ pub(super) async fn append(tx: &mut Tx<impl Conn>, entry: Entry<'_>) -> Result<(
         ],
     )
     .await?;
-    tx.appended = true;
+    tx.trail.push((id, hash));
     Ok(())
 }
 

@@ -212,19 +212,21 @@ pub trait Conn: Send {
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 }
 
-/// A connection as the behaviours use it: in a write transaction (which notes whether it
+/// A connection as the behaviours use it: in a write transaction (which notes what it
 /// appended to the audit trail), or reading.
 pub(super) struct Tx<C> {
     pub(super) conn: C,
-    /// An entry was appended to the audit trail in this transaction.
-    pub(super) appended: bool,
+    /// The audit entries this transaction appended (ids and hashes, in order), after the
+    /// trail's last entry when it first appended, if there was one: read under the write lock,
+    /// they are the whole trail from there on. Empty if it appended none.
+    pub(super) trail: Vec<(i64, String)>,
 }
 
 impl<C: Conn> Tx<C> {
     pub(super) fn new(conn: C) -> Self {
         Self {
             conn,
-            appended: false,
+            trail: Vec::new(),
         }
     }
 

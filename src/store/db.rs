@@ -1,7 +1,7 @@
 //! The store, written once: [`SqlStore`] runs each behaviour (`runs`, `items`, `revisions`,
-//! `log`) on a [`Backend`]'s connections, one transaction per write. A backend says how to
-//! connect, lock, commit and wait for the disk, and how to keep a call off the async workers;
-//! the SQL is the same on both.
+//! `comments`, `log`, `work`) on a [`Backend`]'s connections, one transaction per write. A
+//! backend says how to connect, lock, commit and wait for the disk, and how to keep a call off
+//! the async workers; the SQL is the same on both.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -394,13 +394,13 @@ impl<B: Backend> Store for SqlStore<B> {
     }
 
     async fn add_comment(&self, comment: &NewComment<'_>) -> Result<CommentRow, StoreError> {
-        write!(self, "add comment", |tx| revisions::add_comment(
+        write!(self, "add comment", |tx| comments::add_comment(
             &mut tx, comment
         ))
     }
 
     async fn comments(&self, run_id: &str) -> Result<Vec<CommentRow>, StoreError> {
-        read!(self, "list comments", |tx| revisions::comments(
+        read!(self, "list comments", |tx| comments::comments(
             &mut tx, run_id
         ))
     }
@@ -412,7 +412,7 @@ impl<B: Backend> Store for SqlStore<B> {
         by: &Actor,
         at: Millis,
     ) -> Result<CommentRow, StoreError> {
-        write!(self, "resolve comment", |tx| revisions::set_resolved(
+        write!(self, "resolve comment", |tx| comments::set_resolved(
             &mut tx, id, resolved, by, at
         ))
     }

@@ -6,6 +6,7 @@
 
 mod anchor;
 mod chain;
+mod comments;
 mod conversation;
 mod db;
 mod items;

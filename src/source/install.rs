@@ -2,8 +2,8 @@
 //! `mcp`): merges Plandesk's hook, plugin or extension (or MCP server) into the agent's
 //! settings. Ours is recognised by its exact shape (our matcher, one command hook running
 //! `PROGRAM [--data-dir DIR] hook AGENT`; for MCP, the `plandesk` server with our arguments), so
-//! nobody else's entry is touched, and a hook from a renamed or moved binary is still found. A file that is not valid JSON is refused, not
-//! overwritten; installing twice changes nothing. The settings file is read without blocking (a
+//! nobody else's entry is touched, and a hook from a renamed or moved binary is still found. A
+//! file that is not valid JSON is refused, not overwritten; installing twice changes nothing. The settings file is read without blocking (a
 //! FIFO or a huge file is refused). A symbolic link to it (a dotfile manager's) is followed:
 //! its final target is backed up beside itself, never overwriting an older backup, and replaced
 //! atomically, keeping its mode and owner, while the link stays a link. Uninstalling gives back

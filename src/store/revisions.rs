@@ -76,19 +76,19 @@ pub(super) fn text_at(r: &dyn Row, at: usize, run_id: &str) -> Result<Option<Str
     unpack(base.as_bytes(), &packed).map(Some)
 }
 
-/// How a new revision of `path` in `run_id` is stored: its body as it is, or nothing and its
-/// body compressed against the first revision of the same file in the run (a revised plan
-/// keeps most of its text: it costs what changed) with that revision's id, when that is
-/// shorter. The first revision is compressed on its own (it is never compressed against
-/// another: there was none), so reading any takes at most two.
+/// How a new revision of `path` in `run_id` is stored, when not as its text: its body
+/// compressed against the first revision of the same file in the run (a revised plan keeps
+/// most of its text: it costs what changed), with that revision's id, if that is shorter. The
+/// first revision is compressed on its own (it is never compressed against another: there was
+/// none), so reading any takes at most two.
 async fn packed(
     tx: &mut Tx<impl Conn>,
     run_id: &str,
     path: &str,
     body: &str,
-) -> Result<(String, Option<Vec<u8>>, Option<i64>), StoreError> {
+) -> Result<Option<(Vec<u8>, Option<i64>)>, StoreError> {
     if body.len() < conversation::PACK_FROM {
-        return Ok((body.to_owned(), None, None));
+        return Ok(None);
     }
     let sql = format!(
         "SELECT v.id, {TEXT_COLUMNS} FROM plan_revisions v {BASE_JOIN}
@@ -107,11 +107,7 @@ async fn packed(
         None => (None, &[][..]),
     };
     let packed = conversation::compress(prefix, body.as_bytes())?;
-    Ok(if packed.len() < body.len() {
-        (String::new(), Some(packed), against)
-    } else {
-        (body.to_owned(), None, None)
-    })
+    Ok((packed.len() < body.len()).then_some((packed, against)))
 }
 
 /// The query's text: with each revision's text when `text`, and for a `listing` null for its
@@ -199,7 +195,10 @@ async fn insert(
     at: Millis,
     author: Option<&str>,
 ) -> Result<i64, StoreError> {
-    let (body, packed, against) = packed(tx, run_id, path, &plan.body).await?;
+    let (packed, against) = packed(tx, run_id, path, &plan.body).await?.unzip();
+    // A compressed revision keeps no text.
+    let body = if packed.is_some() { "" } else { &plan.body };
+    let against = against.flatten();
     let entry: (String, bool);
     let mut args: Vec<&dyn ToArg> = vec![
         &run_id,

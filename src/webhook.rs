@@ -365,18 +365,19 @@ async fn deliver(
 /// Announces each plan that becomes pending from now on to every webhook, with a link into the
 /// web review at `base`. The inbox (`feed`, the server's one reader of it) is followed only
 /// while there are webhooks: without any, each change to the store costs one read of the
-/// webhooks, not of the inbox. A webhook added while the server runs is told of the plans
-/// that became pending since the server last saw none (by the clock of the process that
-/// submitted them).
+/// webhooks, not of the inbox. The first read announces the plans that became pending since
+/// the server started, or, for a webhook added while it runs, since it last saw none (by the
+/// clock of the process that submitted them): a plan submitted while that read was under way
+/// is not missed.
 pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
     use futures::StreamExt;
     use std::collections::HashSet;
 
     let client = client();
     let mut changes = engine.changes().fuse();
-    // When the webhooks were last seen to be none (`None`: not since the server started, so
-    // what is pending when they are first seen is not new).
-    let mut none_since: Option<Millis> = None;
+    // Since when what is pending is new to the webhooks: the server's start, or when they were
+    // last seen to be none.
+    let mut none_since: Millis = engine.now_millis();
     loop {
         let looked = engine.now_millis();
         match saved(&engine).await {
@@ -385,7 +386,7 @@ pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
                 if let Err(err) = found {
                     eprintln!("plandesk serve: cannot read the webhooks: {err}");
                 }
-                none_since = Some(looked);
+                none_since = looked;
                 crate::view::change_or_reread(&mut changes).await;
                 continue;
             }
@@ -403,10 +404,9 @@ pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
             let new = |item: &&InboxItem| {
                 let key = (item.run_id.clone(), item.tool_call_id.clone());
                 item.kind == crate::store::ItemKind::Plan
-                    && match (&seen, none_since) {
-                        (Some(seen), _) => !seen.contains(&key),
-                        (None, Some(since)) => item.since >= since,
-                        (None, None) => false,
+                    && match &seen {
+                        Some(seen) => !seen.contains(&key),
+                        None => item.since >= none_since,
                     }
             };
             // Read once for every plan this read announces.

@@ -132,9 +132,29 @@ impl Engine {
             sink.emit(emit::finish(&run_id, &reason, output, state.usage));
             return Ok(());
         }
+        // A step whose calls only read is saved once, at its end. Lost to a crash while its
+        // reads run, the model's turn is lost as it would be to a crash a moment earlier, while
+        // it streamed: the run goes on from its last snapshot and asks the model again. The
+        // disk is then waited for once a step, not twice.
+        if self.only_reads(state)? {
+            return Ok(());
+        }
         self.save(state, None).await?;
         crash_point("after-model-call");
         Ok(())
+    }
+
+    /// Whether every call the model's turn asked for is to a tool that only reads.
+    fn only_reads(&self, state: &RunState) -> Result<bool, EngineError> {
+        let Phase::RunTools { step } = &state.phase else {
+            return Ok(false);
+        };
+        let tools = self.inner.controller.tools(&step.mode)?;
+        Ok(step.calls.iter().all(|c| {
+            tools
+                .get(&c.call.tool_name)
+                .is_some_and(|tool| tool.reads_only())
+        }))
     }
 
     fn system_prompt(&self, state: &RunState) -> Result<String, EngineError> {

@@ -29,6 +29,10 @@ impl Tool for ReadFile {
         "read_file"
     }
 
+    fn reads_only(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> String {
         "Read a UTF-8 text file from the workspace. `path` is relative to the workspace root."
             .into()
@@ -63,6 +67,10 @@ pub struct ListFiles;
 impl Tool for ListFiles {
     fn name(&self) -> &'static str {
         "list_files"
+    }
+
+    fn reads_only(&self) -> bool {
+        true
     }
 
     fn description(&self) -> String {

@@ -52,6 +52,12 @@ pub trait Tool: Send + Sync + fmt::Debug {
     fn requires_approval(&self, _ctx: &ToolContext<'_>) -> bool {
         false
     }
+    /// Whether a call of this tool only reads: it changes nothing, in the workspace or
+    /// elsewhere, never suspends and is never held for approval. A step whose calls all only
+    /// read is saved once, at its end, with the model's turn that asked for them.
+    fn reads_only(&self) -> bool {
+        false
+    }
     fn execute(&self, ctx: &ToolContext<'_>, args: &Value) -> ToolOutcome;
     /// Continues a suspended call with the host's (already schema-checked) resume data. The
     /// outcome must follow from `resume_data` alone, with no effect outside the run: the

@@ -123,8 +123,8 @@ noting_store! {
     approved_revision(run_id: &str) -> Option<i64>;
 }
 
-/// An engine over a noting store, and a run of `fx`'s script started in `mode`, suspended.
-async fn suspended(fx: &Fixture, mode: &str) -> (Engine, Arc<Noting>, String) {
+/// An engine over a noting store in `fx`'s data folder.
+fn noting(fx: &Fixture) -> (Engine, Arc<Noting>) {
     let store = Arc::new(Noting {
         store: SqliteStore::open(&fx.root.join("data")).unwrap(),
         seen: Mutex::default(),
@@ -136,6 +136,12 @@ async fn suspended(fx: &Fixture, mode: &str) -> (Engine, Arc<Noting>, String) {
         Arc::new(SequentialIds::default()),
         plandesk::mode::builtin(),
     );
+    (engine, store)
+}
+
+/// An engine over a noting store, and a run of `fx`'s script started in `mode`, suspended.
+async fn suspended(fx: &Fixture, mode: &str) -> (Engine, Arc<Noting>, String) {
+    let (engine, store) = noting(fx);
     let mut options = fx.options();
     options.mode = Some(mode.into());
     let report = engine
@@ -225,4 +231,52 @@ async fn an_approved_tool_runs_and_waits_for_the_disk() {
         seen.iter().all(|(_, _, derived)| !derived),
         "a tool that ran is new: {seen:?}"
     );
+}
+
+/// A step whose calls only read is saved once, at its end, with the model's turn that asked
+/// for them; a step that does more saves the model's turn before its calls run.
+#[tokio::test]
+async fn a_step_that_only_reads_waits_for_the_disk_once() {
+    let list = |id: &str| json!({"toolCallId": id, "toolName": "list_files", "args": {}});
+    let read = json!({"toolCallId": "r", "toolName": "read_file", "args": {"path": "src/lib.rs"}});
+    let fx = Fixture::new(json!([
+        {"toolCalls": [read, list("l1")]},
+        {"toolCalls": [list("l2"), submit("c1", PLAN)]},
+    ]));
+    fx.write(PLAN, PLAN_TEXT.as_bytes());
+    let (engine, store) = noting(&fx);
+    let mut options = fx.options();
+    options.mode = Some("plan".into());
+    let report = engine
+        .start("Add a cache", &options, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.status, RunStatus::Suspended);
+    assert_eq!(
+        store.take(),
+        [
+            // The first step: the model's turn and what its reads found, in one commit.
+            (None, RunStatus::Running, false),
+            // The second step's turn, on disk before its plan is submitted.
+            (None, RunStatus::Running, false),
+            (Some(EventKind::Suspended), RunStatus::Suspended, false),
+        ]
+    );
+    let messages = store.load(&report.run_id).await.unwrap().messages;
+    let roles: Vec<String> = messages
+        .iter()
+        .map(|m| serde_json::from_str::<serde_json::Value>(m).unwrap()["role"].to_string())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            r#""user""#,
+            r#""assistant""#,
+            r#""tool""#,
+            r#""tool""#,
+            r#""assistant""#
+        ],
+        "nothing of the first step is lost by saving it once"
+    );
+    assert!(messages[2].contains("pub fn answer()"), "{}", messages[2]);
 }

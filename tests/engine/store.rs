@@ -33,6 +33,17 @@ fn a_store_of_the_first_schema_upgrades_with_its_data_intact() {
     let fx = Fixture::new(serde_json::json!([]));
     fixture_store(&fx);
     assert_eq!(user_version(&fx), 0, "the fixture predates migrations");
+    let conversations = |fx: &Fixture| -> Vec<(String, i64, i64)> {
+        let conn = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+        let mut query = conn
+            .prepare(
+                "SELECT run_id, COUNT(*), SUM(length(message)) FROM messages GROUP BY 1 ORDER BY 1",
+            )
+            .unwrap();
+        let rows = query.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+        rows.unwrap().collect::<Result<_, _>>().unwrap()
+    };
+    let before = conversations(&fx);
 
     let history = fx.listing(&["history"]);
     let rows = history.as_array().unwrap();
@@ -60,7 +71,21 @@ fn a_store_of_the_first_schema_upgrades_with_its_data_intact() {
         ],
         "each run keeps its newest snapshot (of 10 and 5) and nothing else"
     );
+    // A move rewrites as few pages as it can: the snapshot's key is its run alone, and the
+    // messages are stored in their key's order (no second tree).
+    let schema = |table: &str| -> String {
+        conn.query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert!(schema("run_snapshots").contains("run_id TEXT PRIMARY KEY"));
+    assert!(schema("messages").ends_with("WITHOUT ROWID"));
     drop(conn);
+    assert_eq!(conversations(&fx), before, "every message survives");
+    assert_eq!(before.len(), 2);
     let found = fx.listing(&["history", "--search", "login"]);
     assert_eq!(
         found[0]["title"], "Fix the login bug",

@@ -295,6 +295,39 @@ fn a_commit_in_one_process_wakes_another_at_once_and_a_dead_ones_socket_goes() {
     assert_eq!(mode & 0o777, 0o700);
 }
 
+/// A writer keeps the folder's listing while it stands: a follower that comes later (its
+/// socket changes the folder) is rung by the next commit all the same.
+#[test]
+fn a_follower_that_comes_after_the_listing_was_kept_is_rung_at_once() {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let writer = SqliteStore::open(dir.path()).unwrap();
+    write(&writer, Write::Durable, "CREATE TABLE scratch(x)");
+    // The folder settled: this commit's listing (no one) is kept.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    write(&writer, Write::Durable, "INSERT INTO scratch VALUES (1)");
+    let follower = SqliteStore::open(dir.path()).unwrap();
+    let mut changes = follower.changes();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sockets(&follower).is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the follower has a socket"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    while futures::FutureExt::now_or_never(changes.next()).is_some() {}
+    let started = std::time::Instant::now();
+    write(&writer, Write::Durable, "INSERT INTO scratch VALUES (2)");
+    block_on(changes.next()).unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2500),
+        "heard after {:?}: the kept listing missed the follower",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn a_link_in_place_of_the_wake_folder_is_not_followed() {
     use futures::StreamExt;

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::stream::BoxStream;
 use rusqlite::Connection;
@@ -49,7 +49,17 @@ pub(super) struct Bell {
     dir: PathBuf,
     #[cfg(unix)]
     sender: Option<std::os::unix::net::UnixDatagram>,
+    /// The sockets the folder held when last read, with its modification time then: read
+    /// again only once that time moves (a socket added or removed).
+    #[cfg(unix)]
+    known: std::sync::Mutex<Option<(SystemTime, Vec<PathBuf>)>>,
 }
+
+/// How long after a folder's last change its listing is trusted to stand until the next: the
+/// time a file system stamps on a change may lag the clock by a tick (a few milliseconds), so
+/// a socket added just after a listing could otherwise leave the folder's time unchanged.
+#[cfg(unix)]
+const SETTLED: Duration = Duration::from_millis(50);
 
 impl Bell {
     pub(super) fn new(db: &Path) -> Self {
@@ -65,6 +75,8 @@ impl Bell {
             dir,
             #[cfg(unix)]
             sender,
+            #[cfg(unix)]
+            known: std::sync::Mutex::new(None),
         }
     }
 
@@ -73,18 +85,28 @@ impl Bell {
     pub(super) fn ring(&self) {
         #[cfg(unix)]
         {
-            use std::os::unix::fs::FileTypeExt;
             let Some(sender) = &self.sender else {
                 return;
             };
-            let Ok(entries) = std::fs::read_dir(&self.dir) else {
-                return;
-            };
-            for entry in entries.flatten() {
-                if !entry.file_type().is_ok_and(|t| t.is_socket()) {
-                    continue;
+            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+            let changed = std::fs::metadata(&self.dir).and_then(|m| m.modified()).ok();
+            let sockets = match (&*known, changed) {
+                (Some((at, sockets)), Some(changed)) if *at == changed => sockets.clone(),
+                _ => {
+                    let sockets = self.sockets();
+                    // A listing taken right after a change may miss one made within the same
+                    // tick: kept only once the folder has settled.
+                    let settled = changed.filter(|at| {
+                        SystemTime::now()
+                            .duration_since(*at)
+                            .is_ok_and(|age| age > SETTLED)
+                    });
+                    *known = settled.map(|at| (at, sockets.clone()));
+                    sockets
                 }
-                let path = entry.path();
+            };
+            drop(known);
+            for path in sockets {
                 if let Err(err) = sender.send_to(b"!", &path) {
                     if err.kind() == std::io::ErrorKind::ConnectionRefused {
                         let _ = std::fs::remove_file(&path);
@@ -92,6 +114,20 @@ impl Bell {
                 }
             }
         }
+    }
+
+    /// The sockets in the folder now.
+    #[cfg(unix)]
+    fn sockets(&self) -> Vec<PathBuf> {
+        use std::os::unix::fs::FileTypeExt;
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_socket()))
+            .map(|entry| entry.path())
+            .collect()
     }
 }
 

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::model::ToolSpec;
 use crate::tool::{ListFiles, ReadFile, SubmitPlan, Tool, ToolSet, WriteFile, WriteScope};
 
 pub const PLAN: &str = "plan";
@@ -41,8 +42,10 @@ pub enum ModeError {
 /// A validated set of modes over the agent's base tools.
 #[derive(Debug, Clone)]
 pub struct AgentController {
-    base_tools: ToolSet,
     modes: Vec<Mode>,
+    /// Each mode's tools (in the order of `modes`), and what the model is told of them: made
+    /// once, not at every model call.
+    tools: Vec<(ToolSet, Vec<ToolSpec>)>,
 }
 
 impl AgentController {
@@ -72,13 +75,36 @@ impl AgentController {
                 }
             }
         }
-        Ok(Self { base_tools, modes })
+        let tools = modes
+            .iter()
+            .map(|mode| {
+                let set = match (&mode.tools, &mode.additional_tools) {
+                    (Some(tools), _) => tools.clone(),
+                    (None, Some(extra)) => base_tools.merged(extra),
+                    (None, None) => base_tools.clone(),
+                };
+                let specs = set
+                    .iter()
+                    .map(|t| ToolSpec {
+                        name: t.name().into(),
+                        description: t.description(),
+                        input_schema: t.input_schema(),
+                    })
+                    .collect();
+                (set, specs)
+            })
+            .collect();
+        Ok(Self { modes, tools })
     }
 
     pub fn mode(&self, id: &str) -> Result<&Mode, ModeError> {
+        Ok(&self.modes[self.index(id)?])
+    }
+
+    fn index(&self, id: &str) -> Result<usize, ModeError> {
         self.modes
             .iter()
-            .find(|m| m.id == id)
+            .position(|m| m.id == id)
             .ok_or_else(|| ModeError::UnknownMode(id.to_owned()))
     }
 
@@ -95,13 +121,13 @@ impl AgentController {
     }
 
     /// The tools a model sees in `mode`.
-    pub fn tools(&self, mode: &str) -> Result<ToolSet, ModeError> {
-        let mode = self.mode(mode)?;
-        Ok(match (&mode.tools, &mode.additional_tools) {
-            (Some(tools), _) => tools.clone(),
-            (None, Some(extra)) => self.base_tools.merged(extra),
-            (None, None) => self.base_tools.clone(),
-        })
+    pub fn tools(&self, mode: &str) -> Result<&ToolSet, ModeError> {
+        Ok(&self.tools[self.index(mode)?].0)
+    }
+
+    /// What the model is told of `mode`'s tools.
+    pub fn specs(&self, mode: &str) -> Result<&[ToolSpec], ModeError> {
+        Ok(&self.tools[self.index(mode)?].1)
     }
 
     /// Where a run goes when a plan made in `mode` is approved: its `transitionsTo`, else the

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::{crash_point, emit, turn, ChunkSink, Engine, EngineError, Report};
 use crate::chunk::ChunkError;
-use crate::model::{LanguageModel, ModelRequest, ToolSpec};
+use crate::model::{LanguageModel, ModelRequest};
 use crate::review::plan_markdown;
 use crate::run::*;
 use crate::store::EventKind;
@@ -62,22 +62,14 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let run_id = state.run_id.clone();
         sink.emit(emit::step_start(&run_id, &message_id));
-        let tools = self.inner.controller.tools(&state.mode)?;
-        let specs: Vec<ToolSpec> = tools
-            .iter()
-            .map(|t| ToolSpec {
-                name: t.name().into(),
-                description: t.description(),
-                input_schema: t.input_schema(),
-            })
-            .collect();
+        let specs = self.inner.controller.specs(&state.mode)?;
         let system = self.system_prompt(state)?;
         let request = ModelRequest {
             run_id: &run_id,
             system: &system,
             plans_dir: &state.plans_dir,
             messages: &state.messages,
-            tools: &specs,
+            tools: specs,
         };
         let folded = turn::fold(
             &run_id,

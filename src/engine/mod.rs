@@ -110,7 +110,9 @@ struct Inner {
     review: Review,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
-    controller: AgentController,
+    /// Shared by every engine acting for someone else (each request `serve` waits on): made
+    /// once, with each mode's tools and what the model is told of them.
+    controller: Arc<AgentController>,
     cwd: PathBuf,
     /// Render each plan as soon as it is submitted (a process that will show it: the app).
     prerender: std::sync::atomic::AtomicBool,
@@ -216,7 +218,7 @@ impl Engine {
             store,
             clock,
             ids,
-            controller,
+            controller: Arc::new(controller),
             cwd,
             prerender: false.into(),
             parked: Default::default(),

@@ -250,6 +250,23 @@ fn sockets(store: &SqliteStore) -> Vec<String> {
     names
 }
 
+/// `store`'s changes, once its thread is rung on a socket of its own and what it heard on its
+/// first look (what was there already) is taken: from then on, nothing until a commit.
+fn following(store: &SqliteStore) -> futures::stream::BoxStream<'static, ()> {
+    let mut changes = store.changes();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sockets(store).is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the follower has a socket"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    while futures::FutureExt::now_or_never(futures::StreamExt::next(&mut changes)).is_some() {}
+    changes
+}
+
 #[test]
 fn a_commit_in_one_process_wakes_another_at_once_and_a_dead_ones_socket_goes() {
     use futures::StreamExt;
@@ -259,18 +276,7 @@ fn a_commit_in_one_process_wakes_another_at_once_and_a_dead_ones_socket_goes() {
         SqliteStore::open(dir.path()).unwrap(),
         SqliteStore::open(dir.path()).unwrap(),
     );
-    let mut changes = follower.changes();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while sockets(&follower).is_empty() {
-        assert!(
-            std::time::Instant::now() < until,
-            "the follower has a socket"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    // What is there now, and the thread's first look, are heard; then nothing more.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    while futures::FutureExt::now_or_never(changes.next()).is_some() {}
+    let mut changes = following(&follower);
     assert_eq!(sockets(&follower).len(), 1, "one socket for the follower");
     // A socket left by a process that was killed: nobody reads it.
     let stale = wake::folder(follower.path()).join("1-deadbeef");
@@ -307,17 +313,7 @@ fn a_follower_that_comes_after_the_listing_was_kept_is_rung_at_once() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     write(&writer, Write::Durable, "INSERT INTO scratch VALUES (1)");
     let follower = SqliteStore::open(dir.path()).unwrap();
-    let mut changes = follower.changes();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while sockets(&follower).is_empty() {
-        assert!(
-            std::time::Instant::now() < until,
-            "the follower has a socket"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    while futures::FutureExt::now_or_never(changes.next()).is_some() {}
+    let mut changes = following(&follower);
     let started = std::time::Instant::now();
     write(&writer, Write::Durable, "INSERT INTO scratch VALUES (2)");
     block_on(changes.next()).unwrap();

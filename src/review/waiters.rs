@@ -36,6 +36,11 @@ struct Waiting {
     next: u64,
     /// By item (run id, tool call id).
     items: HashMap<(String, String), Vec<Waiter>>,
+    /// The task, while it runs: stopped by the last waiter to go, started again by the next
+    /// to come. A process that has answered its one agent (a hook) then has no task left to be
+    /// polled while its runtime shuts down, when its timer can no longer be read (a panic on
+    /// the agent's stderr, and the process's end delayed).
+    follower: Option<tokio::task::AbortHandle>,
 }
 
 /// A registration: its number, the waiter's lease holder, and how it is woken.
@@ -73,6 +78,20 @@ impl Drop for Registered {
             if list.is_empty() {
                 waiting.items.remove(&self.key);
             }
+        }
+        if waiting.items.is_empty() {
+            if let Some(follower) = waiting.follower.take() {
+                follower.abort();
+            }
+        }
+    }
+}
+
+/// The task ends with the waiters it serves (see [`Waiting::follower`]).
+impl Drop for Waiters {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.get_mut().take() {
+            task.abort();
         }
     }
 }
@@ -116,16 +135,14 @@ impl Waiters {
             wake,
         };
         let mut task = self.task.lock().await;
-        // Started again if the runtime that ran it has ended.
-        if task.as_ref().is_none_or(|t| t.is_finished()) {
+        // Started again if the last waiter stopped it, or the runtime that ran it has ended.
+        let stopped = self.shared.lock().follower.is_none();
+        if stopped || task.as_ref().is_none_or(|t| t.is_finished()) {
             let newest = store.newest_decision().await?;
             let shared = Arc::downgrade(&self.shared);
-            *task = Some(tokio::spawn(follow(
-                shared,
-                store.clone(),
-                clock.clone(),
-                newest,
-            )));
+            let follower = tokio::spawn(follow(shared, store.clone(), clock.clone(), newest));
+            self.shared.lock().follower = Some(follower.abort_handle());
+            *task = Some(follower);
         }
         Ok(registered)
     }
@@ -208,5 +225,52 @@ async fn renew_leases(shared: &Shared, store: &dyn Store, clock: &dyn Clock) {
     let holders: Vec<&str> = holders.iter().map(String::as_str).collect();
     if let Err(err) = store.renew_waiters(&holders, clock.now() + LEASE).await {
         eprintln!("plandesk: cannot renew the waiting agents' leases: {err}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SteppingClock;
+
+    #[tokio::test]
+    async fn the_task_ends_with_the_last_waiter_and_starts_with_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(crate::SqliteStore::open(dir.path()).unwrap());
+        let clock: Arc<dyn Clock> = Arc::new(SteppingClock::starting_at(1_700_000_000_000));
+        let waiters = Waiters::default();
+        let registered = waiters
+            .register(&store, &clock, "r", "c", "holder")
+            .await
+            .unwrap();
+        assert_eq!(Arc::strong_count(&store), 2, "the task follows the store");
+        // Its first look and first renewal are behind it: it waits for the next change.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        drop(registered);
+        assert!(ended(&store).await, "the task outlived the last waiter");
+        let again = waiters
+            .register(&store, &clock, "r", "c2", "holder")
+            .await
+            .unwrap();
+        assert_eq!(
+            Arc::strong_count(&store),
+            2,
+            "the next waiter starts it again"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        drop(waiters);
+        assert!(ended(&store).await, "the task outlived its waiters");
+        drop(again);
+    }
+
+    /// Whether the task let go of `store` within a second.
+    async fn ended(store: &Arc<dyn Store>) -> bool {
+        for _ in 0..100 {
+            if Arc::strong_count(store) == 1 {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        false
     }
 }

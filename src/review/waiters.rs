@@ -22,8 +22,8 @@ const BATCH: i64 = 500;
 #[derive(Debug, Default)]
 pub(super) struct Waiters {
     shared: Arc<Shared>,
-    /// The task, once started.
-    task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Held while the task is started, so that two registrations start one.
+    starting: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -90,8 +90,8 @@ impl Drop for Registered {
 /// The task ends with the waiters it serves (see [`Waiting::follower`]).
 impl Drop for Waiters {
     fn drop(&mut self) {
-        if let Some(task) = self.task.get_mut().take() {
-            task.abort();
+        if let Some(follower) = self.shared.lock().follower.take() {
+            follower.abort();
         }
     }
 }
@@ -134,15 +134,19 @@ impl Waiters {
             number,
             wake,
         };
-        let mut task = self.task.lock().await;
+        let _starting = self.starting.lock().await;
         // Started again if the last waiter stopped it, or the runtime that ran it has ended.
-        let stopped = self.shared.lock().follower.is_none();
-        if stopped || task.as_ref().is_none_or(|t| t.is_finished()) {
+        let running = self
+            .shared
+            .lock()
+            .follower
+            .as_ref()
+            .is_some_and(|f| !f.is_finished());
+        if !running {
             let newest = store.newest_decision().await?;
             let shared = Arc::downgrade(&self.shared);
             let follower = tokio::spawn(follow(shared, store.clone(), clock.clone(), newest));
             self.shared.lock().follower = Some(follower.abort_handle());
-            *task = Some(follower);
         }
         Ok(registered)
     }

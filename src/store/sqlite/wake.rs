@@ -52,7 +52,7 @@ pub(super) struct Bell {
     /// The sockets the folder held when last read, with its modification time then: read
     /// again only once that time moves (a socket added or removed).
     #[cfg(unix)]
-    known: std::sync::Mutex<Option<(SystemTime, Vec<PathBuf>)>>,
+    known: std::sync::Mutex<Option<(SystemTime, Arc<[PathBuf]>)>>,
 }
 
 /// How long after a folder's last change its listing is trusted to stand until the next: the
@@ -93,7 +93,7 @@ impl Bell {
             let sockets = match (&*known, changed) {
                 (Some((at, sockets)), Some(changed)) if *at == changed => sockets.clone(),
                 _ => {
-                    let sockets = self.sockets();
+                    let sockets: Arc<[PathBuf]> = self.sockets().into();
                     // A listing taken right after a change may miss one made within the same
                     // tick: kept only once the folder has settled.
                     let settled = changed.filter(|at| {
@@ -106,10 +106,10 @@ impl Bell {
                 }
             };
             drop(known);
-            for path in sockets {
-                if let Err(err) = sender.send_to(b"!", &path) {
+            for path in sockets.iter() {
+                if let Err(err) = sender.send_to(b"!", path) {
                     if err.kind() == std::io::ErrorKind::ConnectionRefused {
-                        let _ = std::fs::remove_file(&path);
+                        let _ = std::fs::remove_file(path);
                     }
                 }
             }

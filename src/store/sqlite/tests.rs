@@ -267,9 +267,20 @@ fn following(store: &SqliteStore) -> futures::stream::BoxStream<'static, ()> {
     changes
 }
 
+/// How long after `writer` commits `sql` its change is heard on `changes`.
+fn heard_after(
+    writer: &SqliteStore,
+    changes: &mut futures::stream::BoxStream<'static, ()>,
+    sql: &str,
+) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    write(writer, Write::Durable, sql);
+    block_on(futures::StreamExt::next(changes)).unwrap();
+    started.elapsed()
+}
+
 #[test]
 fn a_commit_in_one_process_wakes_another_at_once_and_a_dead_ones_socket_goes() {
-    use futures::StreamExt;
     let dir = tempfile::tempdir().unwrap();
     // Two handles on one file: two processes, as far as SQLite and the bell can tell.
     let (follower, writer) = (
@@ -282,13 +293,10 @@ fn a_commit_in_one_process_wakes_another_at_once_and_a_dead_ones_socket_goes() {
     let stale = wake::folder(follower.path()).join("1-deadbeef");
     drop(std::os::unix::net::UnixDatagram::bind(&stale).unwrap());
     // The thread looks on its own only every 5 s: heard well before, the bell rang.
-    let started = std::time::Instant::now();
-    write(&writer, Write::Durable, "CREATE TABLE scratch(x)");
-    block_on(changes.next()).unwrap();
+    let heard = heard_after(&writer, &mut changes, "CREATE TABLE scratch(x)");
     assert!(
-        started.elapsed() < std::time::Duration::from_millis(2500),
-        "heard after {:?}",
-        started.elapsed()
+        heard < std::time::Duration::from_millis(2500),
+        "heard after {heard:?}"
     );
     assert_eq!(sockets(&follower).len(), 1, "the stale socket is removed");
     assert!(!stale.exists());
@@ -305,7 +313,6 @@ fn a_commit_in_one_process_wakes_another_at_once_and_a_dead_ones_socket_goes() {
 /// socket changes the folder) is rung by the next commit all the same.
 #[test]
 fn a_follower_that_comes_after_the_listing_was_kept_is_rung_at_once() {
-    use futures::StreamExt;
     let dir = tempfile::tempdir().unwrap();
     let writer = SqliteStore::open(dir.path()).unwrap();
     write(&writer, Write::Durable, "CREATE TABLE scratch(x)");
@@ -314,13 +321,10 @@ fn a_follower_that_comes_after_the_listing_was_kept_is_rung_at_once() {
     write(&writer, Write::Durable, "INSERT INTO scratch VALUES (1)");
     let follower = SqliteStore::open(dir.path()).unwrap();
     let mut changes = following(&follower);
-    let started = std::time::Instant::now();
-    write(&writer, Write::Durable, "INSERT INTO scratch VALUES (2)");
-    block_on(changes.next()).unwrap();
+    let heard = heard_after(&writer, &mut changes, "INSERT INTO scratch VALUES (2)");
     assert!(
-        started.elapsed() < std::time::Duration::from_millis(2500),
-        "heard after {:?}: the kept listing missed the follower",
-        started.elapsed()
+        heard < std::time::Duration::from_millis(2500),
+        "heard after {heard:?}: the kept listing missed the follower"
     );
 }
 

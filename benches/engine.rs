@@ -354,6 +354,7 @@ fn provider_stream(provider: &str, plan: &str) {
         system: "",
         plans_dir: ".plandesk/plans",
         messages: &[],
+        turns: 0,
         tools: &[],
     };
     let each = time(

@@ -512,6 +512,7 @@ mod tests {
                 system: "sys",
                 plans_dir: ".plandesk/plans",
                 messages: &messages,
+                turns: 0,
                 tools: &[],
             },
         );

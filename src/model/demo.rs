@@ -5,7 +5,7 @@
 use futures::stream;
 use serde_json::{json, Value};
 
-use super::{calls_so_far, canned_events, EventStream, LanguageModel, ModelRequest};
+use super::{canned_events, EventStream, LanguageModel, ModelRequest};
 use crate::chunk::Usage;
 use crate::message::Message;
 use crate::tool::submit_plan::{split_plan, APPROVED_TEXT, TOOL_ID as SUBMIT_PLAN};
@@ -26,7 +26,7 @@ impl LanguageModel for DemoModel {
 
     fn stream<'a>(&'a self, request: ModelRequest<'a>) -> EventStream<'a> {
         let turn = next_turn(&request);
-        let call_no = calls_so_far(request.messages) + 1;
+        let call_no = request.turns + 1;
         let input_tokens = request.messages.iter().map(rough_tokens).sum::<u64>();
         let written = turn.text.len()
             + turn

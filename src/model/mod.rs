@@ -35,6 +35,9 @@ pub struct ModelRequest<'a> {
     /// The workspace's plans folder (relative), for built-in models that write plans.
     pub plans_dir: &'a str,
     pub messages: &'a [Message],
+    /// How many turns the model has had in `messages` (its messages), counted by the engine as
+    /// the conversation grew: a scripted model's n-th call gets its n-th turn.
+    pub turns: usize,
     pub tools: &'a [ToolSpec],
 }
 
@@ -247,12 +250,4 @@ pub(crate) fn canned_events(
         reason: reason.into(),
     }));
     events
-}
-
-/// How many model calls this conversation has had: one assistant message each.
-pub(crate) fn calls_so_far(messages: &[Message]) -> usize {
-    messages
-        .iter()
-        .filter(|m| matches!(m, Message::Assistant { .. }))
-        .count()
 }

@@ -13,9 +13,7 @@ use serde_json::json;
 
 use crate::message::Json;
 
-use super::{
-    calls_so_far, canned_events, EventStream, LanguageModel, ModelError, ModelEvent, ModelRequest,
-};
+use super::{canned_events, EventStream, LanguageModel, ModelError, ModelEvent, ModelRequest};
 
 pub const LOG_ENV: &str = "PLANDESK_SCRIPTED_LOG";
 
@@ -108,7 +106,7 @@ impl LanguageModel for ScriptedModel {
     }
 
     fn stream<'a>(&'a self, request: ModelRequest<'a>) -> EventStream<'a> {
-        let turn_no = calls_so_far(request.messages);
+        let turn_no = request.turns;
         let events = match (self.log(&request), self.turns.get(turn_no)) {
             (Err(err), _) => vec![Err(err)],
             (Ok(()), None) => vec![Err(ModelError::ScriptExhausted {

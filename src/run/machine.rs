@@ -7,12 +7,14 @@ use std::collections::HashSet;
 use super::*;
 use crate::message::CalledTool;
 
-/// The tool call ids a conversation has used, kept up as it grows: a run's loop asks once per
-/// new call, and reading the whole conversation each time made a long run quadratic.
+/// The tool call ids a conversation has used, and the model's turns in it, kept up as it
+/// grows: a run's loop asks once per new call and once per model call, and reading the whole
+/// conversation each time made a long run quadratic.
 #[derive(Debug, Default)]
 pub struct CallIds {
     seen: usize,
     ids: HashSet<String>,
+    turns: usize,
 }
 
 impl CallIds {
@@ -26,6 +28,7 @@ impl CallIds {
             if let Message::Assistant { tool_calls, .. } = message {
                 self.ids
                     .extend(tool_calls.iter().map(|c| c.tool_call_id.clone()));
+                self.turns += 1;
             }
         }
         self.seen = messages.len();
@@ -34,6 +37,11 @@ impl CallIds {
     /// Whether the conversation has used `id`.
     pub fn contains(&self, id: &str) -> bool {
         self.ids.contains(id)
+    }
+
+    /// How many turns the model has had in the conversation (its messages).
+    pub fn turns(&self) -> usize {
+        self.turns
     }
 }
 
@@ -590,8 +598,10 @@ mod tests {
         used.catch_up(&s.messages);
         assert!(used.contains("a") && used.contains("b"));
         assert!(!used.contains("c"));
+        assert_eq!(used.turns(), 2);
         // Another conversation, shorter: looked at anew.
         used.catch_up(&state().messages);
         assert!(!used.contains("a"));
+        assert_eq!(used.turns(), 0);
     }
 }

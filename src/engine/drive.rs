@@ -27,6 +27,8 @@ impl Engine {
         sink: &mut dyn ChunkSink,
     ) -> Result<Report, EngineError> {
         let mut used = CallIds::default();
+        // Opened (its root made canonical) at the first call that needs it, once per stream.
+        let mut workspace = None;
         loop {
             match state.next_step() {
                 NextStep::CallModel => {
@@ -39,7 +41,7 @@ impl Engine {
                 }
                 NextStep::RunTool(index) => {
                     state.stored.derived = false;
-                    let status = self.run_call(state, index).await?;
+                    let status = self.run_call(state, index, &mut workspace).await?;
                     state.settle_call(index, status);
                 }
                 NextStep::Suspend => {
@@ -69,6 +71,7 @@ impl Engine {
             system: &system,
             plans_dir: &state.plans_dir,
             messages: &state.messages,
+            turns: used.turns(),
             tools: specs,
         };
         let folded = turn::fold(

@@ -53,11 +53,13 @@ pub(super) enum ToolAction {
 
 impl Engine {
     /// Runs the step's call at `index`: checked against its tool's schema, held for approval
-    /// where the tool asks for it, else executed off the async runtime.
+    /// where the tool asks for it, else executed off the async runtime. `workspace`: the run's,
+    /// opened here if it is not yet.
     pub(super) async fn run_call(
         &self,
         state: &RunState,
         index: usize,
+        workspace: &mut Option<Workspace>,
     ) -> Result<CallStatus, EngineError> {
         let Phase::RunTools { step } = &state.phase else {
             return Ok(CallStatus::NotRun);
@@ -80,7 +82,10 @@ impl Engine {
             let result = schema::validation_error(tool.name(), "input", &call.args, &violations);
             return Ok(done(Outcome::Result(result)));
         }
-        let workspace = self.workspace(state)?;
+        let workspace = match workspace {
+            Some(workspace) => workspace.clone(),
+            None => workspace.insert(self.workspace(state)?).clone(),
+        };
         let ctx = ToolContext {
             workspace: &workspace,
             run_id: &state.run_id,

@@ -2,6 +2,7 @@
 //! models, tools, modes and store; and plan rendering and comparison. No GUI code lives here.
 
 pub mod actor;
+mod blocking;
 pub mod chunk;
 pub mod clock;
 pub mod config;

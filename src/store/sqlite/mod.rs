@@ -258,18 +258,6 @@ impl Conn for SqliteConn {
     }
 }
 
-/// Runs `work` where it blocks no async worker: on a multi-threaded runtime the worker hands
-/// its other tasks on first (a single-threaded one has no other thread to give them to).
-fn off_worker<T>(work: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
-    }
-}
-
 impl Sqlite {
     fn conn(&self) -> Result<SqliteConn, StoreError> {
         Ok(SqliteConn {
@@ -290,7 +278,7 @@ impl Backend for Sqlite {
     /// A store call's statements never wait on anything but SQLite, so the whole call runs
     /// at once, in one go off the async workers.
     async fn run<T: Send>(&self, work: impl Future<Output = T> + Send) -> T {
-        off_worker(|| futures::executor::block_on(work))
+        crate::blocking::in_place(|| futures::executor::block_on(work))
     }
 
     async fn read(&self, _context: &'static str) -> Result<SqliteConn, StoreError> {

@@ -90,13 +90,19 @@ impl Checkpointer {
         (state.whole, state.running || state.due.is_some())
     }
 
-    /// The store committed: checkpoint once its writes pause.
+    /// The store committed: checkpoint once its writes pause. The thread is woken only if it
+    /// waits for no time at all: one that waits for an earlier time finds the later one when
+    /// it wakes, and one checkpointing looks again when it is done (waking it at every commit
+    /// of a long run was a thread's wake-up a step).
     pub(super) fn written(&self) {
         let mut state = self.shared.state();
+        let idle = state.due.is_none() && !state.running;
         state.due = Some(Instant::now() + QUIET);
         state.retries = 0;
         drop(state);
-        self.shared.wake.notify_one();
+        if idle {
+            self.shared.wake.notify_one();
+        }
     }
 }
 

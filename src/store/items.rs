@@ -89,6 +89,12 @@ pub(super) async fn sync(
         insert(tx, run_id, item, revision_id, at, None).await?;
         keep.push(id);
     }
+    // Most moves of a run leave nothing open: a plain delete, not a list to parse.
+    if keep.is_empty() {
+        let sql = "DELETE FROM pending WHERE run_id = $1";
+        tx.execute("close items", sql, &[&run_id]).await?;
+        return Ok(());
+    }
     let keep = serde_json::Value::from(keep).to_string();
     let sql = format!(
         "DELETE FROM pending WHERE run_id = $1 AND tool_call_id NOT IN ({})",

@@ -18,8 +18,6 @@ const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch:
 
 let data;
 let serve;
-/** What serve wrote to its stderr, passed on to the test's own (a failure is read with it). */
-let serveSaid = '';
 let base;
 let token;
 let browser;
@@ -32,13 +30,15 @@ before(async () => {
   token = plandesk('token', 'create', 'laptop').trim();
   serve = spawn(BIN, ['--data-dir', data, 'serve', '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
   base = await new Promise((resolve, reject) => {
+    let said = '';
     serve.stderr.on('data', (chunk) => {
-      serveSaid += chunk;
+      // Passed on to the test's own stderr: a failure here is read with what serve said.
       process.stderr.write(chunk);
-      const found = serveSaid.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/);
+      said += chunk;
+      const found = said.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/);
       if (found) resolve(found[1]);
     });
-    serve.on('exit', (code) => reject(new Error(`serve exited ${code}: ${serveSaid}`)));
+    serve.on('exit', (code) => reject(new Error(`serve exited ${code}: ${said}`)));
   });
   browser = await launchChromium();
 });

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::revisions::{text_at, BASE_JOIN, TEXT_COLUMNS};
-use super::sql::{Conn, Dialect, Row, Tx};
+use super::sql::{self, Args, Conn, Dialect, Row, Tx};
 use super::*;
 use crate::clock::Millis;
 
@@ -164,10 +164,8 @@ pub(super) async fn open_one(
         &[&run_id, &waiter.now],
     )
     .await?;
-    open(tx, Some(run_id))
+    open_one_row(tx, run_id, id)
         .await?
-        .into_iter()
-        .find(|i| i.tool_call_id == id)
         .ok_or_else(|| StoreError::Invalid {
             run_id: run_id.to_owned(),
             message: format!("item {id} vanished inside its own transaction"),
@@ -237,15 +235,46 @@ pub(super) async fn waited(tx: &mut Tx<impl Conn>) -> Result<Vec<WaitedItem>, St
 }
 
 /// Open items with their run's context and plan revision: one query. A run's items are in the
-/// order they were opened (SQLite's rowid, PostgreSQL's `seq`).
+/// order they were opened (SQLite's rowid, PostgreSQL's `seq`); all items, newest first.
 pub(super) async fn open(
     tx: &mut Tx<impl Conn>,
     run_id: Option<&str>,
 ) -> Result<Vec<ItemRow>, StoreError> {
-    let seq = match tx.dialect() {
+    let seq = seq(tx);
+    let order = match run_id {
+        Some(_) => seq.to_owned(),
+        None => format!("p.since DESC, {seq} DESC"),
+    };
+    let filter = sql::of_run("p.run_id", 1, run_id);
+    select(tx, &filter, &order, &[&run_id]).await
+}
+
+/// One open item, as [`open`] reads it.
+async fn open_one_row(
+    tx: &mut Tx<impl Conn>,
+    run_id: &str,
+    tool_call_id: &str,
+) -> Result<Option<ItemRow>, StoreError> {
+    let filter = "p.run_id = $1 AND p.tool_call_id = $2";
+    let found = select(tx, filter, seq(tx), &[&run_id, &tool_call_id]).await?;
+    Ok(found.into_iter().next())
+}
+
+/// The order items were opened in.
+fn seq(tx: &Tx<impl Conn>) -> &'static str {
+    match tx.dialect() {
         Dialect::Sqlite => "p.rowid",
         Dialect::Postgres => "p.seq",
-    };
+    }
+}
+
+/// The open items `filter` keeps, in `order`.
+async fn select(
+    tx: &mut Tx<impl Conn>,
+    filter: &str,
+    order: &str,
+    args: Args<'_>,
+) -> Result<Vec<ItemRow>, StoreError> {
     let sql = format!(
         "SELECT p.run_id, p.tool_call_id, p.kind, p.tool_name, p.args, p.since,
                 r.prompt, r.workspace, r.source, r.session,
@@ -253,10 +282,9 @@ pub(super) async fn open(
                 v.submitted_at, v.author
          FROM pending p JOIN runs r ON r.id = p.run_id
          LEFT JOIN plan_revisions v ON v.id = p.revision_id {BASE_JOIN}
-         WHERE CAST($1 AS TEXT) IS NULL OR p.run_id = $1
-         ORDER BY CASE WHEN CAST($1 AS TEXT) IS NULL THEN -p.since ELSE {seq} END, {seq} DESC"
+         WHERE {filter} ORDER BY {order}"
     );
-    tx.all("list open items", &sql, &[&run_id], |r| {
+    tx.all("list open items", &sql, args, |r| {
         let run_id: String = r.get(0)?;
         let prompt: String = r.get(6)?;
         let revision = match r.get::<Option<i64>>(10)? {

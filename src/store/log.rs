@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::sql::{Conn, Row, Tx};
+use super::sql::{self, Conn, Row, Tx};
 use super::{
     Actor, AuditKind, AuditRow, EventKind, EventRow, NewToken, StoreError, TokenKey, TokenKind,
     TokenRow,
@@ -75,27 +75,26 @@ pub(super) async fn audit(
     tx: &mut Tx<impl Conn>,
     run_id: Option<&str>,
 ) -> Result<Vec<AuditRow>, StoreError> {
-    tx.all(
-        "read the audit trail",
+    let sql = format!(
         "SELECT id, at, actor, process, run_id, kind, revision_sha, data, prev_hash, hash
-         FROM audit WHERE CAST($1 AS TEXT) IS NULL OR run_id = $1 ORDER BY id",
-        &[&run_id],
-        |r| {
-            Ok(AuditRow {
-                id: r.get(0)?,
-                at: r.get(1)?,
-                actor: r.get(2)?,
-                process: r.get(3)?,
-                run_id: r.get(4)?,
-                kind: r.get(5)?,
-                revision_sha: r.get(6)?,
-                // A row altered into invalid JSON still hashes as its text.
-                data: r.json(7)?,
-                prev_hash: r.get(8)?,
-                hash: r.get(9)?,
-            })
-        },
-    )
+         FROM audit WHERE {} ORDER BY id",
+        sql::of_run("run_id", 1, run_id)
+    );
+    tx.all("read the audit trail", &sql, &[&run_id], |r| {
+        Ok(AuditRow {
+            id: r.get(0)?,
+            at: r.get(1)?,
+            actor: r.get(2)?,
+            process: r.get(3)?,
+            run_id: r.get(4)?,
+            kind: r.get(5)?,
+            revision_sha: r.get(6)?,
+            // A row altered into invalid JSON still hashes as its text.
+            data: r.json(7)?,
+            prev_hash: r.get(8)?,
+            hash: r.get(9)?,
+        })
+    })
     .await
 }
 

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::conversation;
 use super::items::{decision_at, open_revision, DECISION_COLUMNS, LISTED_DECISION_COLUMNS};
-use super::sql::{Conn, Dialect, Row, ToArg, Tx};
+use super::sql::{self, Conn, Dialect, Row, ToArg, Tx};
 use super::words::{has_phrase, phrase, words};
 use super::*;
 use crate::clock::Millis;
@@ -351,8 +351,9 @@ pub(super) async fn of_run(
     run_id: Option<&str>,
 ) -> Result<Vec<RevisionRow>, StoreError> {
     let sql = format!(
-        "{} WHERE CAST($1 AS TEXT) IS NULL OR v.run_id = $1 ORDER BY v.id",
-        whole(tx)
+        "{} WHERE {} ORDER BY v.id",
+        whole(tx),
+        sql::of_run("v.run_id", 1, run_id)
     );
     tx.all("list revisions", &sql, &[&run_id], revision).await
 }
@@ -415,9 +416,10 @@ pub(super) async fn search(
     }
     let (query, exact) = index_query(tx.dialect(), typed, &phrase);
     let sql = format!(
-        "{} WHERE {} AND (CAST($2 AS TEXT) IS NULL OR v.run_id = $2) ORDER BY v.id",
+        "{} WHERE {} AND {} ORDER BY v.id",
         whole(tx),
-        index_condition(tx.dialect(), 1)
+        index_condition(tx.dialect(), 1),
+        sql::of_run("v.run_id", 2, run_id)
     );
     let found = tx
         .all("search revisions", &sql, &[&query, &run_id], revision)

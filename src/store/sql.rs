@@ -26,6 +26,16 @@ impl Dialect {
     }
 }
 
+/// The condition "`column` is the run `$n` names", or, with no run (`$n` bound to NULL), "every
+/// row". Two texts: one condition for both (`$n IS NULL OR column = $n`) cannot use the index in
+/// a plan PostgreSQL makes once for any value, and reads the whole table for one run.
+pub(super) fn of_run(column: &str, n: usize, run_id: Option<&str>) -> String {
+    match run_id {
+        Some(_) => format!("{column} = ${n}"),
+        None => format!("CAST(${n} AS TEXT) IS NULL"),
+    }
+}
+
 /// A value bound to a placeholder.
 #[derive(Debug, Clone, Copy)]
 pub enum Arg<'a> {

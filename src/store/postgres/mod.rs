@@ -540,4 +540,49 @@ mod tests {
         assert_eq!(mode(Write::Derived).await, "off");
         assert_eq!(mode(Write::Durable).await, "on");
     }
+
+    /// A read of one run's rows finds them by its index even in the plan the server makes once
+    /// for any value (which it keeps after a statement's fifth run), where a condition that
+    /// also means "every run" reads the whole table.
+    #[tokio::test]
+    async fn one_runs_rows_are_read_by_index_in_a_generic_plan() {
+        let store = PostgresStore::open(&test_pg::database(), "test")
+            .await
+            .unwrap();
+        let conn = store.backend.read("test").await.unwrap();
+        let client = conn.client("test").unwrap();
+        let session = "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off";
+        client.batch_execute(session).await.unwrap();
+        let plan = async |name: &str, sql: &str| {
+            let prepare = format!("PREPARE {name}(text) AS {sql}");
+            client.batch_execute(&prepare).await.unwrap();
+            let explain = format!("EXPLAIN EXECUTE {name}('r')");
+            let rows = client.simple_query(&explain).await.unwrap();
+            let lines = rows.iter().filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            });
+            lines.collect::<Vec<_>>().join("\n")
+        };
+        for (n, (table, column)) in [
+            ("pending", "run_id"),
+            ("audit", "run_id"),
+            ("plan_revisions", "run_id"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let one = sql::of_run(column, 1, Some("r"));
+            let sql = format!("SELECT * FROM {table} WHERE {one}");
+            let read = plan(&format!("one{n}"), &sql).await;
+            assert!(!read.contains("Seq Scan"), "{table}: {read}");
+            let either = format!("CAST($1 AS TEXT) IS NULL OR {column} = $1");
+            let sql = format!("SELECT * FROM {table} WHERE {either}");
+            let read = plan(&format!("either{n}"), &sql).await;
+            assert!(
+                read.contains("Seq Scan"),
+                "the old way, for contrast: {read}"
+            );
+        }
+    }
 }

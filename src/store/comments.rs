@@ -100,7 +100,7 @@ pub(super) async fn set_resolved(
     } else {
         (None, None)
     };
-    tx.execute(
+    tx.later(
         "resolve comment",
         "UPDATE comments SET resolved_by = $2, resolved_at = $3 WHERE id = $1",
         &[&id, &who, &when],

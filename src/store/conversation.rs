@@ -220,7 +220,7 @@ pub(super) async fn append(
     for message in messages {
         let seq = tail.count;
         let (text, packed) = tail.pack(message)?;
-        tx.execute(
+        tx.later(
             "append message",
             "INSERT INTO messages (run_id, seq, message, packed) VALUES ($1, $2, $3, $4)",
             &[&run_id, &seq, &text, &packed],

@@ -92,7 +92,7 @@ pub(super) async fn sync(
     // Most moves of a run leave nothing open: a plain delete, not a list to parse.
     if keep.is_empty() {
         let sql = "DELETE FROM pending WHERE run_id = $1";
-        tx.execute("close items", sql, &[&run_id]).await?;
+        tx.later("close items", sql, &[&run_id]).await?;
         return Ok(());
     }
     let keep = serde_json::Value::from(keep).to_string();
@@ -100,7 +100,7 @@ pub(super) async fn sync(
         "DELETE FROM pending WHERE run_id = $1 AND tool_call_id NOT IN ({})",
         tx.dialect().text_list(2)
     );
-    tx.execute("close items", &sql, &[&run_id, &keep]).await?;
+    tx.later("close items", &sql, &[&run_id, &keep]).await?;
     Ok(())
 }
 
@@ -158,7 +158,7 @@ pub(super) async fn open_one(
             message: format!("item {id} is open already"),
         });
     }
-    tx.execute(
+    tx.later(
         "open item",
         "UPDATE runs SET status = 'suspended', updated_at = $2 WHERE id = $1",
         &[&run_id, &waiter.now],
@@ -415,7 +415,7 @@ pub(super) async fn decide(
             |r| r.get(0),
         )
         .await?;
-    tx.execute(
+    tx.later(
         "close item",
         "DELETE FROM pending WHERE run_id = $1 AND tool_call_id = $2",
         &[&d.run_id, &d.tool_call_id],

@@ -33,7 +33,7 @@ pub(super) async fn append(tx: &mut Tx<impl Conn>, entry: Entry<'_>) -> Result<(
         None => (1, String::new()),
     };
     let hash = entry.hash(&prev, id);
-    tx.execute(
+    tx.later(
         "append to the audit trail",
         "INSERT INTO audit (id, at, actor, process, run_id, kind, revision_sha, data, prev_hash, hash)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -105,7 +105,7 @@ pub(super) async fn event(
     kind: EventKind,
     data: &Value,
 ) -> Result<(), StoreError> {
-    tx.execute(
+    tx.later(
         "append event",
         "INSERT INTO events (run_id, at, kind, data) VALUES ($1, $2, $3, $4)",
         &[&run_id, &at, &kind.as_str(), &data.to_string()],
@@ -156,7 +156,7 @@ pub(super) async fn set_setting(
 ) -> Result<(), StoreError> {
     match value {
         Some(value) => {
-            tx.execute(
+            tx.later(
                 "save a setting",
                 "INSERT INTO settings (key, value, updated_at) VALUES ($1, $2, $3)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
@@ -165,7 +165,7 @@ pub(super) async fn set_setting(
             .await?
         }
         None => {
-            tx.execute(
+            tx.later(
                 "save a setting",
                 "DELETE FROM settings WHERE key = $1",
                 &[&key],
@@ -309,7 +309,7 @@ async fn end_expired(
     name: &str,
     now: Millis,
 ) -> Result<(), StoreError> {
-    tx.execute(
+    tx.later(
         "end expired tokens",
         "UPDATE tokens SET revoked_at = expires_at, revoked_by = 'expired'
          WHERE kind = $1 AND name = $2 AND revoked_at IS NULL AND expires_at <= $3",

@@ -242,7 +242,7 @@ async fn insert(
         .await?;
     if tx.dialect() == Dialect::Sqlite {
         // A contentless FTS5 table (migration 16): it keeps the words, not the text.
-        tx.execute(
+        tx.later(
             "index the revision's words",
             "INSERT INTO revisions_fts (rowid, title, body) VALUES ($1, $2, $3)",
             &[&id, &plan.title, &plan.body],
@@ -319,7 +319,7 @@ pub(super) async fn edit(
         author,
     )
     .await?;
-    tx.execute(
+    tx.later(
         "point the item at the edit",
         "UPDATE pending SET revision_id = $3 WHERE run_id = $1 AND tool_call_id = $2",
         &[&e.run_id, &e.tool_call_id, &id],

@@ -47,7 +47,7 @@ pub(super) async fn insert(
     new: &NewRun<'_>,
     at: Millis,
 ) -> Result<(), StoreError> {
-    tx.execute(
+    tx.later(
         "insert run",
         "INSERT INTO runs (id, prompt, model, mode, status, workspace, source, session, created_at, updated_at)
          VALUES ($1, $2, $3, '', $4, $5, $6, $7, $8, $8)",
@@ -101,7 +101,7 @@ pub(super) async fn settle_session(
     run_id: &str,
     at: Millis,
 ) -> Result<(), StoreError> {
-    tx.execute(
+    tx.later(
         "settle session",
         "UPDATE runs SET updated_at = $2, status = CASE WHEN EXISTS
              (SELECT 1 FROM pending WHERE run_id = $1) THEN 'suspended' ELSE 'running' END
@@ -217,7 +217,7 @@ pub(super) async fn release(
     run_id: &str,
     holder: &str,
 ) -> Result<(), StoreError> {
-    tx.execute(
+    tx.later(
         "release run",
         "UPDATE runs SET holder = NULL, lease_until = NULL WHERE id = $1 AND holder = $2",
         &[&run_id, &holder],
@@ -260,7 +260,7 @@ pub(super) async fn switch_mode(
         )
         .await?;
     log_mode_switch(tx, run_id, &before, to, at, by).await?;
-    tx.execute(
+    tx.later(
         "switch run mode",
         "UPDATE runs SET mode = $2 WHERE id = $1",
         &[&run_id, &to],
@@ -316,7 +316,7 @@ pub(super) async fn commit(
         &c.at,
     ];
     if c.expect_version == 0 {
-        tx.execute(
+        tx.later(
             "insert snapshot",
             "INSERT INTO run_snapshots (run_id, version, schema_version, message_count, state, saved_at)
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -324,7 +324,7 @@ pub(super) async fn commit(
         )
         .await?;
     } else {
-        tx.execute(
+        tx.later(
             "replace snapshot",
             "UPDATE run_snapshots SET version = $2, schema_version = $3, message_count = $4,
                  state = $5, saved_at = $6
@@ -334,7 +334,7 @@ pub(super) async fn commit(
         .await?;
     }
     log_mode_switch(tx, c.run_id, &before, c.mode, c.at, c.by).await?;
-    tx.execute(
+    tx.later(
         "update run",
         "UPDATE runs SET status = $2, mode = $3, updated_at = $4 WHERE id = $1",
         &[&c.run_id, &c.status.as_str(), &c.mode, &c.at],

@@ -220,6 +220,18 @@ pub trait Conn: Send {
         sql: &str,
         args: Args<'_>,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    /// Runs a statement of a write whose count nobody reads. A backend whose every statement
+    /// is a round trip (PostgreSQL) may hold it back and send it with the next one: it runs
+    /// before that one, in order, and if it fails, that one fails with its error (the commit
+    /// included). Here, at once.
+    fn later(
+        &mut self,
+        context: &'static str,
+        sql: &str,
+        args: Args<'_>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async move { self.execute(context, sql, args).await.map(drop) }
+    }
 }
 
 /// A connection as the behaviours use it: in a write transaction (which notes what it
@@ -285,6 +297,17 @@ impl<C: Conn> Tx<C> {
         args: Args<'_>,
     ) -> Result<u64, StoreError> {
         self.conn.execute(context, sql, args).await
+    }
+
+    /// A statement whose count nobody reads (see [`Conn::later`]): its error may come from
+    /// the next statement.
+    pub(super) async fn later(
+        &mut self,
+        context: &'static str,
+        sql: &str,
+        args: Args<'_>,
+    ) -> Result<(), StoreError> {
+        self.conn.later(context, sql, args).await
     }
 
     /// Each row of a query, read by `read`.

@@ -5,6 +5,7 @@
 //! a decision's check and its record can never interleave with another's) and announces itself
 //! with `NOTIFY` on commit, which every process's [`Store::changes`] hears.
 
+mod pipeline;
 mod schema;
 mod url;
 
@@ -24,6 +25,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::db::{announce, Backend, SqlStore, Write};
 use super::sql::{self, unreadable, Arg, Args, Cell, Conn, Dialect, Each};
 use super::*;
+use pipeline::{after, Later};
 pub(crate) use url::check_saved_url;
 use url::{find_password, redacted, tls};
 pub use url::{is_postgres_url, redacted_url};
@@ -182,6 +184,7 @@ impl Postgres {
         Ok(PgConn {
             client: Some(client),
             in_write: false,
+            later: Vec::new(),
         })
     }
 
@@ -220,6 +223,8 @@ impl Postgres {
 pub struct PgConn {
     client: Option<deadpool_postgres::Client>,
     in_write: bool,
+    /// Statements held back to go with the next one (see [`Conn::later`]).
+    later: Vec<Later>,
 }
 
 impl PgConn {
@@ -232,10 +237,9 @@ impl PgConn {
     }
 
     async fn batch(&mut self, context: &'static str, sql: &str) -> Result<(), StoreError> {
-        self.client(context)?
-            .batch_execute(sql)
-            .await
-            .map_err(query(context))
+        let later = std::mem::take(&mut self.later);
+        let client = self.client(context)?;
+        after(client, &later, context, client.batch_execute(sql)).await
     }
 
     /// A statement, through the connection's statement cache.
@@ -352,10 +356,12 @@ impl Conn for PgConn {
         args: Args<'_>,
         each: Each<'_>,
     ) -> Result<(), StoreError> {
+        let later = std::mem::take(&mut self.later);
         let (client, statement) = self.prepare(context, sql).await?;
         let binds = binds(args);
-        let rows = client.query(&statement, &params(&binds)).await;
-        for row in &rows.map_err(query(context))? {
+        let params = params(&binds);
+        let rows = after(client, &later, context, client.query(&statement, &params)).await?;
+        for row in &rows {
             each(row)?;
         }
         Ok(())
@@ -367,10 +373,22 @@ impl Conn for PgConn {
         sql: &str,
         args: Args<'_>,
     ) -> Result<u64, StoreError> {
+        let later = std::mem::take(&mut self.later);
         let (client, statement) = self.prepare(context, sql).await?;
         let binds = binds(args);
-        let changed = client.execute(&statement, &params(&binds)).await;
-        changed.map_err(query(context))
+        let params = params(&binds);
+        after(client, &later, context, client.execute(&statement, &params)).await
+    }
+
+    /// Held back until the next statement, or the commit.
+    async fn later(
+        &mut self,
+        context: &'static str,
+        sql: &str,
+        args: Args<'_>,
+    ) -> Result<(), StoreError> {
+        self.later.push(Later::new(context, sql, args));
+        Ok(())
     }
 }
 
@@ -427,6 +445,7 @@ impl Backend for Postgres {
     }
 
     async fn rollback(&self, mut conn: PgConn) {
+        conn.later.clear();
         if conn.batch("roll back", "ROLLBACK").await.is_ok() {
             conn.in_write = false;
         }
@@ -505,84 +524,5 @@ async fn listen(
     }
 }
 
-/// The engine suite's PostgreSQL server, for this module's tests.
 #[cfg(test)]
-#[path = "../../../tests/engine/pg.rs"]
-#[allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-mod test_pg;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A release and a derived commit are committed without waiting for the server's disk, in
-    /// their transaction alone; every other write, before and after, waits.
-    #[tokio::test]
-    async fn only_a_release_and_a_derived_commit_skip_the_disk_wait() {
-        let store = PostgresStore::open(&test_pg::database(), "test")
-            .await
-            .unwrap();
-        let mode = async |write: Write| {
-            let mut conn = store.backend.begin("test", write).await.unwrap();
-            let mut mode = String::new();
-            let mut each = |r: &dyn sql::Row| {
-                mode = r.get(0)?;
-                Ok(())
-            };
-            let shown = conn.query("show", "SHOW synchronous_commit", &[], &mut each);
-            shown.await.unwrap();
-            store.backend.commit(conn, "test", write).await.unwrap();
-            mode
-        };
-        assert_eq!(mode(Write::Durable).await, "on");
-        assert_eq!(mode(Write::Lease).await, "on");
-        assert_eq!(mode(Write::Release).await, "off");
-        assert_eq!(mode(Write::Derived).await, "off");
-        assert_eq!(mode(Write::Durable).await, "on");
-    }
-
-    /// A read of one run's rows finds them by its index even in the plan the server makes once
-    /// for any value (which it keeps after a statement's fifth run), where a condition that
-    /// also means "every run" reads the whole table.
-    #[tokio::test]
-    async fn one_runs_rows_are_read_by_index_in_a_generic_plan() {
-        let store = PostgresStore::open(&test_pg::database(), "test")
-            .await
-            .unwrap();
-        let conn = store.backend.read("test").await.unwrap();
-        let client = conn.client("test").unwrap();
-        let session = "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off";
-        client.batch_execute(session).await.unwrap();
-        let plan = async |name: &str, sql: &str| {
-            let prepare = format!("PREPARE {name}(text) AS {sql}");
-            client.batch_execute(&prepare).await.unwrap();
-            let explain = format!("EXPLAIN EXECUTE {name}('r')");
-            let rows = client.simple_query(&explain).await.unwrap();
-            let lines = rows.iter().filter_map(|m| match m {
-                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
-                _ => None,
-            });
-            lines.collect::<Vec<_>>().join("\n")
-        };
-        for (n, (table, column)) in [
-            ("pending", "run_id"),
-            ("audit", "run_id"),
-            ("plan_revisions", "run_id"),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let one = sql::of_run(column, 1, Some("r"));
-            let sql = format!("SELECT * FROM {table} WHERE {one}");
-            let read = plan(&format!("one{n}"), &sql).await;
-            assert!(!read.contains("Seq Scan"), "{table}: {read}");
-            let either = format!("CAST($1 AS TEXT) IS NULL OR {column} = $1");
-            let sql = format!("SELECT * FROM {table} WHERE {either}");
-            let read = plan(&format!("either{n}"), &sql).await;
-            assert!(
-                read.contains("Seq Scan"),
-                "the old way, for contrast: {read}"
-            );
-        }
-    }
-}
+mod tests;

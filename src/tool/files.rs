@@ -11,6 +11,9 @@ use crate::workspace::{Workspace, WorkspaceError};
 const SKIPPED_DIRS: &[&str] = &[".git", "target", "node_modules", ".venv", "__pycache__"];
 /// Most entries one listing returns.
 const MAX_LIST_ENTRIES: usize = 500;
+/// Most entries one listing reads, in all its folders: a folder of millions is cut, not read
+/// whole before the cut.
+const MAX_READ_ENTRIES: usize = 20_000;
 
 fn path_arg(args: &Value) -> &str {
     args.get("path").and_then(Value::as_str).unwrap_or("")
@@ -94,7 +97,7 @@ impl Tool for ListFiles {
             "" => ".",
             p => p,
         };
-        match list(ctx.workspace, path) {
+        match list(ctx.workspace, path, MAX_READ_ENTRIES) {
             Ok((entries, truncated)) => ToolOutcome::Value(
                 json!({"path": path, "entries": entries, "truncated": truncated}),
             ),
@@ -103,7 +106,13 @@ impl Tool for ListFiles {
     }
 }
 
-fn list(workspace: &Workspace, path: &str) -> Result<(Vec<Value>, bool), WorkspaceError> {
+/// The entries under `path` (at most [`MAX_LIST_ENTRIES`]), reading at most `budget` entries
+/// in all its folders; whether the listing was cut.
+fn list(
+    workspace: &Workspace,
+    path: &str,
+    mut budget: usize,
+) -> Result<(Vec<Value>, bool), WorkspaceError> {
     let start = workspace.resolve_existing(path)?;
     if !start.is_dir() {
         return Err(WorkspaceError::NotADir {
@@ -118,10 +127,15 @@ fn list(workspace: &Workspace, path: &str) -> Result<(Vec<Value>, bool), Workspa
             path: workspace.display(&dir),
             source,
         };
-        let mut children: Vec<_> = fs::read_dir(&dir)
-            .map_err(io_err)?
-            .filter_map(Result::ok)
-            .collect();
+        let mut children = Vec::new();
+        for child in fs::read_dir(&dir).map_err(io_err)? {
+            if budget == 0 {
+                truncated = true;
+                break;
+            }
+            budget -= 1;
+            children.extend(child.ok());
+        }
         children.sort_by_key(|e| e.file_name());
         for child in children.iter().rev() {
             let name = child.file_name().to_string_lossy().into_owned();
@@ -234,5 +248,28 @@ impl Tool for WriteFile {
             )),
             Err(err) => failed(self.name(), &err),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+    use super::*;
+
+    /// A listing stops reading at its budget and says it was cut, however many entries the
+    /// folder holds; under the budget, it reads them all.
+    #[test]
+    fn a_listing_reads_at_most_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..120 {
+            fs::write(dir.path().join(format!("f{n:03}")), "").unwrap();
+        }
+        let workspace = Workspace::open(dir.path(), None).unwrap();
+        let (entries, truncated) = list(&workspace, ".", 50).unwrap();
+        assert_eq!((entries.len(), truncated), (50, true));
+        let (entries, truncated) = list(&workspace, ".", MAX_READ_ENTRIES).unwrap();
+        assert_eq!((entries.len(), truncated), (120, false));
+        assert_eq!(entries[0]["path"], "f000");
     }
 }

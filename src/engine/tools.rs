@@ -115,7 +115,9 @@ impl Engine {
     ) -> ToolOutcome {
         let (run_id, call) = (state.run_id.clone(), call.clone());
         let auto_approve = state.auto_approve;
-        let (name, tool_reads_only) = (tool.name(), tool.reads_only());
+        // A read there cannot hang: see below.
+        let in_place = tool.reads_only() && workspace.is_local();
+        let name = tool.name();
         // A file written outside the plans folder is work to hold against the approved plan.
         let written = (name == WRITE_FILE && matches!(action, ToolAction::Execute))
             .then(|| workspace_relative(call.args["path"].as_str().unwrap_or("")))
@@ -141,11 +143,12 @@ impl Engine {
             };
             (outcome, record)
         };
-        // A tool that only reads (a file of at most 1 MiB, a listing of at most 500 entries)
-        // is as quick as a store call and runs as one does, in place: the hop to a thread of
-        // its own and back was a sixth of a step. Any other may take long, and runs on a
-        // thread of its own under a deadline.
-        let done = if tool_reads_only {
+        // A tool that only reads (a file of at most 1 MiB, a listing that reads at most
+        // 20,000 entries), on a local disk, is as quick as a store call and runs as one does,
+        // in place: the hop to a thread of its own and back was a sixth of a step. Any other,
+        // and any on a network or FUSE mount (where a read can wait on a server without end),
+        // may take long, and runs on a thread of its own under a deadline.
+        let done = if in_place {
             Ok(Ok(crate::blocking::in_place(work)))
         } else {
             tokio::time::timeout(TOOL_TIMEOUT, tokio::task::spawn_blocking(work)).await

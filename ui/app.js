@@ -8,7 +8,7 @@ import { state } from './state.js';
 import { markBooting, markInteractive } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest } from './nav.js';
-import { renderInbox, refreshRuns, setInbox, openPending, showInbox } from './sidebar.js';
+import { renderInbox, refreshRuns, inboxChanged, readInbox, openPending, showInbox } from './sidebar.js';
 import { onKey } from './keys.js';
 import { onLinkClick } from './plan.js';
 import { openSettings, openHelp, initDialogs } from './settings.js';
@@ -35,9 +35,10 @@ async function boot() {
   try {
     // Asked together: each is a round trip to a backend still busy starting. The inbox is read
     // once its watcher listens, so that no change falls between the two.
-    [state.info] = await Promise.all([call('app_info'), listen('inbox-changed', setInbox),
+    [state.info] = await Promise.all([call('app_info'), listen('inbox-changed', inboxChanged),
       listen('open-plan', openPending), listen('open-inbox', showInbox), listen('open-failed', showError)]);
-    [state.inbox] = await Promise.all([call('inbox'), refreshRuns()]);
+    const [inbox] = await Promise.all([readInbox(), refreshRuns()]);
+    if (inbox) state.inbox = inbox;
     renderInbox();
   } catch (e) {
     showError(e);

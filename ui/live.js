@@ -7,7 +7,7 @@ import { state } from './state.js';
 import { markChunk, markRefused, markRunEvent, markSuspended } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { redraw } from './nav.js';
-import { setInbox } from './sidebar.js';
+import { readInbox, setInbox } from './sidebar.js';
 
 /** How long a continuation waits for its run's first answer before its view switches anyway. */
 const SWITCH_MS = 100;
@@ -80,7 +80,7 @@ function onRunEvent(live, event) {
     ? redraw('run', runId, { live, keepScroll, detail: handed?.detail, revision: handed?.revision })
     : Promise.resolve();
   // The inbox watcher notices too, within a poll; this keeps the sidebar in step at once.
-  shown.then(() => call('inbox')).then(setInbox).catch(showError);
+  shown.then(readInbox).then((items) => items && setInbox(items)).catch(showError);
 }
 
 /** The line under a streaming run: working, or waiting for you. */

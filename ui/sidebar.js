@@ -65,6 +65,25 @@ export async function refreshRuns() {
   } catch (e) { if (newest()) showError(e); }
 }
 
+// The inbox comes from the watcher's events and from calls. A call's answer may be older than an
+// event that came while it was asked (read before a plan arrived, answered after the event that
+// brought it): it is then dropped, since the event's is newer and any change after it comes as
+// an event too.
+let inboxEvents = 0;
+
+/** The watcher's inbox: always the newest. */
+export function inboxChanged(items) {
+  inboxEvents += 1;
+  setInbox(items);
+}
+
+/** The inbox, asked for (the watcher may be a poll away); `null` if an event came meanwhile. */
+export async function readInbox() {
+  const seen = inboxEvents;
+  const items = await call('inbox');
+  return seen === inboxEvents ? items : null;
+}
+
 /** A new inbox (from the watcher or after a stream ended): keeps the highlighted item if it is still there. */
 export function setInbox(items) {
   const before = state.inbox[state.selected];

@@ -63,7 +63,15 @@ function installFake(world) {
       if (world.holdDefaultModel) return new Promise((resolve) => { window.__answerDefaultModel = () => resolve(world.model); });
       return world.model;
     },
-    inbox: () => world.inbox,
+    inbox: () => {
+      // Held (once) until the test lets it answer, with the inbox as it was when asked.
+      if (world.holdInbox) {
+        world.holdInbox = false;
+        const asked = [...world.inbox];
+        return new Promise((resolve) => { window.__answerInbox = () => resolve(asked); });
+      }
+      return world.inbox;
+    },
     webhooks: () => world.webhooks || [],
     runs: () => world.runs,
     set_viewing: () => null,
@@ -149,7 +157,8 @@ function installFake(world) {
         return handler(args || {});
       },
     },
-    event: { listen: async () => () => {} },
+    // Kept so a test can send an event, as the backend's watcher does.
+    event: { listen: async (name, handler) => { (window.__listeners ||= {})[name] = handler; return () => {}; } },
   };
 }
 
@@ -176,6 +185,28 @@ async function open(w, { colorScheme = 'light', width = 1200, height = 800 } = {
 }
 
 const calls = (page, cmd) => page.evaluate((c) => window.__calls.filter((x) => x.cmd === c), cmd);
+
+test('an inbox read overtaken by the watcher\'s event is not drawn over it', async () => {
+  const item = plan(4, 'Back it up first', 'ddd444');
+  const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.addInitScript(installFake, { ...world(), inbox: [], runs: [], holdInbox: true });
+  await page.goto(`${base}/index.html`);
+  // The window asked for the inbox (empty then); before it answers, a plan arrives and the
+  // watcher's event brings the inbox with it.
+  await page.waitForFunction(() => window.__answerInbox);
+  await page.evaluate((i) => {
+    window.__world.inbox.push(i);
+    window.__listeners['inbox-changed']({ payload: [i] });
+  }, item);
+  await page.evaluate(() => window.__answerInbox());
+  await page.waitForSelector('body[data-ready="true"]');
+  assert.equal(await page.textContent('#inbox-count'), '1');
+  assert.equal(await page.textContent('#inbox li .title'), 'Back it up first');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
 
 test('j/k move through the inbox and open each plan; a approves the plan on screen, naming its revision', async () => {
   const page = await open(world());

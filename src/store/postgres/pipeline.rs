@@ -3,6 +3,7 @@
 //! lock is held.
 
 use std::future::Future;
+use std::pin::Pin;
 
 use super::{params, query, Bind};
 use crate::store::sql::{Arg, Args};
@@ -60,15 +61,17 @@ impl Owned {
 
 /// Sends the statements held back (`later`), then `now`, without waiting for an answer in
 /// between (the driver pipelines requests in the order their futures are first polled): the
-/// first error, theirs before its. After a failed statement the server refuses the rest of
-/// the transaction, and a COMMIT rolls it back.
+/// first error, theirs before its. After a statement the server failed it refuses the rest of
+/// the transaction, and a COMMIT rolls it back; one the driver refused before sending (a value
+/// it cannot bind) stops the rest from being sent at all, so that `now`, a COMMIT, never
+/// commits the transaction without it.
 pub(super) async fn after<T>(
     client: &deadpool_postgres::Client,
     later: &[Later],
     context: &'static str,
     now: impl Future<Output = Result<T, tokio_postgres::Error>> + Send,
 ) -> Result<T, StoreError> {
-    use futures::future::maybe_done;
+    use futures::future::{maybe_done, MaybeDone};
     if later.is_empty() {
         return now.await.map_err(query(context));
     }
@@ -89,8 +92,13 @@ pub(super) async fn after<T>(
         .collect();
     let mut now = maybe_done(Box::pin(now));
     // Each request goes out on its future's first poll: all of them, in order, then the wait.
-    for held in &mut sent {
+    for (index, held) in sent.iter_mut().enumerate() {
         let _ = futures::poll!(&mut *held);
+        if let MaybeDone::Done(Err(_)) = held {
+            if let Some(Err(err)) = Pin::new(held).take_output() {
+                return Err(query(later[index].context)(err));
+            }
+        }
     }
     let _ = futures::poll!(&mut now);
     for held in &mut sent {
@@ -98,11 +106,11 @@ pub(super) async fn after<T>(
     }
     (&mut now).await;
     for (held, done) in later.iter().zip(&mut sent) {
-        if let Some(Err(err)) = std::pin::Pin::new(done).take_output() {
+        if let Some(Err(err)) = Pin::new(done).take_output() {
             return Err(query(held.context)(err));
         }
     }
-    match std::pin::Pin::new(&mut now).take_output() {
+    match Pin::new(&mut now).take_output() {
         Some(done) => done.map_err(query(context)),
         None => Err(StoreError::Query {
             context,

@@ -115,18 +115,37 @@ async fn a_statement_held_back_runs_in_order_and_its_failure_is_not_lost() {
         .await
         .unwrap();
 
-    let mut conn = store.backend.begin("test", Write::Durable).await.unwrap();
-    conn.later("save", save, &[&"two", &"2"]).await.unwrap();
-    conn.later("break", "INSERT INTO no_such_table VALUES (1)", &[])
-        .await
-        .unwrap();
-    conn.later("save", save, &[&"three", &"3"]).await.unwrap();
-    let committed = store.backend.commit(conn, "test", Write::Durable).await;
-    let err = committed.expect_err("the commit fails with the statement that failed");
-    assert!(err.to_string().contains("no_such_table"), "{err}");
+    // A failure the server finds, one it finds before anything runs (no such table), and one
+    // the driver finds before sending (a value of the wrong kind): each sent (or not) with the
+    // commit, which fails with it and keeps nothing of the transaction.
+    let wrong_kind = "INSERT INTO settings (key, value, updated_at) VALUES ('k', 'v', $1)";
+    let failures: [(&str, &[&dyn sql::ToArg], &str); 3] = [
+        (save, &[&"one", &"again"], "duplicate key"),
+        ("INSERT INTO no_such_table VALUES (1)", &[], "no_such_table"),
+        (wrong_kind, &[&"not a number"], "cannot be bound"),
+    ];
+    for (n, (failing, args, says)) in failures.into_iter().enumerate() {
+        let key = format!("kept{n}");
+        let mut conn = store.backend.begin("test", Write::Durable).await.unwrap();
+        conn.later("save", save, &[&key, &"1"]).await.unwrap();
+        conn.later("fail", failing, args).await.unwrap();
+        conn.later("save", save, &[&"after", &"1"]).await.unwrap();
+        let committed = store.backend.commit(conn, "test", Write::Durable).await;
+        let err = committed.expect_err("the commit fails with the statement that failed");
+        assert!(err.to_string().contains(says), "{err}");
+        let mut conn = store.backend.read("test").await.unwrap();
+        assert!(
+            read(&mut conn, &key).await.is_empty(),
+            "{says}: nothing kept"
+        );
+        assert!(
+            read(&mut conn, "after").await.is_empty(),
+            "{says}: nothing kept"
+        );
+    }
 
+    // Sent with a statement, a failure fails that statement.
     let mut conn = store.backend.begin("test", Write::Durable).await.unwrap();
-    assert!(read(&mut conn, "two").await.is_empty(), "nothing was kept");
     assert_eq!(read(&mut conn, "one").await, ["2"]);
     conn.later("save", save, &[&"one", &"again"]).await.unwrap();
     let err = conn.execute("count", "SELECT 1", &[]).await.unwrap_err();

@@ -95,7 +95,7 @@ impl Workspace {
         if lexical_relative(&plans_dir).is_none_or(|p| p.as_os_str().is_empty()) {
             return Err(WorkspaceError::PlansDir { path: plans_dir });
         }
-        let local = on_local_disk(&canonical);
+        let local = local::on_local_disk(&canonical);
         Ok(Self {
             root: canonical,
             plans_dir,
@@ -490,43 +490,8 @@ pub fn lexical_relative(path: &str) -> Option<PathBuf> {
     }
     Some(parts.iter().collect())
 }
-/// Whether `path` is on a filesystem known to be local (by its kind, as `statfs` says).
-fn on_local_disk(path: &Path) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        rustix::fs::statfs(path).is_ok_and(|fs| is_local_kind(fs.f_type as u64))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = path;
-        false
-    }
-}
-
-/// Filesystems of a machine's own disks and memory, by their magic numbers (linux/magic.h).
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn is_local_kind(kind: u64) -> bool {
-    const LOCAL: &[u64] = &[
-        0xEF53,      // ext2, ext3, ext4
-        0x5846_5342, // xfs
-        0x9123_683E, // btrfs
-        0x0102_1994, // tmpfs
-        0x8584_58F6, // ramfs
-        0x794C_7630, // overlayfs
-        0xF2F5_2010, // f2fs
-        0x2FC1_2FC1, // zfs
-        0xCA45_1A4E, // bcachefs
-        0x3153_464A, // jfs
-        0x5265_4973, // reiserfs
-        0x7371_7368, // squashfs
-        0x2011_BAB0, // exfat
-        0x4D44,      // vfat, msdos
-        0x7366_746E, // ntfs3
-    ];
-    LOCAL.contains(&kind)
-}
-
 #[cfg(test)]
 mod tests;
 
 pub mod git;
+mod local;

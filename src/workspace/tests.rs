@@ -229,30 +229,3 @@ fn lexical_paths_may_not_climb_out() {
     assert_eq!(lexical_relative("a/../../etc/passwd"), None);
     assert_eq!(lexical_relative("/etc/passwd"), None);
 }
-
-/// A workspace on this machine's disk reads in place; one on a network or FUSE filesystem,
-/// or one of a kind not known, does not.
-#[test]
-fn only_known_local_filesystems_count_as_local() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = Workspace::open(dir.path(), None).unwrap();
-    assert!(
-        workspace.is_local(),
-        "a temporary folder is on a local disk"
-    );
-    for local in [0xEF53, 0x0102_1994, 0x794C_7630] {
-        assert!(is_local_kind(local), "{local:#x}");
-    }
-    // NFS, SMB2, CIFS, FUSE, Ceph, 9p, and nothing at all.
-    for remote in [
-        0x6969,
-        0xFE53_4D42,
-        0xFF53_4D42,
-        0x6573_5546,
-        0x00C3_6400,
-        0x0102_1997,
-        0,
-    ] {
-        assert!(!is_local_kind(remote), "{remote:#x}");
-    }
-}

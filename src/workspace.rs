@@ -15,6 +15,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -74,8 +75,9 @@ pub enum WorkspaceError {
 pub struct Workspace {
     root: PathBuf,
     plans_dir: String,
-    /// Whether the root is on a local disk (see [`Workspace::is_local`]).
-    local: bool,
+    /// Whether it is on local disks only (see [`Workspace::is_local`]): found out when first
+    /// asked, once for the workspace and all its clones.
+    local: Arc<OnceLock<bool>>,
 }
 
 impl Workspace {
@@ -95,19 +97,19 @@ impl Workspace {
         if lexical_relative(&plans_dir).is_none_or(|p| p.as_os_str().is_empty()) {
             return Err(WorkspaceError::PlansDir { path: plans_dir });
         }
-        let local = local::on_local_disk(&canonical);
         Ok(Self {
             root: canonical,
             plans_dir,
-            local,
+            local: Arc::default(),
         })
     }
 
-    /// Whether the root is on a filesystem of this machine's own disks or memory, where a read
-    /// cannot hang for long. One on a network (NFS, SMB, Ceph…), a FUSE mount, or one not known
-    /// is not: a read there can wait on a server without end.
+    /// Whether the root, and every filesystem mounted inside it, is of this machine's own disks
+    /// or memory, where a read cannot hang for long. One on a network (NFS, SMB, Ceph…), a FUSE
+    /// mount, or one of a kind not known is not: a read there can wait on a server without end.
+    /// Asked only where it matters (a tool about to read): opening a workspace reads nothing.
     pub fn is_local(&self) -> bool {
-        self.local
+        *self.local.get_or_init(|| local::on_local_disk(&self.root))
     }
 
     pub fn root(&self) -> &Path {

@@ -107,6 +107,9 @@ mod tests {
             on_local_disk(&root),
             "a temporary folder is on a local disk"
         );
+        // Asked through a workspace, and through a clone of it, which shares the answer.
+        let workspace = super::super::Workspace::open(&root, None).unwrap();
+        assert!(workspace.clone().is_local() && workspace.is_local());
         for local in [0xEF53, 0x0102_1994, 0x794C_7630] {
             assert!(is_local_kind(local), "{local:#x}");
         }

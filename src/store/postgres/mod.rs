@@ -380,13 +380,17 @@ impl Conn for PgConn {
         after(client, &later, context, client.execute(&statement, &params)).await
     }
 
-    /// Held back until the next statement, or the commit.
+    /// Held back until the next statement, or the commit; outside a write (where no commit
+    /// would send it), at once.
     async fn later(
         &mut self,
         context: &'static str,
         sql: &str,
         args: Args<'_>,
     ) -> Result<(), StoreError> {
+        if !self.in_write {
+            return self.execute(context, sql, args).await.map(drop);
+        }
         self.later.push(Later::new(context, sql, args));
         Ok(())
     }

@@ -152,3 +152,27 @@ async fn a_statement_held_back_runs_in_order_and_its_failure_is_not_lost() {
     assert!(err.to_string().contains("duplicate key"), "{err}");
     store.backend.rollback(conn).await;
 }
+
+/// Outside a write no commit would send a statement held back: it runs at once, and its
+/// failure is its own.
+#[tokio::test]
+async fn a_statement_held_back_outside_a_write_runs_at_once() {
+    let store = PostgresStore::open(&test_pg::database(), "test")
+        .await
+        .unwrap();
+    let mut conn = store.backend.read("test").await.unwrap();
+    let save = "INSERT INTO settings (key, value, updated_at) VALUES ('read conn', 'v', 0)";
+    conn.later("save", save, &[]).await.unwrap();
+    drop(conn);
+    let mut conn = store.backend.read("test").await.unwrap();
+    let mut found = 0;
+    let mut each = |_: &dyn sql::Row| {
+        found += 1;
+        Ok(())
+    };
+    let sql = "SELECT value FROM settings WHERE key = 'read conn'";
+    conn.query("read", sql, &[], &mut each).await.unwrap();
+    assert_eq!(found, 1, "kept without a commit");
+    let err = conn.later("save", save, &[]).await.unwrap_err();
+    assert!(err.to_string().contains("duplicate key"), "{err}");
+}

@@ -144,12 +144,10 @@ fn call(
     session: String,
     submitter: Option<String>,
 ) -> Call {
-    let mut tool_input = match input.tool_input {
-        Value::Object(map) => Value::Object(map),
-        _ => json!({}),
-    };
-    tool_input["plan"] = json!(text);
-    tool_input["planFilePath"] = json!(path);
+    // Only what the person reviews goes back with an allow: any other field of the input
+    // (`allowedPrompts`, which once granted commands, or one a later version adds) is
+    // neither shown nor part of the revision, so it is not approved.
+    let tool_input = json!({"plan": text, "planFilePath": path});
     Call {
         plan: ExternalPlan {
             source: Source {
@@ -277,7 +275,9 @@ mod tests {
     #[test]
     fn the_plan_comes_from_the_input() {
         let call = parse(&input(
-            json!({"plan": "# P\n\nDo it", "planFilePath": "/p/brave.md"}),
+            json!({"plan": "# P\n\nDo it", "planFilePath": "/p/brave.md",
+                   "allowedPrompts": [{"tool": "Bash", "prompt": "run anything"}],
+                   "unreviewed": true}),
             None,
         ))
         .unwrap()
@@ -291,7 +291,7 @@ mod tests {
         assert_eq!(
             approved["hookSpecificOutput"]["decision"],
             json!({"behavior": "allow", "updatedInput": {"plan": "# P\n\nDo it", "planFilePath": "/p/brave.md"}}),
-            "an allow echoes the input: a bare allow is ignored"
+            "an allow echoes the plan and its file (a bare allow is ignored), nothing unreviewed"
         );
         let noted: Value = serde_json::from_str(
             &answer(

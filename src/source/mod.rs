@@ -165,16 +165,22 @@ impl Answer {
         }
     }
 
-    /// What the model reads when the plan is not approved (the contract's texts).
+    /// What the model reads when the plan is not approved (the contract's texts). A plan
+    /// closed while its agent still waits (its wait seen as given up, or answered in the
+    /// agent) is not approved either.
     pub fn denial(&self) -> Option<String> {
         match self {
-            Answer::Approve(_) | Answer::Abandoned => None,
+            Answer::Approve(_) => None,
+            Answer::Abandoned => Some(NOT_REVIEWED_TEXT.to_owned()),
             Answer::Revise(feedback) => Some(revise_text(feedback)),
             Answer::Wait => Some(REJECTED_NO_FEEDBACK_TEXT.to_owned()),
             Answer::Expired => Some(EXPIRED_TEXT.to_owned()),
         }
     }
 }
+
+/// What an agent reads of a plan closed without a decision while it waited.
+const NOT_REVIEWED_TEXT: &str = "The plan was not reviewed: the review was stopped.";
 
 /// Why a hook could not get a decision; answered to the agent as "not approved".
 #[derive(Debug, thiserror::Error)]

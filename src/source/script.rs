@@ -53,7 +53,6 @@ pub fn is_ours(text: &str, header: &str) -> bool {
 pub fn answer(answer: &Answer, allow: impl FnOnce(&Approval) -> Value) -> String {
     match answer {
         Answer::Approve(approval) => allow(approval).to_string(),
-        Answer::Abandoned => deny("The plan was not reviewed: the review was stopped."),
         other => deny(&other.denial().unwrap_or_default()),
     }
 }

@@ -28,6 +28,25 @@ pub struct EditSummary {
     pub diff: String,
 }
 
+impl PlanFile {
+    /// The hash of the plan the file holds now, read inside its root (bounded, through no
+    /// link out of it), and that root.
+    fn plan_sha256(&self) -> Result<(Workspace, String), String> {
+        let workspace = Workspace::open(&self.root, None).map_err(|e| e.to_string())?;
+        let current = workspace
+            .resolve_existing(&self.name)
+            .and_then(|resolved| workspace.read_text(&resolved, &self.name))
+            .map_err(|e| e.to_string())?;
+        let split = split_plan(&current);
+        Ok((workspace, plan_sha256(&split.title, &split.plan)))
+    }
+
+    /// Whether the file holds the plan whose hash is `sha`.
+    pub fn holds(&self, sha: &str) -> bool {
+        self.plan_sha256().is_ok_and(|(_, found)| found == sha)
+    }
+}
+
 impl Review {
     /// Records `text` as the reviewer's revision of the open revision `revision_id`, and writes
     /// it to the plan file.
@@ -108,14 +127,10 @@ impl Review {
                     .to_owned()
             })?
         };
-        let name = file.name.as_str();
-        let workspace = Workspace::open(&file.root, None).map_err(|e| e.to_string())?;
-        let current = workspace
-            .resolve_existing(name)
-            .and_then(|resolved| workspace.read_text(&resolved, name))
+        let (workspace, found) = file
+            .plan_sha256()
             .map_err(|e| format!("the plan file was not rewritten: {e}"))?;
-        let split = split_plan(&current);
-        if plan_sha256(&split.title, &split.plan) != edited.sha256 {
+        if found != edited.sha256 {
             return Err(format!(
                 "the plan file {} was not rewritten: it no longer holds revision {}",
                 edited.path, edited.id
@@ -124,7 +139,7 @@ impl Review {
         let mut text = edit.markdown();
         text.push('\n');
         workspace
-            .write_file(name, text.as_bytes())
+            .write_file(&file.name, text.as_bytes())
             .map_err(|e| format!("the plan file was not rewritten: {e}"))
     }
 

@@ -226,8 +226,8 @@ pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
 }
 
 /// The hook's stdout for a decision. An approval lets the tool run: the model reads the plan as
-/// it sent it, so a reviewer's notes and edit reach it only in the agent's next message
-/// (Plandesk keeps them in its record).
+/// it sent it, so a reviewer's notes reach it only in the agent's next message (Plandesk keeps
+/// them in its record), and an edit is answered as changes to make (see `review_plan`).
 pub fn answer(agent: Agent, answer: &Answer) -> Option<String> {
     match answer {
         Answer::Approve(_) => Some(allow(agent)),

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::engine::Engine;
-use crate::review::{Decision, ExternalPlan, ReviewError, WaitEvent};
+use crate::review::{Decision, ExternalPlan, PlanFile, ReviewError, WaitEvent};
 use crate::store::{Action, SourceKind};
 use crate::tool::submit_plan::{
     approval_addendum, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
@@ -310,11 +310,16 @@ pub async fn review_plan(
     if let (Answer::Approve(approval), Some(id)) = (&mut answer, decided.revision_id) {
         let revision = Box::pin(review.revision_by_id(id)).await?;
         if let Some(edit) = Box::pin(review.edit_summary(&revision)).await? {
-            approval.edit = Some(EditedPlan {
+            let edit = EditedPlan {
                 markdown: revision.markdown(),
                 by: edit.by,
                 diff: edit.diff,
-            });
+            };
+            if edit_reaches(plan.source.kind, plan.file.as_ref(), &revision.sha256) {
+                approval.edit = Some(edit);
+            } else {
+                answer = Answer::Revise(present_edit_text(&edit));
+            }
         }
     }
     let text = match &answer {
@@ -326,6 +331,38 @@ pub async fn review_plan(
     };
     Box::pin(review.record_answer(&waiting, &text)).await?;
     Ok(answer)
+}
+
+/// Whether an approval hands an agent of `kind` a reviewer's edit of its plan: in the answer
+/// (Claude Code's plan handed back, an MCP result, the message of the plugins and of Pi's
+/// extension), or in its plan file `file`, which Gemini CLI reads once approved, if that holds
+/// the approved revision (`sha`). Codex, Factory Droid, Qwen Code and Copilot CLI go on with
+/// the plan as they wrote it, which the person did not approve.
+fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
+    match kind {
+        SourceKind::Engine
+        | SourceKind::ClaudeCode
+        | SourceKind::Mcp
+        | SourceKind::OpenCode
+        | SourceKind::Kilo
+        | SourceKind::Pi => true,
+        SourceKind::Gemini => file.is_some_and(|file| file.holds(sha)),
+        SourceKind::Codex | SourceKind::Droid | SourceKind::QwenCode | SourceKind::Copilot => false,
+    }
+}
+
+/// What an agent that cannot be handed a reviewer's edit reads when the edit is approved: its
+/// own plan is not approved; the reviewer's is, once it presents that one.
+fn present_edit_text(edit: &EditedPlan) -> String {
+    let by = match edit.by.trim() {
+        "" | "unknown" => String::new(),
+        name => format!(" ({name})"),
+    };
+    format!(
+        "The reviewer{by} changed your plan and approved only their version; yours is not \
+         approved. Present their version for review as it stands, then carry it out:\n\n{}",
+        edit.markdown
+    )
 }
 
 /// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP): an agent that gives

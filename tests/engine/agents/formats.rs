@@ -41,6 +41,45 @@ fn codex_plans_come_from_the_session_file_and_each_is_reviewed_once() {
     assert_eq!(fx.listing(&["history", &run]).as_array().unwrap().len(), 2);
 }
 
+/// Codex goes on with the plan it wrote: a reviewer's edit approved is not that plan, so Codex
+/// is told to present the reviewer's version, and the trail records what it was told.
+#[test]
+fn an_edit_codex_cannot_be_handed_is_answered_as_the_plan_to_present() {
+    let fx = Fixture::new(json!([]));
+    let rollout = fx.root.join("rollout.jsonl");
+    let event = json!({"timestamp": "t", "type": "event_msg", "payload": {"type": "item_completed",
+        "turn_id": "T1", "item": {"type": "Plan", "id": "p", "text": "# Plan A\n\n1. Add an LRU"}}});
+    std::fs::write(&rollout, format!("{event}\n")).unwrap();
+    let stop = json!({"session_id": "cx-2", "turn_id": "T1", "transcript_path": rollout,
+        "cwd": "/w", "hook_event_name": "Stop", "last_assistant_message": "Here is the plan."});
+    let child = hook(&fx, "codex", &stop, &[]);
+    let item = wait_pending(&fx, 1).remove(0);
+    let run = item["runId"].as_str().unwrap().to_owned();
+    let mine = fx.write("mine.md", b"# Plan A\n\n1. Add a bounded LRU\n");
+    let edited = fx.listing(&[
+        "edit",
+        &item["revision"]["id"].to_string(),
+        "--file",
+        mine.to_str().unwrap(),
+    ]);
+    assert_eq!(edited["written"], false, "Codex has no plan file: {edited}");
+    fx.ok(&["approve", &run]);
+    let told = answer(child);
+    assert_eq!(
+        told["decision"], "block",
+        "Codex's own plan is not approved"
+    );
+    let reason = told["reason"].as_str().unwrap();
+    assert!(reason.contains("yours is not approved"), "{reason}");
+    assert!(
+        reason.contains("# Plan A\n\n1. Add a bounded LRU"),
+        "{reason}"
+    );
+    let audit = fx.stream(&["audit", &run]);
+    let answered = audit.iter().find(|e| e["kind"] == "answered").unwrap();
+    assert_eq!(answered["data"]["answer"], reason, "{answered}");
+}
+
 #[test]
 fn gemini_reads_the_plan_file_and_denies_explicitly() {
     let fx = Fixture::new(json!([]));
@@ -74,6 +113,33 @@ fn gemini_reads_the_plan_file_and_denies_explicitly() {
         .to_owned();
     fx.ok(&["approve", &run]);
     assert_eq!(answer(child), json!({}));
+
+    // A reviewer's edit reaches Gemini CLI in its plan file, which it reads once approved; if
+    // the file no longer holds it, Gemini CLI is told to present the reviewer's version.
+    for (n, kept) in [(1, true), (2, false)] {
+        let name = format!("auth{n}.md");
+        std::fs::write(plans.join(&name), "# Auth\n\nUse OAuth").unwrap();
+        let mut cmd = fx.command(&["hook", "gemini"]);
+        cmd.env("GEMINI_PLANS_DIR", &plans);
+        let child = spawn_with_input(cmd, payload(&name).to_string().as_bytes());
+        let item = wait_pending(&fx, 1).remove(0);
+        let mine = fx.write("mine.md", b"# Auth\n\nUse OAuth with PKCE\n");
+        let id = item["revision"]["id"].to_string();
+        let edited = fx.listing(&["edit", &id, "--file", mine.to_str().unwrap()]);
+        assert_eq!(edited["written"], true, "{edited}");
+        if !kept {
+            std::fs::write(plans.join(&name), "# Auth\n\nSomething else").unwrap();
+        }
+        fx.ok(&["approve", item["runId"].as_str().unwrap()]);
+        let told = answer(child);
+        if kept {
+            assert_eq!(told, json!({}), "the plan file holds the edit");
+        } else {
+            assert_eq!(told["decision"], "deny", "{told}");
+            let reason = told["reason"].as_str().unwrap();
+            assert!(reason.contains("Use OAuth with PKCE"), "{reason}");
+        }
+    }
 }
 
 /// A Claude-style plan tool call of Factory Droid or Qwen Code.

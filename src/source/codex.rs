@@ -50,18 +50,27 @@ pub fn parse(stdin: &str) -> Result<Option<ExternalPlan>, SourceError> {
     let from_transcript = input
         .transcript_path
         .as_deref()
-        .and_then(|p| plans_of_turn(Path::new(p), &input.turn_id).ok());
-    let (index, text) = match from_transcript {
-        Some(plans) if !plans.is_empty() => (plans.len(), plans[plans.len() - 1].clone()),
-        _ => match input
-            .last_assistant_message
-            .as_deref()
-            .and_then(proposed_plan)
-        {
-            Some(text) => (1, text),
-            None => return Ok(None),
-        },
+        .map(|p| (p, plans_of_turn(Path::new(p), &input.turn_id)));
+    let inline = input
+        .last_assistant_message
+        .as_deref()
+        .and_then(proposed_plan);
+    let (index, text) = match (from_transcript, inline) {
+        (Some((_, Ok(mut plans))), _) if !plans.is_empty() => (plans.len(), plans.pop()),
+        (_, Some(text)) => (1, Some(text)),
+        // A session file that cannot be read may hold a plan: not one to let through unseen.
+        (Some((path, Err(err))), None) => {
+            return Err(SourceError::NoPlan(format!(
+                "cannot read Codex's session file {}: {err}",
+                crate::text::short(path, 300)
+            )))
+        }
+        _ => return Ok(None),
     };
+    let text = text.unwrap_or_default();
+    // The n-th plan of a turn is reviewed once, however many Stops mention it; another text
+    // in its place (the message's plan, when the session file had fewer) is another item.
+    let sha = crate::review::plan_sha256("", &text);
     Ok(Some(ExternalPlan {
         source: Source {
             kind: SourceKind::Codex,
@@ -72,8 +81,7 @@ pub fn parse(stdin: &str) -> Result<Option<ExternalPlan>, SourceError> {
         tool_name: "Stop".into(),
         path: "proposed_plan.md".into(),
         text,
-        // The n-th plan of a turn is reviewed once, however many Stops mention it.
-        item_id: Some(format!("{}-plan-{index}", input.turn_id)),
+        item_id: Some(format!("{}-plan-{index}-{}", input.turn_id, &sha[..12])),
         submitter: None,
         // Codex keeps its plan in its session file, not a file of its own.
         file: None,
@@ -145,7 +153,10 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(plan.text, "# Revised");
-        assert_eq!(plan.item_id.as_deref(), Some("T1-plan-2"));
+        let id = plan.item_id.unwrap();
+        assert!(id.starts_with("T1-plan-2-"), "{id}");
+        let again = parse(&stdin(&transcript, "")).unwrap().unwrap();
+        assert_eq!(again.item_id.unwrap(), id, "one item however many Stops");
         assert_eq!(plan.source.session.as_deref(), Some("s"));
     }
 
@@ -162,6 +173,29 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(inline.text, "# P");
+    }
+
+    #[test]
+    fn a_session_file_that_cannot_be_read_lets_no_plan_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("rollout.jsonl");
+        std::fs::write(&real, format!("{}\n", event("T1", "# Hidden"))).unwrap();
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        for unreadable in [
+            &link,
+            &fifo,
+            &dir.path().to_path_buf(),
+            &dir.path().join("gone"),
+        ] {
+            let err = parse(&stdin(unreadable, "All done.")).unwrap_err();
+            assert!(err.to_string().contains("session file"), "{err}");
+            let inline = parse(&stdin(unreadable, "<proposed_plan># P</proposed_plan>"));
+            assert_eq!(inline.unwrap().unwrap().text, "# P", "the message's plan");
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod store;
 pub mod text;
 pub mod token;
 pub mod tool;
+mod untrusted;
 pub mod view;
 pub mod webhook;
 pub mod workspace;

@@ -280,14 +280,14 @@ fn head_of(rows: &[AuditRow], head: Option<&AuditHead>) -> HeadCheck {
 impl AuditCheck {
     fn new(entries: usize, broken: Option<(i64, String)>, head: HeadCheck, of: Checked) -> Self {
         // Nothing wrong found with the end: the recorded entry is there, or, for the store,
-        // there is nothing to check it against (the summary says so). An export must end at
-        // the head its first line names.
+        // there is nothing to check it against (the summary says so). A record that cannot
+        // be read is something wrong. An export must end at the head its first line names.
         let end_holds = matches!(
             (&head, of),
             (HeadCheck::Reached { .. }, _)
                 | (
-                    HeadCheck::NotRecorded | HeadCheck::NotKept | HeadCheck::Unreadable { .. },
-                    Checked::Store { .. },
+                    HeadCheck::NotRecorded | HeadCheck::NotKept,
+                    Checked::Store { .. }
                 )
         );
         let summary = summary(entries, broken.as_ref(), &head, of);
@@ -420,8 +420,10 @@ fn summary(
              end yet, and other machines add entries too."
         ),
         (HeadCheck::Unreadable { message }, _) => format!(
-            "{holds}: none was changed. But {cannot}: the record of its end could not be read \
-             ({message})."
+            "{trail} has {}, chain intact, but {the_record} cannot be read ({message}): {cannot}, \
+             and nothing is recorded there until it is moved aside (look at it first: a cut \
+             trail may have left it so).",
+            count(n, "entry", "entries")
         ),
         _ => format!(
             "{holds}: none was changed. But {cannot}: no record of its end is kept for this \
@@ -536,7 +538,8 @@ mod tests {
         );
     }
 
-    /// Where the end could not be checked, the words never say that nothing was removed.
+    /// Where the end could not be checked, the words never say that nothing was removed; a
+    /// record that cannot be read is a failed check.
     #[test]
     fn what_could_not_be_checked_is_said() {
         for head in [
@@ -548,7 +551,8 @@ mod tests {
         ] {
             for team in [false, true] {
                 let check = AuditCheck::new(5, None, head.clone(), Checked::Store { team });
-                assert!(check.holds, "the chain itself holds");
+                let unreadable = matches!(head, HeadCheck::Unreadable { .. });
+                assert_eq!(check.holds, !unreadable, "{}", check.summary);
                 assert!(
                     check.summary.contains("cannot be told")
                         && !check.summary.contains("or removed"),

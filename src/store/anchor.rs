@@ -16,6 +16,7 @@
 //! after them.
 
 use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -27,6 +28,8 @@ use sha2::{Digest, Sha256};
 const LOCAL_FILE: &str = "audit-head.json";
 /// Held while a record is read and replaced, so that two appenders never move it backwards.
 const LOCK_FILE: &str = "audit-head.lock";
+/// The most of a record read (one is ~100 bytes).
+const MAX_RECORD: u64 = 4096;
 
 /// The head of the audit trail: how many entries it has (entries are numbered from 1, so the
 /// newest is entry `entries`) and the newest one's hash.
@@ -101,9 +104,13 @@ impl Record {
         self.team
     }
 
-    /// The recorded head; `None` if none was recorded yet.
+    /// The recorded head; `None` if none was recorded yet. Read as the data folder's other
+    /// files someone may have put there: a regular file only (a link, a FIFO or a device is
+    /// an error at once), at most [`MAX_RECORD`] bytes; the store's write lock may be held.
     pub fn read(&self) -> Result<Option<AuditHead>, AnchorError> {
-        let text = match std::fs::read_to_string(&self.path) {
+        let opened = crate::untrusted::open_untrusted(&self.path);
+        let text = match opened.and_then(|(file, _)| crate::untrusted::read_text(file, MAX_RECORD))
+        {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.io(&self.path, e)),
@@ -135,18 +142,14 @@ impl Record {
     /// Moves the record forward to the newest of `entries` (ids and hashes, in order, read as
     /// one trail: from the recorded entry, or the first, to the newest), if it is newer than
     /// the recorded head and `entries` still hold the recorded entry. A record that cannot be
-    /// read is replaced (it is what a crash of the machine mid-write leaves).
+    /// read is left as it is, an error: it may be what someone who cut the trail left (a
+    /// person moves it aside, and the next append starts a new record).
     pub fn advance(&self, entries: &[(i64, String)]) -> Result<Advance, AnchorError> {
         let Some((newest, hash)) = entries.last() else {
             return Ok(Advance::Ahead);
         };
         let _held = self.hold()?;
-        let recorded = match self.read() {
-            Ok(recorded) => recorded,
-            Err(AnchorError::Unreadable { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        if let Some(recorded) = recorded {
+        if let Some(recorded) = self.read()? {
             if recorded.entries >= *newest {
                 return Ok(Advance::Ahead);
             }
@@ -191,6 +194,7 @@ impl Record {
             .create(true)
             .truncate(false)
             .write(true)
+            .custom_flags(no_link_or_wait())
             .open(&self.lock)
             .map_err(|e| self.io(&self.lock, e))?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
@@ -202,7 +206,8 @@ impl Record {
     /// Replaces the record at once (a new file renamed over it): a reader sees the old record
     /// or the new one, never a part. Not synced to the disk: a crash of the machine may leave
     /// an older record (it then vouches for fewer entries) or, rarely, an unreadable one (the
-    /// next append replaces it), never one ahead of the database, which is synced first.
+    /// next append reports it), never one ahead of the database, which is synced first. The
+    /// new file is made anew, never written through a link left in its place.
     fn write(&self, head: &AuditHead) -> Result<(), AnchorError> {
         let text = serde_json::to_string(head).map_err(|e| AnchorError::Io {
             path: self.path.clone(),
@@ -211,7 +216,22 @@ impl Record {
         let mut temporary = self.path.clone().into_os_string();
         temporary.push(".new");
         let temporary = PathBuf::from(temporary);
-        std::fs::write(&temporary, format!("{text}\n")).map_err(|e| self.io(&temporary, e))?;
+        match std::fs::remove_file(&temporary) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(self.io(&temporary, e))
+            }
+            _ => {}
+        }
+        let made = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(no_link_or_wait())
+            .open(&temporary);
+        let written = made.and_then(|mut file| {
+            use std::io::Write;
+            file.write_all(format!("{text}\n").as_bytes())
+        });
+        written.map_err(|e| self.io(&temporary, e))?;
         std::fs::rename(&temporary, &self.path).map_err(|e| self.io(&self.path, e))
     }
 
@@ -221,6 +241,12 @@ impl Record {
             message: err.to_string(),
         }
     }
+}
+
+/// Open flags for a file of the record's own: never through a link, never waiting on a FIFO.
+fn no_link_or_wait() -> i32 {
+    use rustix::fs::OFlags;
+    (OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32
 }
 
 /// Where a store's audit head is recorded outside it. A store moves it forward after each
@@ -405,11 +431,54 @@ mod tests {
         assert_eq!(anchor.read().unwrap().unwrap().entries, 5);
         std::fs::write(anchor.path(), "").unwrap();
         assert!(matches!(anchor.read(), Err(AnchorError::Unreadable { .. })));
+        assert!(
+            anchor.advance(&chain(1, 6)).is_err(),
+            "an unreadable record is not replaced: it may be the evidence of a cut"
+        );
+        assert_eq!(std::fs::read_to_string(anchor.path()).unwrap(), "");
+        std::fs::remove_file(anchor.path()).unwrap();
         assert_eq!(
             anchor.advance(&chain(1, 6)).unwrap(),
             Advance::Moved,
-            "an unreadable record (a crash mid-write) is replaced"
+            "moved aside, a new record starts"
         );
+    }
+
+    /// The record, its lock and its new file may be anything someone put in the data folder:
+    /// none is read or written through a link, waited on as a FIFO, or read whole if large.
+    #[test]
+    fn a_record_is_never_followed_waited_on_or_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = AuditAnchor::local(dir.path());
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, r#"{"entries":9,"hash":"h9"}"#).unwrap();
+        let fifo = |path: &Path| {
+            let made = std::process::Command::new("mkfifo").arg(path).status();
+            assert!(made.unwrap().success());
+        };
+        std::os::unix::fs::symlink(&elsewhere, anchor.path()).unwrap();
+        assert!(anchor.read().is_err(), "a link is not followed");
+        std::fs::remove_file(anchor.path()).unwrap();
+        fifo(anchor.path());
+        assert!(anchor.read().is_err(), "a FIFO is refused at once");
+        assert!(anchor.advance(&chain(1, 2)).is_err());
+        std::fs::remove_file(anchor.path()).unwrap();
+        std::fs::write(anchor.path(), " ".repeat(1 << 20)).unwrap();
+        assert!(anchor.read().is_err(), "a large file is not read whole");
+        std::fs::remove_file(anchor.path()).unwrap();
+
+        // A link where the new record is made is replaced, not written through.
+        let new_file = dir.path().join("audit-head.json.new");
+        std::os::unix::fs::symlink(&elsewhere, &new_file).unwrap();
+        assert_eq!(anchor.advance(&chain(1, 2)).unwrap(), Advance::Moved);
+        let kept = std::fs::read_to_string(&elsewhere).unwrap();
+        assert_eq!(kept, r#"{"entries":9,"hash":"h9"}"#);
+        assert_eq!(anchor.read().unwrap().unwrap().entries, 2);
+
+        // A FIFO as the lock: an error, not a wait.
+        std::fs::remove_file(dir.path().join(LOCK_FILE)).unwrap();
+        fifo(&dir.path().join(LOCK_FILE));
+        assert!(anchor.advance(&chain(1, 3)).is_err());
     }
 
     /// Appenders racing to record their heads, in any order: the newest one wins.

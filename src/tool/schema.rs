@@ -121,11 +121,15 @@ pub fn validation_error(
     provided: &Value,
     violations: &[Violation],
 ) -> Value {
-    let lines: Vec<String> = violations
+    let shown = &violations[..violations.len().min(MAX_VIOLATIONS_SHOWN)];
+    let mut lines: Vec<String> = shown
         .iter()
-        .map(|v| format!("- {}: {}", v.path, v.message))
+        .map(|v| format!("- {}: {}", cut(&v.path, 200), v.message))
         .collect();
-    let pretty = serde_json::to_string_pretty(provided).unwrap_or_else(|_| provided.to_string());
+    if violations.len() > shown.len() {
+        lines.push(format!("- and {} more", violations.len() - shown.len()));
+    }
+    let pretty = echo(provided);
     let (label, provided_label) = match what {
         "resume" => ("Tool resume data validation failed", "Provided resume data"),
         _ => ("Tool validation failed", "Provided arguments"),
@@ -136,11 +140,46 @@ pub fn validation_error(
             "{label} for {tool}. Please fix the following errors and try again:\n{}\n\n{provided_label}: {pretty}",
             lines.join("\n")
         ),
-        "validationErrors": violations
+        "validationErrors": shown
             .iter()
-            .map(|v| json!({"path": v.path, "message": v.message}))
+            .map(|v| json!({"path": cut(&v.path, 200), "message": v.message}))
             .collect::<Vec<_>>(),
     })
+}
+
+/// The most violations a validation error lists.
+const MAX_VIOLATIONS_SHOWN: usize = 20;
+/// The most of the provided value a validation error echoes (it came from a model or a client:
+/// a few MiB of nested arrays, pretty-printed, would be hundreds of MiB).
+const MAX_ECHO: usize = 4096;
+
+/// The provided value as the error shows it: pretty-printed when that is small, else its
+/// start, compact, saying how much was left out.
+fn echo(provided: &Value) -> String {
+    let compact = provided.to_string();
+    if compact.len() <= MAX_ECHO {
+        let pretty = serde_json::to_string_pretty(provided).unwrap_or_default();
+        if pretty.len() <= 4 * MAX_ECHO {
+            return pretty;
+        }
+    }
+    if compact.len() <= MAX_ECHO {
+        return compact;
+    }
+    format!(
+        "{}… ({} bytes in all; the rest is not shown)",
+        cut(&compact, MAX_ECHO),
+        compact.len()
+    )
+}
+
+/// At most `max` bytes of `text`, cut at a character's start.
+fn cut(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 #[cfg(test)]
@@ -196,5 +235,37 @@ mod tests {
         );
         assert_eq!(validate(&plan_schema(), &json!({}))[0].message, "Required");
         assert_eq!(validate(&plan_schema(), &json!("approved"))[0].path, "root");
+    }
+
+    /// The worst input a client can send in a few MiB: nested deep and wide, with thousands
+    /// of unknown keys. What comes back is small, and says what it left out.
+    #[test]
+    fn a_validation_error_stays_small_whatever_was_sent() {
+        let mut deep = json!(vec![0; 200_000]);
+        for _ in 0..120 {
+            deep = json!([deep]);
+        }
+        let mut args = serde_json::Map::new();
+        args.insert("action".into(), json!("approved"));
+        args.insert("x".into(), deep);
+        for n in 0..5_000 {
+            args.insert(format!("{}{n}", "k".repeat(300)), json!(n));
+        }
+        let args = Value::Object(args);
+        let found = validate(&plan_schema(), &args);
+        assert_eq!(found.len(), 5_001);
+        let error = validation_error("plan", "input", &args, &found);
+        let size = error.to_string().len();
+        assert!(size < 3 * MAX_ECHO + 20 * 300, "{size} bytes");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains("- and 4981 more"), "{message}");
+        assert!(message.contains("bytes in all; the rest is not shown"));
+        assert_eq!(error["validationErrors"].as_array().unwrap().len(), 20);
+
+        let small = validation_error("plan", "input", &json!({"a": [1]}), &found[..1]);
+        assert!(small["message"]
+            .as_str()
+            .unwrap()
+            .contains("{\n  \"a\": [\n    1"));
     }
 }

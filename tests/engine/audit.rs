@@ -182,22 +182,6 @@ fn tampering_with_one_entry_is_found_and_named() {
     );
 }
 
-/// Runs `sql` on the fixture's store past Plandesk, as someone with write access to the
-/// database (and none to the data folder) would.
-fn raw_sql(fx: &Fixture, sql: &str) {
-    use plandesk::config::StoreLocation;
-    match &fx.store {
-        StoreLocation::Sqlite(dir) => rusqlite::Connection::open(dir.join("plandesk.db"))
-            .unwrap()
-            .execute_batch(sql)
-            .unwrap(),
-        StoreLocation::Postgres { url, .. } => block_on(async {
-            let client = crate::support::pg_client(url).await;
-            client.batch_execute(sql).await.unwrap();
-        }),
-    }
-}
-
 /// Drops the trigger that keeps entries from being deleted, and deletes those after `keep`.
 fn delete_newest_entries(fx: &Fixture, keep: i64) {
     let drop = if on_postgres() {

@@ -363,3 +363,19 @@ pub async fn pg_client(url: &str) -> tokio_postgres::Client {
     tokio::spawn(connection);
     client
 }
+
+/// Runs `sql` on the fixture's store past Plandesk, as someone with write access to the
+/// database (and none to the data folder) would.
+pub fn raw_sql(fx: &Fixture, sql: &str) {
+    use plandesk::config::StoreLocation;
+    match &fx.store {
+        StoreLocation::Sqlite(dir) => rusqlite::Connection::open(dir.join("plandesk.db"))
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap(),
+        StoreLocation::Postgres { url, .. } => block_on(async {
+            let client = crate::support::pg_client(url).await;
+            client.batch_execute(sql).await.unwrap();
+        }),
+    }
+}

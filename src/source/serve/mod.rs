@@ -261,10 +261,13 @@ async fn handle(state: &State, request: Request<Incoming>, peer: IpAddr) -> Resp
         Ok(Some(caller)) => caller,
         Ok(None) => return unauthorized(),
         Err(err) => {
+            // What the store said stays in the server's log: a request not yet authenticated
+            // gets no path or host of it.
             eprintln!("plandesk serve: cannot check a token: {err}");
             return json_response(
                 StatusCode::SERVICE_UNAVAILABLE,
-                &json!({"error": "store", "message": format!("cannot check the token: {err}")}),
+                &json!({"error": "store", "message":
+                    "the server cannot reach its store to check the token: try again"}),
             );
         }
     };

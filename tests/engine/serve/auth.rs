@@ -176,6 +176,36 @@ async fn requests_without_an_active_token_are_refused_and_nothing_is_recorded() 
     assert!(server.stop().success());
 }
 
+/// A store that fails while a token is checked: 503, and none of the store's own words (its
+/// path, its host, its tables) to a request nobody has authenticated; those go to the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_failing_a_token_check_says_nothing_of_itself() {
+    let fx = Fixture::new(json!([]));
+    let good = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    std::thread::scope(|s| {
+        s.spawn(|| raw_sql(&fx, "ALTER TABLE tokens RENAME TO tokens_elsewhere"));
+    });
+    let response = reqwest::Client::new()
+        .post(format!("{}/hooks/claude", server.base))
+        .bearer_auth(&good)
+        .body(hook_payload("s1", json!({"plan": "# P\n\nDo it"})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let body = json_of(response).await;
+    assert_eq!(body["error"], "store");
+    let said = body["message"].as_str().unwrap();
+    assert!(
+        !said.contains("tokens") && !said.contains("query"),
+        "the store's words stay in the log: {said}"
+    );
+    let logged = server.stderr().join("\n");
+    assert!(logged.contains("cannot check a token"), "{logged}");
+    assert_eq!(fx.listing(&["pending"]), json!([]), "no item was opened");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oauth_discovery_finds_nothing_and_a_401_says_what_to_send() {
     let fx = Fixture::new(json!([]));

@@ -79,6 +79,59 @@ async fn api(
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// While the store cannot say whether a session is active, its event stream carries nothing
+/// of the inbox; a command the store fails is a 503 without the store's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_be_asked_gives_a_session_nothing() {
+    let fx = Fixture::new(json!([]));
+    let server = Server::start(&fx, &[]);
+    let link = pair(&fx, &server, "ann");
+    let cookie = session_of(&sign_in(&server, &link, false).await);
+    let mut events = client()
+        .get(format!("{}/api/events", server.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    // The inbox as it is when the stream opens (after a keep-alive if it is not read yet).
+    loop {
+        let chunk = events.chunk().await.unwrap().unwrap();
+        if String::from_utf8_lossy(&chunk).starts_with("event: inbox-changed") {
+            break;
+        }
+    }
+
+    std::thread::scope(|s| {
+        s.spawn(|| raw_sql(&fx, "ALTER TABLE tokens RENAME TO tokens_elsewhere"));
+    });
+    // A plan arrives (from a hook on this machine, which needs no token).
+    let payload = hook_payload("s1", json!({"plan": "# Secret\n\nDo it"}));
+    let hook = fx.command(&["hook", "claude-code"]);
+    let mut hook = spawn_with_input(hook, payload.to_string().as_bytes());
+    let mut seen = Vec::new();
+    let until = tokio::time::Instant::now() + Duration::from_secs(3);
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(until, events.chunk()).await {
+        seen.extend_from_slice(&chunk);
+    }
+    let seen = String::from_utf8_lossy(&seen);
+    assert!(!seen.contains("Secret"), "{seen}");
+    assert_eq!(fx.listing(&["pending"]).as_array().unwrap().len(), 1);
+
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            raw_sql(&fx, "ALTER TABLE tokens_elsewhere RENAME TO tokens");
+            raw_sql(&fx, "ALTER TABLE pending RENAME TO pending_elsewhere");
+        });
+    });
+    let (status, body) = api(&server, Some(&cookie), Some(&server.base), "inbox").await;
+    assert_eq!(status, 503, "{body}");
+    let said = body["message"].as_str().unwrap();
+    assert!(!said.contains("pending"), "{said}");
+    hook.kill().unwrap();
+    hook.wait().unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opens_the_api_and_every_state_change_must_come_from_its_pages() {
     let fx = Fixture::new(json!([]));

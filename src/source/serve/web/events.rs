@@ -33,17 +33,23 @@ pub(super) fn stream(state: &State, session: String) -> Response<Body> {
         let mut refresh = tokio::time::interval_at(tokio::time::Instant::now() + REFRESH, REFRESH);
         let mut sent = String::new();
         loop {
-            match tokens.session(&session).await {
-                Ok(Some(_)) => {}
+            // Nothing of the inbox goes out unless the session is known to be active: while
+            // the store cannot say, the stream only keeps alive, and asks again at the next
+            // refresh (not at each change, which would ask at once again).
+            let active = match tokens.session(&session).await {
+                Ok(Some(_)) => true,
                 Ok(None) => {
                     let _ = tx
                         .send(Bytes::from_static(b"event: signed-out\ndata: null\n\n"))
                         .await;
                     return;
                 }
-                Err(err) => eprintln!("plandesk serve: cannot check a session: {err}"),
-            }
-            let snapshot = feed.borrow_and_update().clone();
+                Err(err) => {
+                    eprintln!("plandesk serve: cannot check a session: {err}");
+                    false
+                }
+            };
+            let snapshot = active.then(|| feed.borrow_and_update().clone()).flatten();
             let event = match snapshot {
                 Some(snapshot) if snapshot.json != sent => {
                     sent.clone_from(&snapshot.json);
@@ -55,7 +61,7 @@ pub(super) fn stream(state: &State, session: String) -> Response<Body> {
                 return;
             }
             tokio::select! {
-                changed = feed.changed() => if changed.is_err() { return },
+                changed = feed.changed(), if active => if changed.is_err() { return },
                 _ = refresh.tick() => {}
                 _ = async { stopped.wait_for(|stopped| *stopped).await.map(|_| ()) } => return,
                 () = tx.closed() => return,

@@ -306,6 +306,11 @@ async fn api(state: &State, request: Request<Incoming>) -> Response<Body> {
     let engine = state.engine.clone().as_person(signed_in.reviewer());
     match api::call(&engine, &signed_in.row, &command, args).await {
         Ok(value) => json_response(StatusCode::OK, &value),
+        // The store's own failure (its path, its host) stays in the server's log.
+        Err(err) if err.code.starts_with("store") => {
+            eprintln!("plandesk serve: {command}: {err}");
+            store_unavailable()
+        }
         Err(err) => json_response(StatusCode::BAD_REQUEST, &json!(err)),
     }
 }

@@ -71,7 +71,7 @@ impl Agent {
                         .as_str()
                         .map(str::to_owned)
                 });
-            eprintln!("{}", reason.unwrap_or_default());
+            say(&reason.unwrap_or_default());
         }
         status
     }
@@ -106,6 +106,7 @@ pub async fn hook(
         Ok(configured) => (hook_deadline(configured, timeout), None),
         Err(err) => (hook_deadline(None, timeout), Some(err)),
     };
+    answer_panics(agent);
     Watchdog::arm(agent, started, limit);
     let answered = match unusable {
         Some(err) => {
@@ -122,10 +123,7 @@ pub async fn hook(
     let answer = match answered {
         Ok(answer) => answer,
         Err(err) => {
-            eprintln!(
-                "plandesk hook: {}",
-                plandesk::text::terminal_safe(&err.to_string())
-            );
+            say(&format!("plandesk hook: {err}"));
             agent.failure(&err)
         }
     };
@@ -134,6 +132,28 @@ pub async fn hook(
     }
     // The watchdog answered: it ends the process.
     std::future::pending().await
+}
+
+/// Writes a line to stderr for the agent's log or the person: made safe for a terminal (it
+/// may quote the agent's own text), and never a panic if the agent closed its end.
+fn say(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{}", plandesk::text::terminal_safe(text));
+}
+
+/// A panic anywhere in the hook (a thread of its own or the review's) answers "not approved",
+/// unless an answer was printed already, and ends the process with that answer's status: an
+/// agent reads a crash's silence and status as it likes (Gemini CLI goes on with the plan).
+fn answer_panics(agent: Agent) {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let err = SourceError::Internal("Plandesk failed while handling the hook".into());
+        let answer = agent.failure(&err);
+        if answer_once(answer.as_deref()) {
+            say(&format!("plandesk hook: {info}"));
+            std::process::exit(agent.exit_status(answer.as_deref()).into());
+        }
+        default(info);
+    }));
 }
 
 /// Whether the hook has answered: its answer is printed once, by whichever of the hook and its
@@ -167,7 +187,7 @@ impl Watchdog {
             let err = SourceError::Deadline(limit);
             let answer = agent.failure(&err);
             if answer_once(answer.as_deref()) {
-                eprintln!("plandesk hook: {err}");
+                say(&format!("plandesk hook: {err}"));
                 // The plan, if it was submitted, is closed as abandoned once its waiter's lease
                 // runs out (nobody renews it).
                 std::process::exit(agent.exit_status(answer.as_deref()).into());

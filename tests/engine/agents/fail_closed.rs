@@ -170,3 +170,42 @@ fn a_hook_that_cannot_reach_the_store_denies() {
     let junk = answer(hook(&fx, "gemini", &json!("not an object"), &[]));
     assert_eq!(junk["decision"], "deny");
 }
+
+/// A hook whose agent closed its end of stderr still answers on stdout (never a crash's
+/// silence, which some agents take as approval), and what it says on stderr, which may quote
+/// the agent's own text, is made safe for a terminal.
+#[test]
+fn a_hook_answers_with_its_stderr_closed_and_says_nothing_raw() {
+    let fx = Fixture::new(json!([]));
+    let run = |agent: &str, input: &[u8], stderr: Stdio| {
+        let mut cmd = fx.command(&["hook", agent]);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        Stdio::from(writer)
+    };
+
+    let out = run("claude-code", b"{not json", closed());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(said["hookSpecificOutput"]["decision"]["behavior"], "deny");
+
+    // Droid reads a deny's reason on stderr, with status 2; the reason quotes the payload.
+    let mut payload = super::formats::held_payload("droid", "s", "1. Add a cache");
+    payload["hook_event_name"] = json!("\u{1b}]0;pwned\u{7}");
+    for stderr in [closed(), Stdio::piped()] {
+        let out = run("droid", payload.to_string().as_bytes(), stderr);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let said: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(said["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert!(!out.stderr.contains(&0x1b), "{:?}", out.stderr);
+        assert!(!out.stderr.contains(&0x07), "{:?}", out.stderr);
+    }
+}

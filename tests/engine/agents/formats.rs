@@ -143,7 +143,7 @@ fn gemini_reads_the_plan_file_and_denies_explicitly() {
 }
 
 /// A Claude-style plan tool call of Factory Droid or Qwen Code.
-fn held_payload(agent: &str, session: &str, plan: &str) -> Value {
+pub(super) fn held_payload(agent: &str, session: &str, plan: &str) -> Value {
     let (event, tool) = match agent {
         "droid" => ("PreToolUse", "ExitSpecMode"),
         _ => ("PermissionRequest", "exit_plan_mode"),

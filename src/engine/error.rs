@@ -62,6 +62,7 @@ impl EngineError {
                 }
                 RunError::DecisionPending { .. } => "decision-pending",
                 RunError::NoOpenCall { .. } => "not-pending",
+                RunError::SeveralOpen { .. } => "several-open",
                 RunError::Interrupted { .. } => "interrupted",
             },
             EngineError::Model(e) => e.code(),

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use serde_json::{json, Value};
 
 use super::{Engine, EngineError, Report, Verdict};
+use crate::review::ReviewItem;
 use crate::run::*;
 use crate::store::{Action, NewDecision, SourceKind, StoreError};
 use crate::tool::submit_plan;
@@ -83,8 +84,29 @@ impl Engine {
         }
         let review = &self.inner.review;
         let open = review.open_items(run_id).await?;
+        // Without a call named, the one open item, or the one whose plan is the revision the
+        // person names; with several and nothing to tell them apart, none: which plan a person
+        // approves is never guessed.
+        let named = |i: &&ReviewItem| {
+            let sha = i.revision.as_ref().map(|r| r.sha256.as_str());
+            verdict
+                .revision
+                .as_deref()
+                .is_some_and(|given| !given.is_empty() && sha.is_some_and(|s| s.starts_with(given)))
+        };
         let item = match &verdict.tool_call_id {
             Some(id) => open.iter().find(|i| &i.tool_call_id == id),
+            None if open.len() > 1 => match open.iter().filter(named).collect::<Vec<_>>()[..] {
+                [item] => Some(item),
+                _ => {
+                    let calls: Vec<&str> = open.iter().map(|i| i.tool_call_id.as_str()).collect();
+                    return Err(RunError::SeveralOpen {
+                        run_id: run_id.to_owned(),
+                        calls: calls.join(", "),
+                    }
+                    .into());
+                }
+            },
             None => open.first(),
         };
         let Some(item) = item else {

@@ -97,6 +97,12 @@ pub enum RunError {
         run_id: String,
         tool_call_id: String,
     },
+    /// Several calls wait, and the decision named none of them.
+    #[error(
+        "several calls wait for a decision in run {run_id} ({calls}); name one with \
+         --tool-call-id or --revision"
+    )]
+    SeveralOpen { run_id: String, calls: String },
     #[error("run {run_id} was interrupted while it ran")]
     Interrupted { run_id: String },
     #[error("run {run_id} has nothing to continue: it is {status}")]

@@ -41,6 +41,52 @@ fn codex_plans_come_from_the_session_file_and_each_is_reviewed_once() {
     assert_eq!(fx.listing(&["history", &run]).as_array().unwrap().len(), 2);
 }
 
+/// Two plans waiting in one session: a decision that names neither is refused (which plan a
+/// person approves is never guessed); naming one by its revision decides that one.
+#[test]
+fn with_two_plans_waiting_a_decision_must_name_one() {
+    let fx = Fixture::new(json!([]));
+    let rollout = fx.root.join("rollout.jsonl");
+    let event = |turn: &str, text: &str| {
+        json!({"timestamp": "t", "type": "event_msg", "payload": {"type": "item_completed",
+            "turn_id": turn, "item": {"type": "Plan", "id": "p", "text": text}}})
+    };
+    let lines = [
+        event("T1", "# First\n\nOne"),
+        event("T2", "# Second\n\nTwo"),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&rollout, text).unwrap();
+    let stop = |turn: &str| {
+        json!({"session_id": "cx-3", "turn_id": turn, "transcript_path": rollout, "cwd": "/w",
+               "hook_event_name": "Stop", "last_assistant_message": "Here is the plan."})
+    };
+    let first = hook(&fx, "codex", &stop("T1"), &[]);
+    wait_pending(&fx, 1);
+    let second = hook(&fx, "codex", &stop("T2"), &[]);
+    let items = wait_pending(&fx, 2);
+    let run = items[0]["runId"].as_str().unwrap().to_owned();
+    assert_eq!(items[1]["runId"], run.as_str(), "one session, one run");
+
+    let refused = fx.command(&["approve", &run]).output().unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("several calls wait"), "{said}");
+    assert_eq!(fx.listing(&["pending"]).as_array().unwrap().len(), 2);
+
+    let second_item = items
+        .iter()
+        .find(|i| i["revision"]["title"] == "Second")
+        .unwrap();
+    let sha = second_item["revision"]["sha256"].as_str().unwrap();
+    fx.ok(&["approve", &run, "--revision", &sha[..12]]);
+    assert_eq!(answer(second), Value::Null, "the plan named is approved");
+    let left = wait_pending(&fx, 1);
+    assert_eq!(left[0]["revision"]["title"], "First");
+    fx.ok(&["reject", &run, "--feedback", "Not this one"]);
+    assert_eq!(answer(first)["decision"], "block");
+}
+
 /// Codex goes on with the plan it wrote: a reviewer's edit approved is not that plan, so Codex
 /// is told to present the reviewer's version, and the trail records what it was told.
 #[test]

@@ -126,10 +126,21 @@ async fn read_in(
     let mut stdin = BufReader::new(stdin);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match stdin.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        match read_line(&mut stdin, &mut line, MAX_LINE).await {
+            Ok(Line::Read) => {}
+            Ok(Line::TooLong) => {
+                // Its id is in the part not kept: answered as JSON-RPC answers what it cannot
+                // read, with no id.
+                let refused = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {
+                    "code": -32700,
+                    "message": format!("a message over {MAX_LINE} bytes was not read"),
+                }});
+                let mut answer = refused.to_string().into_bytes();
+                answer.push(b'\n');
+                let _ = outbox.send(answer).await;
+                continue;
+            }
+            Ok(Line::End) | Err(_) => break,
         }
         let message = serde_json::from_slice::<Value>(&line).ok();
         if let Some(message) = &message {
@@ -148,6 +159,57 @@ async fn read_in(
     // have usually killed the server: they are told now.
     let _ = eof.send(true);
     let _ = to_rmcp.shutdown().await;
+}
+
+/// The longest message read from the client (rmcp's own limit for a line).
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// What [`read_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    Read,
+    /// Longer than the limit: read to its end and dropped.
+    TooLong,
+    End,
+}
+
+/// Reads one line (with its `\n`, if it has one) into `line`, never holding more than `max`
+/// bytes of it: a longer one is read to its end and dropped.
+async fn read_line(
+    input: &mut (impl AsyncBufReadExt + Unpin),
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    line.clear();
+    if line.capacity() > 64 * 1024 {
+        // What a large message left is not kept for the next.
+        *line = Vec::new();
+    }
+    let mut too_long = false;
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::End,
+                (false, false) => Line::Read,
+            });
+        }
+        let end = available.iter().position(|b| *b == b'\n');
+        let chunk = &available[..end.map_or(available.len(), |at| at + 1)];
+        if !too_long && line.len() + chunk.len() > max {
+            too_long = true;
+            *line = Vec::new();
+        }
+        if !too_long {
+            line.extend_from_slice(chunk);
+        }
+        let used = chunk.len();
+        input.consume(used);
+        if end.is_some() {
+            return Ok(if too_long { Line::TooLong } else { Line::Read });
+        }
+    }
 }
 
 /// Notes what a client's message means for the session; answers it (and returns `true`) if
@@ -254,4 +316,41 @@ fn complete(line: &[u8], session: &Shared) -> Option<Vec<u8>> {
     let mut line = message.to_string().into_bytes();
     line.push(b'\n');
     Some(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line longer than the limit is dropped whole, however it arrives, and what follows
+    /// it is read as usual.
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_dropped_and_the_next_read() {
+        let mut input = b"{\"a\":1}\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100_000));
+        input.extend_from_slice(b"\n{\"b\":2}\n{\"c\":3}");
+        let mut reader = BufReader::with_capacity(1000, &input[..]);
+        let mut line = Vec::new();
+        let mut read = Vec::new();
+        loop {
+            let found = read_line(&mut reader, &mut line, 10_000).await.unwrap();
+            assert!(line.len() <= 10_000);
+            if found == Line::End {
+                break;
+            }
+            read.push((found, String::from_utf8(line.clone()).unwrap()));
+        }
+        assert_eq!(
+            read,
+            [
+                (Line::Read, "{\"a\":1}\n".to_owned()),
+                (Line::TooLong, String::new()),
+                (Line::Read, "{\"b\":2}\n".to_owned()),
+                (Line::Read, "{\"c\":3}".to_owned()),
+            ]
+        );
+        let mut endless = BufReader::new(&[b'y'; 50_000][..]);
+        let found = read_line(&mut endless, &mut line, 10_000).await.unwrap();
+        assert_eq!(found, Line::TooLong, "cut off by the end of input");
+    }
 }

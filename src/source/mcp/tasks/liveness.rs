@@ -90,6 +90,12 @@ impl Liveness {
         }
     }
 
+    /// How many owners' signs of life are kept.
+    #[cfg(test)]
+    pub(super) fn owners(&self) -> usize {
+        self.lock().len()
+    }
+
     /// Forgets every owner `keep` says holds no task any more.
     pub(super) fn retain(&self, keep: impl Fn(&Owner) -> bool) {
         self.lock().retain(|owner, _| keep(owner));

@@ -166,8 +166,7 @@ impl Tasks {
         let (done_tx, done_rx) = watch::channel(false);
         let expires = Instant::now() + ttl;
         let created = now();
-        let silence = self.liveness.as_ref().map(|live| live.silence(&owner));
-        let snapshot = {
+        let (snapshot, silence) = {
             let mut map = self.lock();
             map.retain(|_, entry| !entry.expired());
             let held: Vec<(&String, &Entry)> = map
@@ -196,6 +195,9 @@ impl Tasks {
                     }
                 }
             }
+            // Under the table's lock, which forgetting owners without tasks takes too: the
+            // owner's signs of life are kept from here, with its task, not dropped between.
+            let silence = self.liveness.as_ref().map(|live| live.silence(&owner));
             let entry = Entry {
                 owner,
                 created,
@@ -213,7 +215,7 @@ impl Tasks {
             map.insert(id.clone(), entry);
             // After the insert: this owner, new or not, holds a task.
             self.forget_absent(&map);
-            snapshot
+            (snapshot, silence)
         };
         self.running.send_modify(|n| *n += 1);
         let (tasks, task) = (Arc::downgrade(self), id.clone());

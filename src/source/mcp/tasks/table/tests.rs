@@ -156,7 +156,7 @@ async fn cancelling_expiring_or_ending_the_session_stops_the_work() {
 
 #[tokio::test]
 async fn a_client_holds_a_bounded_number_of_tasks() {
-    let tasks = Tasks::new(POLL_EVERY, None);
+    let tasks = Tasks::new(POLL_EVERY, Some(Duration::from_secs(3600)));
     let mut answers = Vec::new();
     for n in 0..MAX_TASKS {
         let (answer, answer_rx) = oneshot::channel::<Value>();
@@ -179,6 +179,19 @@ async fn a_client_holds_a_bounded_number_of_tasks() {
         .create(owner("laptop", "s9"), &json!({}), work())
         .unwrap_err();
     assert_eq!(refused.code, INVALID_REQUEST);
+    // Refused calls under new sessions leave nothing behind them.
+    for n in 0..100 {
+        let session = format!("new{n}");
+        assert!(tasks
+            .create(owner("laptop", &session), &json!({}), work())
+            .is_err());
+    }
+    let liveness = tasks.liveness.as_ref().unwrap();
+    assert_eq!(
+        liveness.owners(),
+        3,
+        "the sessions that hold tasks, no more"
+    );
     assert!(tasks.create(owner("ci", "s"), &json!({}), work()).is_ok());
     // A finished task makes room.
     let first = answers.remove(0);

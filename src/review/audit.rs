@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{plan_sha256, Review, ReviewError};
 use crate::store::{AuditAnchor, AuditHead, AuditRow, ANSWER_PLAN_IS_REVISION};
@@ -114,32 +115,32 @@ impl Review {
         Ok((trail, check))
     }
 
-    /// The first decision whose answer names a plan by its revision's hash that no longer
-    /// hashes so (or is gone).
+    /// The first entry naming a plan revision by its hash (a submission, an edit, a comment,
+    /// a decision and its answer) whose revision no longer hashes so, or is gone: every row
+    /// kept under that hash must still hold that plan. The plans are kept outside the chain,
+    /// so this is what shows one changed after it was submitted or decided.
     async fn plan_broken(&self, trail: &[AuditRow]) -> Result<Option<(i64, String)>, ReviewError> {
         let mut held = HashSet::new();
         for entry in trail {
-            let names_plan = entry
-                .data
-                .get("answerPlan")
-                .and_then(serde_json::Value::as_str)
-                == Some(ANSWER_PLAN_IS_REVISION);
-            let sha = entry.revision_sha.as_deref().unwrap_or_default();
-            if !names_plan || held.contains(sha) {
+            let Some(sha) = entry.revision_sha.as_deref() else {
+                continue;
+            };
+            if held.contains(sha) {
                 continue;
             }
-            let holds = !sha.is_empty()
-                && self
-                    .store
-                    .revisions_by_sha(sha)
-                    .await?
-                    .iter()
-                    .any(|r| r.sha256 == sha && plan_sha256(&r.title, &r.body) == sha);
+            let rows = self.store.revisions_by_sha(sha).await?;
+            let rows: Vec<_> = rows.iter().filter(|r| r.sha256 == sha).collect();
+            let holds =
+                !rows.is_empty() && rows.iter().all(|r| plan_sha256(&r.title, &r.body) == sha);
             if !holds {
+                let names = match entry.data.get("answerPlan").and_then(Value::as_str) {
+                    Some(ANSWER_PLAN_IS_REVISION) => "the plan its answer names",
+                    _ => "the plan it names",
+                };
                 return Ok(Some((
                     entry.id,
                     format!(
-                        "the plan its answer names (revision {}) was changed or is gone",
+                        "{names} (revision {}) was changed or is gone",
                         &sha[..sha.len().min(12)]
                     ),
                 )));

@@ -164,22 +164,26 @@ fn tampering_with_one_entry_is_found_and_named() {
             .into_owned();
     assert!(said.contains("entry 3 is missing"), "{said}");
 
-    // The plan an answer names is kept with its revision, outside the chain: changing it is
-    // found all the same, at the decision that named it.
-    let (fx, _) = audited_run();
-    let db = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
-    db.execute(
-        "UPDATE plan_revisions SET body = body || 'Also drop the tests.' WHERE id = 2",
-        [],
-    )
-    .unwrap();
-    let out = fx.command(&["audit", "--verify"]).output().unwrap();
-    assert!(!out.status.success(), "verification fails");
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        said.contains("broken at entry #4") && said.contains("the plan its answer names"),
-        "{said}"
-    );
+    // The plans are kept with their revisions, outside the chain: changing one is found all
+    // the same, at the first entry naming it (its submission), the approved one as well as a
+    // rejected one.
+    for (id, entry) in [(2, 3), (1, 1)] {
+        let (fx, _) = audited_run();
+        let db = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+        db.execute(
+            "UPDATE plan_revisions SET body = body || 'Also drop the tests.' WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+        let out = fx.command(&["audit", "--verify"]).output().unwrap();
+        assert!(!out.status.success(), "verification fails");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains(&format!("broken at entry #{entry}"))
+                && said.contains("the plan it names"),
+            "{said}"
+        );
+    }
 }
 
 /// Drops the trigger that keeps entries from being deleted, and deletes those after `keep`.

@@ -131,11 +131,13 @@ impl Record {
     /// The first entry an appender reads back for [`AuditAnchor::advance`]: the recorded one
     /// (read without the lock: the record only moves forward, and the appender holds the
     /// store's write lock, so the record it finds under the lock is this one or a newer entry
-    /// it reads too), or the first entry when there is no record to hold.
-    pub fn first_needed(&self) -> i64 {
+    /// it reads too), or the first entry when there is no record to hold. `None` when the
+    /// record cannot be read: it is not moved (see `advance`), so nothing is read back for it.
+    pub fn first_needed(&self) -> Option<i64> {
         match self.read() {
-            Ok(Some(head)) => head.entries,
-            _ => 1,
+            Ok(Some(head)) => Some(head.entries),
+            Ok(None) => Some(1),
+            Err(_) => None,
         }
     }
 
@@ -145,11 +147,12 @@ impl Record {
     /// read is left as it is, an error: it may be what someone who cut the trail left (a
     /// person moves it aside, and the next append starts a new record).
     pub fn advance(&self, entries: &[(i64, String)]) -> Result<Advance, AnchorError> {
+        let _held = self.hold()?;
+        let recorded = self.read()?;
         let Some((newest, hash)) = entries.last() else {
             return Ok(Advance::Ahead);
         };
-        let _held = self.hold()?;
-        if let Some(recorded) = self.read()? {
+        if let Some(recorded) = recorded {
             if recorded.entries >= *newest {
                 return Ok(Advance::Ahead);
             }
@@ -312,7 +315,7 @@ impl AuditAnchor {
     }
 
     /// The first entry an appender reads back for [`AuditAnchor::advance`] (see there).
-    pub fn first_needed(&self) -> i64 {
+    pub fn first_needed(&self) -> Option<i64> {
         self.record.first_needed()
     }
 
@@ -431,6 +434,7 @@ mod tests {
         assert_eq!(anchor.read().unwrap().unwrap().entries, 5);
         std::fs::write(anchor.path(), "").unwrap();
         assert!(matches!(anchor.read(), Err(AnchorError::Unreadable { .. })));
+        assert_eq!(anchor.first_needed(), None, "no trail is read back for it");
         assert!(
             anchor.advance(&chain(1, 6)).is_err(),
             "an unreadable record is not replaced: it may be the evidence of a cut"

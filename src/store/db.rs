@@ -167,7 +167,13 @@ impl<B: Backend> SqlStore<B> {
         // then roll back without a word.
         let head = match &self.anchor {
             Some(anchor) if !tx.trail.is_empty() => {
-                let first = anchor.first_needed();
+                // A record that cannot be read is not moved: no entry is read back for it (the
+                // writer finds it so again, and says so once).
+                let Some(first) = anchor.first_needed() else {
+                    self.backend.commit(tx.conn, context, write).await?;
+                    anchor.advance_later(Vec::new());
+                    return Ok(value);
+                };
                 if tx.trail[0].0 <= first {
                     let trail = std::mem::take(&mut tx.trail);
                     Some((

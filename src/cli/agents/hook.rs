@@ -140,12 +140,16 @@ fn say(text: &str) {
     let _ = writeln!(std::io::stderr(), "{}", plandesk::text::terminal_safe(text));
 }
 
-/// A panic anywhere in the hook (a thread of its own or the review's) answers "not approved",
+/// A panic on the main thread (where the hook's review runs; one in a task is returned to it
+/// as an error, one in a thread of its own ends that thread alone) answers "not approved",
 /// unless an answer was printed already, and ends the process with that answer's status: an
 /// agent reads a crash's silence and status as it likes (Gemini CLI goes on with the plan).
 fn answer_panics(agent: Agent) {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() != Some("main") {
+            return default(info);
+        }
         let err = SourceError::Internal("Plandesk failed while handling the hook".into());
         let answer = agent.failure(&err);
         if answer_once(answer.as_deref()) {

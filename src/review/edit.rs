@@ -123,7 +123,8 @@ impl Review {
                 .and_then(|item| PlanFile::from_args(&item.args));
             file.ok_or_else(|| {
                 "the edit is kept in Plandesk only: this plan has no file on this machine that \
-                 Plandesk may write (the agent gets the edit when you approve)"
+                 Plandesk may write (when you approve, the agent is given your version, or told \
+                 to present it)"
                     .to_owned()
             })?
         };

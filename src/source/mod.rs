@@ -319,7 +319,7 @@ pub async fn review_plan(
             if edit_reaches(plan.source.kind, plan.file.as_ref(), &revision.sha256) {
                 approval.edit = Some(edit);
             } else {
-                answer = Answer::Revise(present_edit_text(&edit));
+                answer = Answer::Revise(present_edit_text(&edit, approval.notes.as_deref()));
             }
         }
     }
@@ -328,6 +328,8 @@ pub async fn review_plan(
             "approved: the agent proceeds with the plan{}",
             approval.addendum()
         ),
+        // Each source says this its own way (Claude Code: nothing, its own dialog asks).
+        Answer::Abandoned => String::new(),
         other => other.denial().unwrap_or_default(),
     };
     Box::pin(review.record_answer(&waiting, &text)).await?;
@@ -335,33 +337,34 @@ pub async fn review_plan(
 }
 
 /// Whether an approval hands an agent of `kind` a reviewer's edit of its plan: in the answer
-/// (Claude Code's plan handed back, an MCP result, the message of the plugins and of Pi's
-/// extension), or in its plan file `file`, which Gemini CLI reads once approved, if that holds
+/// (Claude Code's plan handed back, an MCP result, the message of Pi's extension), or in its
+/// plan file `file`, which Gemini CLI, OpenCode and Kilo CLI read once approved, if that holds
 /// the approved revision (`sha`). Codex, Factory Droid, Qwen Code and Copilot CLI go on with
 /// the plan as they wrote it, which the person did not approve.
 fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
     match kind {
-        SourceKind::Engine
-        | SourceKind::ClaudeCode
-        | SourceKind::Mcp
-        | SourceKind::OpenCode
-        | SourceKind::Kilo
-        | SourceKind::Pi => true,
-        SourceKind::Gemini => file.is_some_and(|file| file.holds(sha)),
+        SourceKind::Engine | SourceKind::ClaudeCode | SourceKind::Mcp | SourceKind::Pi => true,
+        // Their building step (Kilo CLI: another session) reads the plan file.
+        SourceKind::Gemini | SourceKind::OpenCode | SourceKind::Kilo => {
+            file.is_some_and(|file| file.holds(sha))
+        }
         SourceKind::Codex | SourceKind::Droid | SourceKind::QwenCode | SourceKind::Copilot => false,
     }
 }
 
 /// What an agent that cannot be handed a reviewer's edit reads when the edit is approved: its
-/// own plan is not approved; the reviewer's is, once it presents that one.
-fn present_edit_text(edit: &EditedPlan) -> String {
+/// own plan is not approved; the reviewer's is, once it presents that one (with their notes).
+fn present_edit_text(edit: &EditedPlan, notes: Option<&str>) -> String {
     let by = match edit.by.trim() {
         "" | "unknown" => String::new(),
         name => format!(" ({name})"),
     };
+    let notes = notes
+        .map(|notes| format!("\n\nReviewer notes: {notes}"))
+        .unwrap_or_default();
     format!(
         "The reviewer{by} changed your plan and approved only their version; yours is not \
-         approved. Present their version for review as it stands, then carry it out:\n\n{}",
+         approved. Present their version for review as it stands, then carry it out:\n\n{}{notes}",
         edit.markdown
     )
 }

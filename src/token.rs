@@ -46,6 +46,13 @@ impl Caller {
     pub fn token_key(&self) -> String {
         token_key(self.token_id)
     }
+
+    /// What this caller's sessions are kept under: its name and its token, so that a new
+    /// token given a revoked one's name neither continues its plans nor reports work against
+    /// the plan approved for it.
+    pub fn session_owner(&self) -> String {
+        format!("{}#{}", self.name, self.token_id)
+    }
 }
 
 /// A token's key (see [`Caller::token_key`]).

@@ -14,6 +14,7 @@ use super::Approval;
 use super::{read_plan_file, Answer, SourceError};
 use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Source, SourceKind};
+use crate::token::Caller;
 use crate::workspace::MAX_FILE_BYTES;
 
 const AGENT: &str = "Claude Code";
@@ -70,10 +71,10 @@ fn writable_roots(cwd: &str) -> Vec<PathBuf> {
 }
 
 /// Parses what Claude Code's `type: "http"` hook POSTs to `plandesk serve`, sent with the
-/// token named `caller`. That machine's files are not ours to read, and the paths in the
+/// token of `caller`. That machine's files are not ours to read, and the paths in the
 /// payload are whatever the sender wrote: the plan must be in `tool_input.plan`, and no path
 /// in the payload (`transcript_path`, `planFilePath`) is ever opened.
-pub fn parse_remote(body: &str, caller: &str) -> Result<Option<Call>, SourceError> {
+pub fn parse_remote(body: &str, caller: &Caller) -> Result<Option<Call>, SourceError> {
     let Some(input) = read_input(body)? else {
         return Ok(None);
     };
@@ -104,12 +105,17 @@ pub fn parse_remote(body: &str, caller: &str) -> Result<Option<Call>, SourceErro
         .map(|p| crate::text::short(p, MAX_REMOTE_PATH))
         .unwrap_or_else(|| "plan.md".into());
     let prompt = format!(
-        "{AGENT} session in {} (token {caller})",
-        crate::text::short(&input.cwd, 200)
+        "{AGENT} session in {} (token {})",
+        crate::text::short(&input.cwd, 200),
+        caller.name
     );
     // One token's sessions never mix with another's (or with this machine's own hooks).
-    let session = format!("{caller}/{}", crate::text::short(&input.session_id, 200));
-    let submitter = Some(caller.to_owned());
+    let session = format!(
+        "{}/{}",
+        caller.session_owner(),
+        crate::text::short(&input.session_id, 200)
+    );
+    let submitter = Some(caller.name.clone());
     Ok(Some(call(input, path, text, prompt, session, submitter)))
 }
 
@@ -342,6 +348,10 @@ mod tests {
 
     #[test]
     fn a_remote_payload_names_no_file_that_is_read() {
+        let laptop = Caller {
+            name: "laptop".into(),
+            token_id: 7,
+        };
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("secret.md");
         std::fs::write(&plan, "# Local secret\n").unwrap();
@@ -353,7 +363,7 @@ mod tests {
             json!({"planFilePath": plan}),
             json!({"plan": "  "}),
         ] {
-            let err = parse_remote(&input(tool_input, Some(&transcript)), "laptop").unwrap_err();
+            let err = parse_remote(&input(tool_input, Some(&transcript)), &laptop).unwrap_err();
             assert!(err.to_string().contains("tool_input.plan"), "{err}");
         }
         let call = parse_remote(
@@ -361,7 +371,7 @@ mod tests {
                 json!({"plan": "# P\n\nDo it", "planFilePath": plan}),
                 Some(&transcript),
             ),
-            "laptop",
+            &laptop,
         )
         .unwrap()
         .unwrap();
@@ -369,7 +379,11 @@ mod tests {
             call.plan.text, "# P\n\nDo it",
             "the plan in the payload, not the file"
         );
-        assert_eq!(call.plan.source.session.as_deref(), Some("laptop/s1"));
+        assert_eq!(
+            call.plan.source.session.as_deref(),
+            Some("laptop#7/s1"),
+            "the token's own, not any token's of that name"
+        );
         assert!(
             call.plan.prompt.contains("token laptop"),
             "{}",

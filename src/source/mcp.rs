@@ -314,7 +314,7 @@ impl PlanServer {
             plan: ExternalPlan {
                 source: Source {
                     kind: SourceKind::Mcp,
-                    session: Some(format!("serve:{}", caller.name)),
+                    session: Some(format!("serve:{}", caller.session_owner())),
                 },
                 cwd: format!("(remote: {})", caller.name),
                 prompt: format!("MCP client `{}` over HTTP", caller.name),

@@ -443,7 +443,7 @@ async fn a_waiting_call_reports_progress_so_a_client_timeout_can_be_reset() {
 }
 
 /// Calls `report_progress` with `args`; its text and whether it is an error.
-async fn report(client: &Client, args: Value) -> (String, bool) {
+pub async fn report(client: &Client, args: Value) -> (String, bool) {
     let Value::Object(args) = args else {
         panic!("arguments are an object")
     };

@@ -74,7 +74,7 @@ impl PlanServer {
             ),
             // Over HTTP the workspace is on the client's machine: its paths are only names.
             (PlanInput::Inline(_), Some(caller)) => {
-                (format!("serve:{}", caller.name), String::new())
+                (format!("serve:{}", caller.session_owner()), String::new())
             }
             (PlanInput::Inline(_), None) => {
                 return text_result("the request carries no authenticated token".into(), true)

@@ -28,7 +28,7 @@ pub(super) async fn claude(
             Err(refused) => return refused,
         };
         match std::str::from_utf8(&body) {
-            Ok(text) => claude::parse_remote(text, &caller.name),
+            Ok(text) => claude::parse_remote(text, &caller),
             Err(_) => Err(SourceError::Input {
                 agent: "Claude Code",
                 message: "the request body is not UTF-8".into(),

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::legacy::{sse_messages, until_pending_count, LegacyClient, LEGACY_VERSION};
 use super::*;
 use crate::mcp::{
-    assert_tool_metadata, assert_undecidable, status_of, submit, submit_cancellable,
+    assert_tool_metadata, assert_undecidable, report, status_of, submit, submit_cancellable,
     submit_while_progress_resets_the_timeout, until_titled, Heard,
 };
 
@@ -333,4 +333,36 @@ async fn a_waiting_call_over_http_reports_progress_so_a_client_timeout_can_be_re
         "no token, no progress: {messages:?}"
     );
     assert!(server.stop().success());
+}
+
+/// A revoked token's name may be given to a new one: that token's plans and reports are its
+/// own, never held against the plan approved for the old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_given_again_starts_afresh() {
+    let fx = Fixture::new(json!([]));
+    let old = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &[]);
+    let client = mcp_client(&server.base, &old).await;
+    let ((approved, _), _) = tokio::join!(
+        submit(&client, json!({"path": "p.md", "plan": PLAN_TEXT})),
+        decide_when_pending(&fx, &["approve"])
+    );
+    assert!(approved["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Plan approved"));
+    let (text, _) = report(&client, json!({"finished": true})).await;
+    assert!(text.starts_with("Recorded 1 of 1"), "{text}");
+    client.cancel().await.unwrap();
+
+    fx.ok(&["token", "revoke", "laptop"]);
+    let new = create_token(&fx, "laptop");
+    let client = mcp_client(&server.base, &new).await;
+    let (text, is_error) = report(&client, json!({"finished": true})).await;
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with("Nothing recorded: no plan of yours is approved yet"),
+        "{text}"
+    );
+    client.cancel().await.unwrap();
 }

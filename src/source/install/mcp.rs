@@ -13,6 +13,18 @@ use super::{file_error, Change, InstallError, Places};
 pub(super) fn plan(uninstall: bool, places: &Places) -> Result<Change, InstallError> {
     let file = places.project.join(".mcp.json");
     let target = resolve_links(&file)?;
+    // A project may come from anyone (a clone): its `.mcp.json` may be a link, but only to a
+    // file of the project itself, never to a person's own settings elsewhere.
+    if target != file && !inside(&target, &places.project) {
+        return Err(file_error(
+            &file,
+            format!(
+                "is a link to {}, outside the project; Plandesk writes only the project's own \
+                 .mcp.json (replace the link with a file, then install again)",
+                target.display()
+            ),
+        ));
+    }
     let before = read(&target, OFlags::empty())?.map(|existing| existing.text);
     let mut settings = parse(&file, before.as_deref())?;
     let servers = object_at(&mut settings, "mcpServers", &file)?;
@@ -65,6 +77,12 @@ pub(super) fn plan(uninstall: bool, places: &Places) -> Result<Change, InstallEr
         target,
         remove: false,
     })
+}
+
+/// Whether `path` (a link's target, its folder made canonical) lies in the folder `dir`.
+fn inside(path: &std::path::Path, dir: &std::path::Path) -> bool {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+    path.starts_with(dir)
 }
 
 /// Whether an `mcpServers.plandesk` entry is one we write: a command and the arguments

@@ -44,3 +44,27 @@ fn an_mcp_server_named_plandesk_that_we_did_not_write_is_left_alone() {
         "uninstall takes out ours only"
     );
 }
+
+/// A project's `.mcp.json` that links out of the project (a cloned repository's, pointing at
+/// the person's own settings) is refused; one linking to a file inside the project is written.
+#[test]
+fn an_mcp_json_linking_out_of_the_project_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = places(dir.path());
+    std::fs::create_dir_all(&p.project).unwrap();
+    let file = p.project.join(".mcp.json");
+    let elsewhere = dir.path().join("home/.claude.json");
+    write_with_mode(&elsewhere, "{}", 0o600);
+    for target in [elsewhere.clone(), dir.path().join("home/not-yet.json")] {
+        let _ = std::fs::remove_file(&file);
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+        let err = plan(Target::Mcp, false, &p).unwrap_err().to_string();
+        assert!(err.contains("outside the project"), "{err}");
+    }
+    let own = p.project.join("config/mcp.json");
+    write_with_mode(&own, "{}", 0o600);
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink("config/mcp.json", &file).unwrap();
+    let installed = settings(&plan(Target::Mcp, false, &p).unwrap());
+    assert_eq!(installed["mcpServers"]["plandesk"]["args"][0], "mcp");
+}

@@ -147,6 +147,9 @@ impl StoreError {
             StoreError::Newer { .. } => "store-newer",
             StoreError::Damaged { .. } | StoreError::ReadOnly { .. } => "store-file",
             StoreError::TokenExists(..) => "token-exists",
+            // What it was given cannot be kept (an item without a plan to edit, too many
+            // records): the caller's to change, not the store failing.
+            StoreError::Invalid { .. } => "invalid",
             StoreError::UnknownToken(..) => "unknown-token",
             _ => "store",
         }

@@ -307,7 +307,7 @@ async fn api(state: &State, request: Request<Incoming>) -> Response<Body> {
     match api::call(&engine, &signed_in.row, &command, args).await {
         Ok(value) => json_response(StatusCode::OK, &value),
         // The store's own failure (its path, its host) stays in the server's log.
-        Err(err) if err.code.starts_with("store") => {
+        Err(err) if matches!(err.code.as_str(), "store" | "store-file" | "store-newer") => {
             eprintln!("plandesk serve: {command}: {err}");
             store_unavailable()
         }

@@ -89,10 +89,10 @@ impl Engine {
         // approves is never guessed.
         let named = |i: &&ReviewItem| {
             let sha = i.revision.as_ref().map(|r| r.sha256.as_str());
-            verdict
-                .revision
-                .as_deref()
-                .is_some_and(|given| !given.is_empty() && sha.is_some_and(|s| s.starts_with(given)))
+            let given = verdict.revision.as_deref().map(str::to_ascii_lowercase);
+            given.is_some_and(|given| {
+                !given.is_empty() && sha.is_some_and(|s| s.starts_with(&given))
+            })
         };
         let item = match &verdict.tool_call_id {
             Some(id) => open.iter().find(|i| &i.tool_call_id == id),

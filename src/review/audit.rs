@@ -141,7 +141,7 @@ impl Review {
                     entry.id,
                     format!(
                         "{names} (revision {}) was changed or is gone",
-                        &sha[..sha.len().min(12)]
+                        sha.get(..12).unwrap_or(sha)
                     ),
                 )));
             }

@@ -106,10 +106,15 @@ fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Violation>) {
     }
 }
 
+/// A received value as a violation's message quotes it: at most 200 bytes of it.
 fn quote(value: &Value) -> String {
-    match value {
+    let text = match value {
         Value::String(s) => format!("'{s}'"),
         other => other.to_string(),
+    };
+    match cut(&text, 200) {
+        kept if kept.len() < text.len() => format!("{kept}…"),
+        _ => text,
     }
 }
 
@@ -246,19 +251,23 @@ mod tests {
             deep = json!([deep]);
         }
         let mut args = serde_json::Map::new();
-        args.insert("action".into(), json!("approved"));
         args.insert("x".into(), deep);
         for n in 0..5_000 {
             args.insert(format!("{}{n}", "k".repeat(300)), json!(n));
         }
+        args.insert("action".into(), json!("m".repeat(1 << 20)));
         let args = Value::Object(args);
         let found = validate(&plan_schema(), &args);
-        assert_eq!(found.len(), 5_001);
+        assert_eq!(found.len(), 5_002);
+        assert!(
+            found.iter().all(|v| v.message.len() < 400),
+            "an enum's quote is cut"
+        );
         let error = validation_error("plan", "input", &args, &found);
         let size = error.to_string().len();
         assert!(size < 3 * MAX_ECHO + 20 * 300, "{size} bytes");
         let message = error["message"].as_str().unwrap();
-        assert!(message.contains("- and 4981 more"), "{message}");
+        assert!(message.contains("- and 4982 more"), "{message}");
         assert!(message.contains("bytes in all; the rest is not shown"));
         assert_eq!(error["validationErrors"].as_array().unwrap().len(), 20);
 

@@ -320,7 +320,7 @@ test('Claude Code on another machine: its type "http" hook reaches `plandesk ser
   const first = await firstPlan(ctx);
   const run = first.runId;
   assert.equal(first.revision.title, 'Cache user lookups');
-  assert.match(first.source.session, /^laptop\//, 'the session is the token\'s');
+  assert.match(first.source.session, /^laptop#\d+\//, 'the session is the token\'s (its name and id)');
   const submitted = plandesk(w, ['--json', 'audit', run]).trim().split('\n').map((l) => JSON.parse(l))
     .find((e) => e.kind === 'submitted');
   assert.deepEqual([submitted.actor, submitted.process], ['laptop', 'serve:claude-code']);

@@ -1,8 +1,8 @@
 //! `./x torture [RUNS]`: crash safety under fire. Hundreds of scripted runs, each driven by a
 //! chain of `plandesk` processes that are killed (SIGKILL, or an abort at a named crash point)
 //! at random moments, sometimes two at once on one run. Every run must still be recovered and
-//! finished, with its plan approved exactly once, and the store must pass SQLite's integrity
-//! check. Prints runs / kills / recovered / lost, and the seed to replay it. With
+//! finished, with its plan approved exactly once, the store must pass SQLite's integrity
+//! check, and its audit trail `audit --verify` (chain, plans, the record of its end). Prints runs / kills / recovered / lost, and the seed to replay it. With
 //! `PLANDESK_STORE=postgres://…` every process works on that PostgreSQL database instead.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test driver: a panic is the report
@@ -279,17 +279,28 @@ fn main() {
     }
     let recovered = runs - lost.len();
     let (integrity, approvals, finished) = check_store(&torture.data);
+    // The audit trail, its plans and the record of its end outside the store, after every
+    // kill: none may be left broken, cut, or unreadable.
+    let verified = torture
+        .command(dir.path(), &["audit", "--verify"])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    let audit = String::from_utf8_lossy(&verified.stdout).trim().to_owned();
     println!(
         "torture: {runs} runs, {} SIGKILLs, {} crash-point aborts, {} rival processes refused; \
          recovered {recovered}, lost {}; {finished} finished runs with {approvals} approvals; \
-         integrity_check: {integrity}; {:.1} s; seed {seed}",
+         integrity_check: {integrity}; audit: {audit}; {:.1} s; seed {seed}",
         torture.kills,
         torture.crashes,
         torture.refusals,
         lost.len(),
         began.elapsed().as_secs_f64()
     );
-    let ok = lost.is_empty() && integrity.starts_with("ok") && approvals == finished;
+    let ok = lost.is_empty()
+        && integrity.starts_with("ok")
+        && approvals == finished
+        && verified.status.success();
     if !ok {
         eprintln!("torture: FAILED (lost runs: {lost:?}); replay with TORTURE_SEED={seed}");
         std::process::exit(1);

@@ -167,15 +167,20 @@ pub fn shell_quote(arg: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The start of `text`, at most `max_bytes` bytes, ending on a character boundary.
+pub fn head(text: &str, max_bytes: usize) -> &str {
+    let mut end = text.len().min(max_bytes);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Cuts `text` to at most `max_bytes` bytes on a character boundary, ending it with `note` when
 /// anything was cut (for a long block kept whole otherwise, such as a diff).
 pub fn cut_to(mut text: String, max_bytes: usize, note: &str) -> String {
     if text.len() > max_bytes {
-        let mut cut = max_bytes;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
+        text.truncate(head(&text, max_bytes).len());
         text.push_str(note);
     }
     text

@@ -274,14 +274,7 @@ fn render_markdown(markdown: &str) -> Rendering {
 /// `<pre class="plan-source"><code>`, with every invisible or control character shown as a
 /// marker (see [`Rendered::html`]). Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`.
 pub fn render_source(markdown: &str) -> String {
-    let mut shown = markdown;
-    if shown.len() > MAX_INPUT_BYTES {
-        let mut cut = MAX_INPUT_BYTES;
-        while !shown.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        shown = &shown[..cut];
-    }
+    let shown = text::head(markdown, MAX_INPUT_BYTES);
     let mut html = String::with_capacity(shown.len() + 64);
     html.push_str("<pre class=\"plan-source\"><code>");
     html.push_str(&text::escape_html(shown));

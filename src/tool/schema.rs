@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use crate::text::head;
+
 /// One problem found in a value: where (`path`, `root` for the value itself) and what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
@@ -112,10 +114,7 @@ fn quote(value: &Value) -> String {
         Value::String(s) => format!("'{s}'"),
         other => other.to_string(),
     };
-    match cut(&text, 200) {
-        kept if kept.len() < text.len() => format!("{kept}…"),
-        _ => text,
-    }
+    crate::text::cut_to(text, 200, "…")
 }
 
 /// The result object a model sees when a tool's input (or resume data) does not fit its schema:
@@ -129,7 +128,7 @@ pub fn validation_error(
     let shown = &violations[..violations.len().min(MAX_VIOLATIONS_SHOWN)];
     let mut lines: Vec<String> = shown
         .iter()
-        .map(|v| format!("- {}: {}", cut(&v.path, 200), v.message))
+        .map(|v| format!("- {}: {}", head(&v.path, 200), v.message))
         .collect();
     if violations.len() > shown.len() {
         lines.push(format!("- and {} more", violations.len() - shown.len()));
@@ -147,7 +146,7 @@ pub fn validation_error(
         ),
         "validationErrors": shown
             .iter()
-            .map(|v| json!({"path": cut(&v.path, 200), "message": v.message}))
+            .map(|v| json!({"path": head(&v.path, 200), "message": v.message}))
             .collect::<Vec<_>>(),
     })
 }
@@ -158,33 +157,20 @@ const MAX_VIOLATIONS_SHOWN: usize = 20;
 /// a few MiB of nested arrays, pretty-printed, would be hundreds of MiB).
 const MAX_ECHO: usize = 4096;
 
-/// The provided value as the error shows it: pretty-printed when that is small, else its
-/// start, compact, saying how much was left out.
+/// The provided value as the error shows it: pretty-printed when that is small (else compact),
+/// and past [`MAX_ECHO`] its start, compact, saying how much was left out.
 fn echo(provided: &Value) -> String {
     let compact = provided.to_string();
     if compact.len() <= MAX_ECHO {
         let pretty = serde_json::to_string_pretty(provided).unwrap_or_default();
-        if pretty.len() <= 4 * MAX_ECHO {
-            return pretty;
-        }
+        return if pretty.len() <= 4 * MAX_ECHO {
+            pretty
+        } else {
+            compact
+        };
     }
-    if compact.len() <= MAX_ECHO {
-        return compact;
-    }
-    format!(
-        "{}… ({} bytes in all; the rest is not shown)",
-        cut(&compact, MAX_ECHO),
-        compact.len()
-    )
-}
-
-/// At most `max` bytes of `text`, cut at a character's start.
-fn cut(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    let left_out = format!("… ({} bytes in all; the rest is not shown)", compact.len());
+    crate::text::cut_to(compact, MAX_ECHO, &left_out)
 }
 
 #[cfg(test)]

@@ -153,10 +153,7 @@ fn shorten_text(text: &mut String) -> Option<usize> {
 
 /// Cuts `text` to at most `max` bytes, on a character; the bytes it keeps.
 fn cut_text(text: &mut String, max: usize) -> usize {
-    let mut at = max.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
+    let at = crate::text::head(text, max).len();
     text.truncate(at);
     at
 }

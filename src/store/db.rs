@@ -166,30 +166,25 @@ impl<B: Backend> SqlStore<B> {
         // fails the write: on PostgreSQL it has aborted the transaction, whose COMMIT would
         // then roll back without a word.
         let head = match &self.anchor {
-            Some(anchor) if !tx.trail.is_empty() => {
+            Some(anchor) if !tx.trail.is_empty() => match anchor.first_needed() {
                 // A record that cannot be read is not moved: no entry is read back for it (the
                 // writer finds it so again, and says so once).
-                let Some(first) = anchor.first_needed() else {
-                    self.backend.commit(tx.conn, context, write).await?;
-                    anchor.advance_later(Vec::new());
-                    return Ok(value);
-                };
-                if tx.trail[0].0 <= first {
+                None => Some((anchor, Vec::new())),
+                Some(first) if tx.trail[0].0 <= first => {
                     let trail = std::mem::take(&mut tx.trail);
                     Some((
                         anchor,
                         trail.into_iter().filter(|(id, _)| *id >= first).collect(),
                     ))
-                } else {
-                    match log::since(&mut tx, first).await {
-                        Ok(entries) => Some((anchor, entries)),
-                        Err(err) => {
-                            self.backend.rollback(tx.conn).await;
-                            return Err(err);
-                        }
-                    }
                 }
-            }
+                Some(first) => match log::since(&mut tx, first).await {
+                    Ok(entries) => Some((anchor, entries)),
+                    Err(err) => {
+                        self.backend.rollback(tx.conn).await;
+                        return Err(err);
+                    }
+                },
+            },
             _ => None,
         };
         self.backend.commit(tx.conn, context, write).await?;

@@ -56,8 +56,10 @@ pub fn parse(stdin: &str) -> Result<Option<ExternalPlan>, SourceError> {
         .as_deref()
         .and_then(proposed_plan);
     let (index, text) = match (from_transcript, inline) {
-        (Some((_, Ok(mut plans))), _) if !plans.is_empty() => (plans.len(), plans.pop()),
-        (_, Some(text)) => (1, Some(text)),
+        (Some((_, Ok(mut plans))), _) if !plans.is_empty() => {
+            (plans.len(), plans.pop().unwrap_or_default())
+        }
+        (_, Some(text)) => (1, text),
         // A session file that cannot be read may hold a plan: not one to let through unseen.
         (Some((path, Err(err))), None) => {
             return Err(SourceError::NoPlan(format!(
@@ -67,7 +69,6 @@ pub fn parse(stdin: &str) -> Result<Option<ExternalPlan>, SourceError> {
         }
         _ => return Ok(None),
     };
-    let text = text.unwrap_or_default();
     // The n-th plan of a turn is reviewed once, however many Stops mention it; another text
     // in its place (the message's plan, when the session file had fewer) is another item.
     let sha = crate::review::plan_sha256("", &text);

@@ -126,7 +126,9 @@ pub fn events_file(state: &Path, session: &str) -> PathBuf {
 /// after a `hook.start` counts (an older turn's is not this one). The log is read as any
 /// untrusted file, only what was added since the last look, at most 1 MiB at a time.
 pub fn cancelled(events: PathBuf) -> impl std::future::Future<Output = ()> {
-    let start = super::open_untrusted(&events).map(|(_, size)| size).ok();
+    let start = crate::untrusted::open_untrusted(&events)
+        .map(|(_, size)| size)
+        .ok();
     aborted_after(events, start)
 }
 
@@ -138,7 +140,7 @@ async fn aborted_after(events: PathBuf, start: Option<u64>) {
     let mut partial = String::new();
     loop {
         tokio::time::sleep(EVERY).await;
-        let Ok((file, size)) = super::open_untrusted(&events) else {
+        let Ok((file, size)) = crate::untrusted::open_untrusted(&events) else {
             continue;
         };
         if size < offset {
@@ -147,7 +149,7 @@ async fn aborted_after(events: PathBuf, start: Option<u64>) {
             partial.clear();
             continue;
         }
-        let Ok(bytes) = super::read_bounded(file, offset, MAX_READ) else {
+        let Ok(bytes) = crate::untrusted::read_bounded(file, offset, MAX_READ) else {
             continue;
         };
         offset += bytes.len() as u64;

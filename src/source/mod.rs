@@ -28,7 +28,7 @@ use crate::store::{Action, SourceKind};
 use crate::tool::submit_plan::{
     approval_addendum, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
 };
-pub(crate) use crate::untrusted::{open_regular, open_untrusted, read_bounded, read_text};
+use crate::untrusted::{open_regular, open_untrusted, read_bounded, read_text};
 use crate::workspace::MAX_FILE_BYTES;
 
 /// What the agent is told when nobody decided before the deadline.

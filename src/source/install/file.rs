@@ -78,14 +78,14 @@ pub(super) struct Existing {
 /// [`MAX_SETTINGS_BYTES`], even one that grows while it is read (`flags`: `NOFOLLOW` for a
 /// backup, which is ours and never a link).
 pub(super) fn read(file: &Path, flags: OFlags) -> Result<Option<Existing>, InstallError> {
-    let handle = match crate::source::open_regular(file, flags) {
+    let handle = match crate::untrusted::open_regular(file, flags) {
         Ok((handle, _)) => handle,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(file_error(file, e)),
     };
     let meta = handle.metadata().map_err(|e| file_error(file, e))?;
     let text =
-        crate::source::read_text(handle, MAX_SETTINGS_BYTES).map_err(|e| file_error(file, e))?;
+        crate::untrusted::read_text(handle, MAX_SETTINGS_BYTES).map_err(|e| file_error(file, e))?;
     Ok(Some(Existing { text, meta }))
 }
 

@@ -26,7 +26,7 @@ use crate::engine::Engine;
 use crate::review::{Decision, ExternalPlan, PlanFile, ReviewError, WaitEvent};
 use crate::store::{Action, SourceKind};
 use crate::tool::submit_plan::{
-    approval_addendum, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
+    approval_addendum, present_edit_text, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
 };
 use crate::untrusted::{open_regular, open_untrusted, read_bounded, read_text};
 use crate::workspace::MAX_FILE_BYTES;
@@ -311,15 +311,16 @@ pub async fn review_plan(
     if let (Answer::Approve(approval), Some(id)) = (&mut answer, decided.revision_id) {
         let revision = Box::pin(review.revision_by_id(id)).await?;
         if let Some(edit) = Box::pin(review.edit_summary(&revision)).await? {
-            let edit = EditedPlan {
-                markdown: revision.markdown(),
-                by: edit.by,
-                diff: edit.diff,
-            };
+            let markdown = revision.markdown();
             if edit_reaches(plan.source.kind, plan.file.as_ref(), &revision.sha256) {
-                approval.edit = Some(edit);
+                approval.edit = Some(EditedPlan {
+                    markdown,
+                    by: edit.by,
+                    diff: edit.diff,
+                });
             } else {
-                answer = Answer::Revise(present_edit_text(&edit, approval.notes.as_deref()));
+                let notes = approval.notes.as_deref();
+                answer = Answer::Revise(present_edit_text(&edit.by, &markdown, notes));
             }
         }
     }
@@ -350,23 +351,6 @@ fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
         }
         SourceKind::Codex | SourceKind::Droid | SourceKind::QwenCode | SourceKind::Copilot => false,
     }
-}
-
-/// What an agent that cannot be handed a reviewer's edit reads when the edit is approved: its
-/// own plan is not approved; the reviewer's is, once it presents that one (with their notes).
-fn present_edit_text(edit: &EditedPlan, notes: Option<&str>) -> String {
-    let by = match edit.by.trim() {
-        "" | "unknown" => String::new(),
-        name => format!(" ({name})"),
-    };
-    let notes = notes
-        .map(|notes| format!("\n\nReviewer notes: {notes}"))
-        .unwrap_or_default();
-    format!(
-        "The reviewer{by} changed your plan and approved only their version; yours is not \
-         approved. Present their version for review as it stands, then carry it out:\n\n{}{notes}",
-        edit.markdown
-    )
 }
 
 /// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP): an agent that gives

@@ -29,16 +29,34 @@ fn notes_text(notes: &str) -> String {
     format!("\n\nReviewer notes: {}", notes.trim())
 }
 
+/// " (NAME)" after "The reviewer", where the reviewer's name is known.
+fn reviewer_named(by: &str) -> String {
+    match by.trim() {
+        "" | "unknown" => String::new(),
+        name => format!(" ({name})"),
+    }
+}
+
 /// What the approval of a plan a reviewer edited adds (ours): that they changed it, and how.
 fn edited_text(by: &str, diff: &str) -> String {
     format!(
         "\n\nThe reviewer{} changed the plan before approving it: the approved plan is their \
          version, which the plan file holds too. Their changes:\n\n```diff\n{}\n```",
-        match by.trim() {
-            "" | "unknown" => String::new(),
-            name => format!(" ({name})"),
-        },
+        reviewer_named(by),
         diff.trim_end()
+    )
+}
+
+/// What an agent that cannot be handed a reviewer's edit (`markdown`, by `by`) reads when the
+/// edit is approved (ours): its own plan is not approved; the reviewer's is, once it presents
+/// that one, with their notes.
+pub fn present_edit_text(by: &str, markdown: &str, notes: Option<&str>) -> String {
+    format!(
+        "The reviewer{} changed your plan and approved only their version; yours is not \
+         approved. Present their version for review as it stands, then carry it out:\n\n\
+         {markdown}{}",
+        reviewer_named(by),
+        approval_addendum(None, notes)
     )
 }
 

@@ -87,12 +87,12 @@ impl Engine {
         // Without a call named, the one open item, or the one whose plan is the revision the
         // person names; with several and nothing to tell them apart, none: which plan a person
         // approves is never guessed.
+        let given = verdict.revision.as_deref().map(str::to_ascii_lowercase);
         let named = |i: &&ReviewItem| {
             let sha = i.revision.as_ref().map(|r| r.sha256.as_str());
-            let given = verdict.revision.as_deref().map(str::to_ascii_lowercase);
-            given.is_some_and(|given| {
-                !given.is_empty() && sha.is_some_and(|s| s.starts_with(&given))
-            })
+            given
+                .as_deref()
+                .is_some_and(|given| !given.is_empty() && sha.is_some_and(|s| s.starts_with(given)))
         };
         let item = match &verdict.tool_call_id {
             Some(id) => open.iter().find(|i| &i.tool_call_id == id),

@@ -163,13 +163,10 @@ fn an_edited_plan_is_approved_with_its_diff() {
     fx.write(PLAN, PLAN_TEXT.as_bytes());
     let (run, _) = fx.start(&[]);
     let original = pending_revision(&fx);
-    let mine = fx.write("mine.md", b"# Add a cache\n\nUse an LRU cache in front of the store.\n\n1. Measure p99 first\n2. Cache\n");
-    let edited = fx.listing(&[
-        "edit",
-        &original["id"].to_string(),
-        "--file",
-        mine.to_str().unwrap(),
-    ]);
+    let edited = fx.edit(
+        &original["id"],
+        b"# Add a cache\n\nUse an LRU cache in front of the store.\n\n1. Measure p99 first\n2. Cache\n",
+    );
     assert_eq!(edited["revision"]["revisionNo"], 2);
     assert!(edited["revision"]["author"].as_str().is_some(), "{edited}");
     assert_eq!(edited["written"], true);

@@ -106,6 +106,13 @@ impl Fixture {
         stored
     }
 
+    /// `plandesk edit REVISION --file mine.md`, `text` being the reviewer's version of the
+    /// plan revision `id`: its JSON answer.
+    pub fn edit(&self, id: &Value, text: &[u8]) -> Value {
+        let mine = self.write("mine.md", text);
+        self.listing(&["edit", &id.to_string(), "--file", mine.to_str().unwrap()])
+    }
+
     pub fn write(&self, rel: &str, content: &[u8]) -> PathBuf {
         let path = self.workspace.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -125,13 +125,7 @@ fn a_reviewers_edit_reaches_claude_code_as_the_plan_with_the_diff() {
     let child = hook(&fx, "claude-code", &payload, &[]);
     let item = wait_pending(&fx, 1).remove(0);
     let run = item["runId"].as_str().unwrap().to_owned();
-    let mine = fx.write("mine.md", b"# P\n\n1. Add a bounded LRU\n");
-    let edited = fx.listing(&[
-        "edit",
-        &item["revision"]["id"].to_string(),
-        "--file",
-        mine.to_str().unwrap(),
-    ]);
+    let edited = fx.edit(&item["revision"]["id"], b"# P\n\n1. Add a bounded LRU\n");
     assert_eq!(edited["written"], true, "{edited}");
     assert_eq!(
         std::fs::read_to_string(&plan_file).unwrap(),

@@ -101,13 +101,10 @@ fn an_edit_codex_cannot_be_handed_is_answered_as_the_plan_to_present() {
     let child = hook(&fx, "codex", &stop, &[]);
     let item = wait_pending(&fx, 1).remove(0);
     let run = item["runId"].as_str().unwrap().to_owned();
-    let mine = fx.write("mine.md", b"# Plan A\n\n1. Add a bounded LRU\n");
-    let edited = fx.listing(&[
-        "edit",
-        &item["revision"]["id"].to_string(),
-        "--file",
-        mine.to_str().unwrap(),
-    ]);
+    let edited = fx.edit(
+        &item["revision"]["id"],
+        b"# Plan A\n\n1. Add a bounded LRU\n",
+    );
     assert_eq!(edited["written"], false, "Codex has no plan file: {edited}");
     fx.ok(&["approve", &run]);
     let told = answer(child);
@@ -169,9 +166,7 @@ fn gemini_reads_the_plan_file_and_denies_explicitly() {
         cmd.env("GEMINI_PLANS_DIR", &plans);
         let child = spawn_with_input(cmd, payload(&name).to_string().as_bytes());
         let item = wait_pending(&fx, 1).remove(0);
-        let mine = fx.write("mine.md", b"# Auth\n\nUse OAuth with PKCE\n");
-        let id = item["revision"]["id"].to_string();
-        let edited = fx.listing(&["edit", &id, "--file", mine.to_str().unwrap()]);
+        let edited = fx.edit(&item["revision"]["id"], b"# Auth\n\nUse OAuth with PKCE\n");
         assert_eq!(edited["written"], true, "{edited}");
         if !kept {
             std::fs::write(plans.join(&name), "# Auth\n\nSomething else").unwrap();

@@ -5,8 +5,9 @@
 //! Droid's is a `PreToolUse` hook answered with `permissionDecision` (in `droid exec` the hook
 //! is the only gate). Qwen Code's is a `PermissionRequest` hook answered with
 //! `decision.behavior` (its `PreToolUse` runs only after its own dialog was answered); a deny
-//! is final there, an allow leads to Qwen Code's own "proceed?" question. Both let the plan
-//! through when a hook times out or fails, so every answer of ours is explicit.
+//! is final there, an allow leads to Qwen Code's own "proceed?" question. A hook that fails is
+//! no answer to either: in their terminal UIs each then asks in its own dialog, and Droid under
+//! `--skip-permissions-unsafe` lets the plan through; so every answer of ours is explicit.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

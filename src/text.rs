@@ -119,6 +119,45 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `value` as one line of JSON that is safe to print: what `serde_json` escapes (quotes,
+/// backslashes, C0 controls) plus every other character [`is_hidden`] names (DEL, C1 controls,
+/// bidi controls, zero-width and tag characters) written as `\uXXXX`, so `--json` output read
+/// in a terminal shows what a person would otherwise not see, and parses back to the same value.
+pub fn visible_json<T: ?Sized + serde::Serialize>(value: &T) -> serde_json::Result<String> {
+    let mut out = Vec::with_capacity(128);
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut out,
+        VisibleJson,
+    ))?;
+    // The serializer writes UTF-8 and the formatter only ASCII escapes.
+    String::from_utf8(out).map_err(serde::ser::Error::custom)
+}
+
+/// The compact formatter, but a hidden character inside a string is written as its escape.
+struct VisibleJson;
+
+impl serde_json::ser::Formatter for VisibleJson {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let bytes = fragment.as_bytes();
+        let mut plain = 0;
+        for (at, c) in fragment.char_indices() {
+            if !is_hidden(c) {
+                continue;
+            }
+            writer.write_all(&bytes[plain..at])?;
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                write!(writer, "\\u{unit:04x}")?;
+            }
+            plain = at + c.len_utf8();
+        }
+        writer.write_all(&bytes[plain..])
+    }
+}
+
 /// `arg` as one word for a POSIX shell, for the commands Plandesk prints for a person to paste.
 /// Words made only of `[A-Za-z0-9._/-]` (run ids, revision hashes, plain paths) are returned as
 /// they are; anything else is single-quoted, a `'` inside written as `'\''`. A control
@@ -393,6 +432,25 @@ mod tests {
         assert_eq!(short(&long, 80).chars().count(), 80);
     }
 
+    #[test]
+    fn visible_json_escapes_what_a_terminal_would_hide() {
+        // Keys in sorted order, as a map holds them with or without `preserve_order`.
+        let value = serde_json::json!({
+            "a\u{9b}31m": "a\x1b[2Kb\u{7f}c\u{e0041}",
+            "plain": "naïve — 日本語 ✓ \"q\" \\",
+            "title": "rm -rf /\u{202e}txt.exe",
+        });
+        let line = visible_json(&value).unwrap();
+        assert_eq!(
+            line,
+            r#"{"a\u009b31m":"a\u001b[2Kb\u007fc\udb40\udc41","plain":"naïve — 日本語 ✓ \"q\" \\","title":"rm -rf /\u202etxt.exe"}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&line).unwrap(),
+            value
+        );
+    }
+
     proptest! {
         #![proptest_config(testing::proptest_config(128))]
 
@@ -404,6 +462,15 @@ mod tests {
             if !text.chars().any(is_hidden) {
                 prop_assert_eq!(safe.as_ref(), text.as_str());
             }
+        }
+
+        /// Whatever the strings, `--json` output hides nothing and reads back as written.
+        #[test]
+        fn prop_visible_json_round_trips(key in any::<String>(), text in any::<String>()) {
+            let value = serde_json::json!({ key: [text] });
+            let line = visible_json(&value).unwrap();
+            prop_assert!(!line.chars().any(|c| is_hidden(c) || is_control(c)), "{line:?}");
+            prop_assert_eq!(serde_json::from_str::<serde_json::Value>(&line).unwrap(), value);
         }
 
         /// Quoted words are printable and are one plain word or start with a quote.

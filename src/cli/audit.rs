@@ -55,10 +55,7 @@ async fn export(engine: &Engine, path: &Path, json: bool) -> Result<ExitCode> {
         .and_then(|()| out.flush())
         .map_err(failed)?;
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"path": path, "entries": trail.len()})
-        );
+        print::json_line(&serde_json::json!({"path": path, "entries": trail.len()}))?;
     } else {
         print::next(&format!(
             "Saved the audit trail ({} entries, its head first) to {}.",

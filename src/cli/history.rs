@@ -45,7 +45,7 @@ pub async fn show(engine: &Engine, revision: &str, html: bool, json: bool) -> Re
         value["html"] = view.html.into();
         value["hidden"] = serde_json::to_value(&view.hidden)?;
         value["fallback"] = serde_json::to_value(&view.fallback)?;
-        println!("{value}");
+        print::json_line(&value)?;
     } else if html {
         println!("{}", view.html);
     } else {
@@ -60,15 +60,12 @@ pub async fn diff(engine: &Engine, a: &str, b: &str, json: bool) -> Result<ExitC
     let (a, b) = (review.revision(a).await?, review.revision(b).await?);
     let comparison = review.compare(a.id, b.id).await?;
     if json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "left": comparison.left.id,
-                "right": comparison.right.id,
-                "diff": comparison.diff,
-                "between": comparison.between,
-            })
-        );
+        print::json_line(&serde_json::json!({
+            "left": comparison.left.id,
+            "right": comparison.right.id,
+            "diff": comparison.diff,
+            "between": comparison.between,
+        }))?;
     } else {
         print::diff(&comparison.left, &comparison.right, &comparison.diff);
     }

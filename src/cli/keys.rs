@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use plandesk::secret::{self, ApiKey, KeyError, KeyProvider, KeySource};
 
-use super::KeyAction;
+use super::{print, KeyAction};
 
 /// `plandesk key`: needs no store, so a damaged one cannot stop it.
 pub fn key(action: KeyAction, json: bool) -> Result<ExitCode> {
@@ -69,7 +69,7 @@ fn list(json: bool) {
             .into_iter()
             .map(|(p, s)| (p.to_owned(), s.into()))
             .collect();
-        println!("{}", serde_json::Value::Object(map));
+        let _ = print::json_line(&map);
     } else {
         for (provider, source) in rows {
             println!("{provider}\t{source}");

@@ -7,7 +7,7 @@ use anyhow::Result;
 use plandesk::model::select::{self, DefaultModel, MODEL_SETTING};
 use plandesk::Engine;
 
-use super::ModelAction;
+use super::{print, ModelAction};
 
 /// The model a run uses without `--model`: the saved choice, else what is configured.
 pub async fn default_model(engine: &Engine) -> Result<DefaultModel> {
@@ -34,10 +34,9 @@ pub async fn model(engine: &Engine, action: Option<ModelAction>, json: bool) -> 
         None => {
             let chosen = default_model(engine).await?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"model": chosen.spec, "reason": chosen.reason})
-                );
+                print::json_line(
+                    &serde_json::json!({"model": chosen.spec, "reason": chosen.reason}),
+                )?;
             } else {
                 println!("{}\t{}", chosen.spec, chosen.reason);
             }

@@ -10,6 +10,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use plandesk::desktop::{self, PlanTarget};
 use plandesk::Engine;
 
+use super::print;
+
 /// How long a handover to a running app may take; a process still alive after this is a new
 /// app (a second one exits as soon as it has handed over).
 const HANDOVER: Duration = Duration::from_secs(3);
@@ -52,15 +54,12 @@ pub async fn open(engine: &Engine, data_dir: &Path, key: &str, json: bool) -> Re
 
 fn report(target: &PlanTarget, handed_over: bool, json: bool) {
     if json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "runId": target.run_id,
-                "revisionId": target.revision_id,
-                "link": desktop::plan_link(&target.run_id),
-                "started": !handed_over,
-            })
-        );
+        let _ = print::json_line(&serde_json::json!({
+            "runId": target.run_id,
+            "revisionId": target.revision_id,
+            "link": desktop::plan_link(&target.run_id),
+            "started": !handed_over,
+        }));
         return;
     }
     let what = match target.revision_id {

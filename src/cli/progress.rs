@@ -42,7 +42,7 @@ pub async fn progress(engine: &Engine, key: &str, json: bool) -> Result<ExitCode
     let revision = approved(engine, key).await?;
     let progress = engine.review().progress(&revision).await?;
     if json {
-        println!("{}", serde_json::to_value(&progress)?);
+        super::print::json_line(&progress)?;
     } else {
         print(&progress);
     }
@@ -60,7 +60,7 @@ pub async fn diff(engine: &Engine, key: &str, path: &str, json: bool) -> Result<
         );
     };
     if json {
-        println!("{}", serde_json::to_value(&diff)?);
+        super::print::json_line(&diff)?;
     } else {
         for line in diff.text.lines() {
             println!("{}", terminal_safe(line));
@@ -83,7 +83,7 @@ pub async fn mark(
         .mark_step(&revision, step, mark.into())
         .await?;
     if json {
-        println!("{}", serde_json::to_value(&progress)?);
+        super::print::json_line(&progress)?;
     } else {
         print(&progress);
     }

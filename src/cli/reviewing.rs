@@ -25,7 +25,7 @@ pub async fn comment(
     let lines = Lines::parse(lines)?;
     let comment = review.add_comment(revision.id, lines, text).await?;
     if json {
-        println!("{}", serde_json::to_string(&comment)?);
+        print::json_line(&comment)?;
     } else {
         print::comments(&[comment]);
         print::next(&format!(
@@ -43,7 +43,7 @@ pub async fn comments(engine: &Engine, revision: &str, json: bool) -> Result<Exi
     let revision = review.revision(revision).await?;
     let comments: Vec<Comment> = review.comments(&revision).await?;
     if json {
-        println!("{}", serde_json::to_string(&comments)?);
+        print::json_line(&comments)?;
     } else if comments.is_empty() {
         print::next(&format!(
             "no comments on revision {} or before it",
@@ -66,7 +66,7 @@ pub async fn comments(engine: &Engine, revision: &str, json: bool) -> Result<Exi
 pub async fn resolve(engine: &Engine, id: i64, reopen: bool, json: bool) -> Result<ExitCode> {
     let comment = engine.review().resolve_comment(id, !reopen).await?;
     if json {
-        println!("{}", serde_json::to_string(&comment)?);
+        print::json_line(&comment)?;
     } else {
         print::comments(&[comment]);
     }
@@ -80,7 +80,7 @@ pub async fn edit(engine: &Engine, revision: &str, file: &Path, json: bool) -> R
     let revision = review.revision(revision).await?;
     let edited = review.edit(revision.id, &text).await?;
     if json {
-        println!("{}", serde_json::to_string(&edited)?);
+        print::json_line(&edited)?;
         return Ok(ExitCode::SUCCESS);
     }
     let new = &edited.revision;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use plandesk::config::{named_store, reach_team_store, save_team_store, StoreLocation};
 
-use super::StoreAction;
+use super::{print, StoreAction};
 
 /// `plandesk store`: saves or forgets a team store, then says which store is used.
 pub async fn store(
@@ -38,7 +38,7 @@ pub async fn store(
             "store": location.describe(),
             "dataDir": data_dir.display().to_string(),
         });
-        println!("{listing}");
+        print::json_line(&listing)?;
     } else {
         println!("Store: {}", location.describe());
         if overridden {

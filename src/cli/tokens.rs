@@ -25,10 +25,9 @@ pub async fn token(engine: &Engine, action: TokenAction, json: bool) -> Result<E
 async fn create(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
     let (row, secret) = engine.tokens().create(name).await?;
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"name": row.name, "createdAt": row.created_at, "token": secret.expose()})
-        );
+        print::json_line(
+            &serde_json::json!({"name": row.name, "createdAt": row.created_at, "token": secret.expose()}),
+        )?;
     } else {
         println!("{}", secret.expose());
         eprintln!(
@@ -43,7 +42,7 @@ async fn create(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
 async fn list(engine: &Engine, json: bool) -> Result<ExitCode> {
     let tokens = of_kinds(engine, &[TokenKind::Agent]).await?;
     if json {
-        println!("{}", serde_json::to_string(&tokens)?);
+        print::json_line(&tokens)?;
     } else {
         print::tokens(&tokens);
     }
@@ -59,7 +58,7 @@ async fn of_kinds(engine: &Engine, kinds: &[TokenKind]) -> Result<Vec<TokenRow>>
 async fn revoke(engine: &Engine, name: &str, json: bool) -> Result<ExitCode> {
     let row = engine.tokens().revoke(TokenKind::Agent, name).await?;
     if json {
-        println!("{}", serde_json::to_string(&row)?);
+        print::json_line(&row)?;
     } else {
         eprintln!(
             "plandesk: token `{}` is revoked; requests carrying it are refused from now on",
@@ -79,7 +78,7 @@ pub async fn pair(
 ) -> Result<ExitCode> {
     let link = pair::sign_in_link(engine, name, url).await?;
     if json {
-        println!("{}", serde_json::to_string(&link)?);
+        print::json_line(&link)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(code) = pair::qr_text(&link.url) {
@@ -101,7 +100,7 @@ pub async fn session(engine: &Engine, action: SessionAction, json: bool) -> Resu
         SessionAction::List => {
             let sessions = of_kinds(engine, &[TokenKind::Session, TokenKind::Pairing]).await?;
             if json {
-                println!("{}", serde_json::to_string(&sessions)?);
+                print::json_line(&sessions)?;
             } else {
                 print::sessions(&sessions, engine.now_millis());
             }
@@ -122,7 +121,7 @@ pub async fn session(engine: &Engine, action: SessionAction, json: bool) -> Resu
                 row => row?,
             };
             if json {
-                println!("{}", serde_json::to_string(&row)?);
+                print::json_line(&row)?;
             } else {
                 eprintln!(
                     "plandesk: session `{}` is signed out; its browser must pair again",
@@ -159,7 +158,7 @@ pub async fn webhook(engine: &Engine, action: WebhookAction, json: bool) -> Resu
         WebhookAction::List => {
             let hooks = webhook::list(engine).await?;
             if json {
-                println!("{}", serde_json::to_string(&hooks)?);
+                print::json_line(&hooks)?;
             } else {
                 print::webhooks(&hooks);
             }

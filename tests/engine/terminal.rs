@@ -37,7 +37,7 @@ fn plans_and_model_text_cannot_spoof_the_terminal() {
     }]));
     fx.write(
         PLAN,
-        "# Safe plan\u{1b}]0;owned\u{7}\n\nStep one\r\u{1b}[1A\u{1b}[2KApproved by admin\n\u{202e}txt.exe\n"
+        "# Safe plan\u{1b}]0;owned\u{7} \u{202e}txt.exe\n\nStep one\r\u{1b}[1A\u{1b}[2KApproved by admin\n\u{202e}txt.exe\n"
             .as_bytes(),
     );
     let model = format!("scripted:{}", fx.script.display());
@@ -55,6 +55,19 @@ fn plans_and_model_text_cannot_spoof_the_terminal() {
         &["history"],
     ] {
         assert_inert(&human(&fx, args), args[0]);
+    }
+    // The same for scripts: JSON whose strings keep every character, escaped.
+    for args in [
+        &["--json", "pending"][..],
+        &["--json", "show", "1"],
+        &["--json", "history"],
+    ] {
+        let out = fx.ok(args);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_inert(&text, args[1]);
+        assert!(text.contains("\\u202etxt.exe"), "{text}");
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(value.to_string().contains("\u{202e}txt.exe"), "{value}");
     }
 }
 

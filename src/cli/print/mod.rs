@@ -31,6 +31,13 @@ use stream::args_summary;
 pub use stream::StreamPrinter;
 use table::Table;
 
+/// `value` as one line of JSON on stdout, every character a terminal would act on or hide
+/// escaped (`\u202e`, not the character): it may hold what an agent wrote.
+pub fn json_line<T: ?Sized + serde::Serialize>(value: &T) -> serde_json::Result<()> {
+    say!("{}", text::visible_json(value)?);
+    Ok(())
+}
+
 /// A listing: one JSON document for scripts, else `human`'s table for people.
 pub fn listing<T: serde::Serialize>(
     json: bool,
@@ -38,7 +45,7 @@ pub fn listing<T: serde::Serialize>(
     human: fn(&[T]),
 ) -> anyhow::Result<std::process::ExitCode> {
     if json {
-        say!("{}", serde_json::to_string(items)?);
+        json_line(items)?;
     } else {
         human(items);
     }
@@ -288,9 +295,7 @@ pub fn diff(a: &Revision, b: &Revision, diff: &SideBySide) {
 pub fn audit(entries: &[AuditRow], json: bool) {
     if json {
         for entry in entries {
-            if let Ok(line) = serde_json::to_string(entry) {
-                say!("{line}");
-            }
+            let _ = json_line(entry);
         }
         return;
     }
@@ -338,7 +343,7 @@ pub fn audit(entries: &[AuditRow], json: bool) {
 /// and what could not be told; exit 1 when an entry was found changed or removed.
 pub fn audit_check(check: &AuditCheck, json: bool) -> std::process::ExitCode {
     if json {
-        say!("{}", serde_json::json!(check));
+        let _ = json_line(check);
     } else {
         // It may quote what a file held (an export's unreadable line).
         say!("{}", safe(&check.summary));

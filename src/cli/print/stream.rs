@@ -45,7 +45,7 @@ impl StreamPrinter {
         }
         let mut out = std::io::stdout().lock();
         if self.json {
-            if let Ok(line) = serde_json::to_string(chunk) {
+            if let Ok(line) = plandesk::text::visible_json(chunk) {
                 let _ = writeln!(out, "{line}");
             }
             return;

@@ -170,6 +170,8 @@ fn tampering_with_one_entry_is_found_and_named() {
     for (id, entry) in [(2, 3), (1, 1)] {
         let (fx, _) = audited_run();
         let db = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+        db.execute_batch("DROP TRIGGER plan_revisions_are_append_only_update;")
+            .unwrap();
         db.execute(
             "UPDATE plan_revisions SET body = body || 'Also drop the tests.' WHERE id = ?1",
             [id],

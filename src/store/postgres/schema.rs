@@ -238,6 +238,26 @@ ALTER INDEX revisions_by_word SET (gin_pending_list_limit = 64);",
 ALTER TABLE plan_revisions ADD COLUMN packed BYTEA;
 ALTER TABLE plan_revisions ADD COLUMN packed_against BIGINT REFERENCES plan_revisions(id);",
     },
+    Migration {
+        version: 9,
+        name: "plans, decisions and the work after them are append-only",
+        // As SQLite's migration 18, and emptying them is refused as it is for the audit trail.
+        sql: "
+CREATE FUNCTION plandesk_is_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION '% is append-only', TG_TABLE_NAME; END $$;
+CREATE TRIGGER plan_revisions_are_append_only BEFORE UPDATE OR DELETE ON plan_revisions
+    FOR EACH ROW EXECUTE FUNCTION plandesk_is_append_only();
+CREATE TRIGGER plan_revisions_are_never_emptied BEFORE TRUNCATE ON plan_revisions
+    FOR EACH STATEMENT EXECUTE FUNCTION plandesk_is_append_only();
+CREATE TRIGGER decisions_are_append_only BEFORE UPDATE OR DELETE ON decisions
+    FOR EACH ROW EXECUTE FUNCTION plandesk_is_append_only();
+CREATE TRIGGER decisions_are_never_emptied BEFORE TRUNCATE ON decisions
+    FOR EACH STATEMENT EXECUTE FUNCTION plandesk_is_append_only();
+CREATE TRIGGER work_is_append_only BEFORE UPDATE OR DELETE ON work
+    FOR EACH ROW EXECUTE FUNCTION plandesk_is_append_only();
+CREATE TRIGGER work_is_never_emptied BEFORE TRUNCATE ON work
+    FOR EACH STATEMENT EXECUTE FUNCTION plandesk_is_append_only();",
+    },
 ];
 
 /// The schema version this build writes.

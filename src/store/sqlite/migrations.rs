@@ -370,6 +370,28 @@ DROP TABLE messages;
 ALTER TABLE messages_in_order RENAME TO messages;",
         rebuilds: false,
     },
+    Migration {
+        version: 18,
+        name: "plans, decisions and the work after them are append-only",
+        // Like the audit trail: nothing Plandesk does changes or removes a plan revision, a
+        // decision or a record of work, so a bug (or a hand with SQL) that would turn a
+        // rejection into an approval, or rewrite the plan a decision names, is refused by the
+        // database itself; `audit --verify` finds what was done with the guard dropped.
+        sql: "
+CREATE TRIGGER plan_revisions_are_append_only_update BEFORE UPDATE ON plan_revisions
+BEGIN SELECT RAISE(ABORT, 'plan revisions are append-only'); END;
+CREATE TRIGGER plan_revisions_are_append_only_delete BEFORE DELETE ON plan_revisions
+BEGIN SELECT RAISE(ABORT, 'plan revisions are append-only'); END;
+CREATE TRIGGER decisions_are_append_only_update BEFORE UPDATE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+CREATE TRIGGER decisions_are_append_only_delete BEFORE DELETE ON decisions
+BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
+CREATE TRIGGER work_is_append_only_update BEFORE UPDATE ON work
+BEGIN SELECT RAISE(ABORT, 'the record of work is append-only'); END;
+CREATE TRIGGER work_is_append_only_delete BEFORE DELETE ON work
+BEGIN SELECT RAISE(ABORT, 'the record of work is append-only'); END;",
+        rebuilds: false,
+    },
 ];
 
 /// The schema version this build writes.

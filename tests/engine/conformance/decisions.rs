@@ -8,6 +8,7 @@ on_both_stores!(
     racing_reviewers_record_exactly_one_decision,
     a_decision_is_bound_to_the_revision_seen,
     a_decided_plan_is_stored_once_and_read_whole,
+    what_was_decided_cannot_be_rewritten_with_sql,
 );
 
 async fn racing_reviewers_record_exactly_one_decision(location: StoreLocation) {
@@ -321,4 +322,62 @@ async fn a_decided_plan_is_stored_once_and_read_whole(location: StoreLocation) {
     assert_eq!(answer_with_plan(&whole.data, None), Some(answer_2));
     let check = plandesk::review::check_chain(&store.audit(None).await.unwrap());
     assert_eq!(check.broken, None);
+}
+
+/// A plan, its decision and the work after it are kept as written: the database itself refuses
+/// to change or remove them, whoever asks (a bug in Plandesk, a hand with SQL).
+async fn what_was_decided_cannot_be_rewritten_with_sql(location: StoreLocation) {
+    let store = store_with_run(&location, "r").await;
+    let plans = [
+        plan_item("c1", "# Plan\n\nStep one.\n"),
+        plan_item("c2", "# Plan\n\nStep two.\n"),
+    ];
+    open_items(&*store, &plans).await;
+    for (call, action) in [("c1", Action::Rejected), ("c2", Action::Approved)] {
+        store
+            .record_decision(&decision(call, action, None))
+            .await
+            .unwrap();
+    }
+    let work = NewWork {
+        of: WorkOf::Run("r"),
+        at: 2_000,
+        work: Work::file("src/lib.rs", json!({})),
+    };
+    assert!(store.record_work(&work).await.unwrap().is_some());
+    let mut statements = vec![
+        "UPDATE decisions SET action = 'approved' WHERE tool_call_id = 'c1'",
+        "DELETE FROM decisions WHERE tool_call_id = 'c1'",
+        "UPDATE plan_revisions SET body = 'Also drop the tests.'",
+        "DELETE FROM plan_revisions WHERE tool_call_id = 'c1'",
+        "UPDATE work SET path = 'elsewhere'",
+        "DELETE FROM work",
+    ];
+    if matches!(location, StoreLocation::Postgres { .. }) {
+        statements.extend(["TRUNCATE decisions", "TRUNCATE work"]);
+    }
+    for sql in statements {
+        let refused = raw(&location, sql).expect_err(sql);
+        assert!(refused.contains("append-only"), "{sql}: {refused}");
+    }
+    let rejected = store.decision("r", "c1").await.unwrap().unwrap();
+    assert_eq!(rejected.action, Action::Rejected);
+}
+
+/// Runs `sql` on the store's database directly, as someone with its file or its server in
+/// hand could; `Err` holds what the database answered.
+fn raw(location: &StoreLocation, sql: &str) -> Result<(), String> {
+    match location {
+        StoreLocation::Sqlite(dir) => rusqlite::Connection::open(dir.join("plandesk.db"))
+            .unwrap()
+            .execute_batch(sql)
+            .map_err(|e| e.to_string()),
+        StoreLocation::Postgres { url, .. } => {
+            let out = crate::pg::sql_on(url, sql);
+            match out.status.success() {
+                true => Ok(()),
+                false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+            }
+        }
+    }
 }

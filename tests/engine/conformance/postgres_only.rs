@@ -200,6 +200,7 @@ async fn a_database_of_schema_4_keeps_each_runs_newest_snapshot_only() {
          FROM run_snapshots, generate_series(1, 1) AS v",
         "ALTER TABLE messages DROP COLUMN packed",
         "ALTER TABLE plan_revisions DROP COLUMN packed, DROP COLUMN packed_against",
+        "DROP FUNCTION plandesk_is_append_only CASCADE",
         "UPDATE plandesk_schema SET version = 4",
     ] {
         let out = sql_on(&url, sql);

@@ -604,6 +604,9 @@ test('Settings lists each webhook with how its last delivery went: a failure say
     'https://hooks.example.com/x json Failed: answered 500 Internal Server Error (tried 5 times) Remove',
   ]);
   assert.equal(await page.$eval('#settings-webhooks li:nth-child(2) .problem', (el) => el.textContent.startsWith('Failed')), true);
+  // The form to add one: the URL field takes the row, its format only what it needs.
+  const [url, format] = await page.$$eval(['#webhook-url', '#webhook-format'].join(','), (els) => els.map((el) => el.getBoundingClientRect().width));
+  assert.ok(url > 2 * format && url > 200, `the URL field is ${url}px wide, the format ${format}px`);
 });
 
 test('the new-run form and Settings show the default model once the backend has found it, and say so if it cannot', async () => {

@@ -8,7 +8,7 @@ import { state } from './state.js';
 import { markBooting, markInteractive } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest } from './nav.js';
-import { renderInbox, refreshRuns, inboxChanged, readInbox, openPending, showInbox } from './sidebar.js';
+import { renderInbox, refreshRuns, inboxChanged, readInbox, openPending, showInbox, foldInbox } from './sidebar.js';
 import { onKey } from './keys.js';
 import { onLinkClick } from './plan.js';
 import { openSettings, openHelp, initDialogs } from './settings.js';
@@ -25,6 +25,7 @@ async function boot() {
   $('history-btn').addEventListener('click', () => go('history'));
   $('settings-btn').addEventListener('click', openSettings);
   $('help-btn').addEventListener('click', openHelp);
+  $('inbox-toggle').addEventListener('click', () => foldInbox($('inbox-toggle').getAttribute('aria-expanded') === 'true'));
   $('banner-close').addEventListener('click', hideBanner);
   if (inBrowser()) setUpBrowser();
   initDialogs();

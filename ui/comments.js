@@ -28,6 +28,9 @@ export function commentOnSelection() {
  * Comments for `revision`, wired to its plan views: returns the panel to place and the bar
  * that says what is selected. `onCount(open)` is told how many comments a rejection sends.
  */
+/** A screen without a mouse or keys (a phone): no shift-click, no key hints. */
+const touchOnly = () => window.matchMedia('(hover: none) and (pointer: coarse)').matches;
+
 export function commentsFor(revision, plan, { onCount } = {}) {
   let selection = null;
   let comments = [];
@@ -39,7 +42,9 @@ export function commentsFor(revision, plan, { onCount } = {}) {
   const bar = h('div', { class: 'select-bar' }, selected, commentButton);
   const panel = h('aside', { class: 'comments', 'aria-label': 'Comments' },
     h('h3', {}, 'Comments'), form, list,
-    h('p', { class: 'muted comment-hint', id: 'comment-hint' }, 'Select lines of the plan (click a paragraph or list item, shift-click for more), then press c.'));
+    h('p', { class: 'muted comment-hint', id: 'comment-hint' }, touchOnly()
+      ? 'Tap a paragraph or list item of the plan, then Comment.'
+      : 'Select lines of the plan (click a paragraph or list item, shift-click for more), then press c.'));
 
   /** Marks the blocks under `root` that are selected, or commented on. */
   function decorate(root) {
@@ -59,6 +64,8 @@ export function commentsFor(revision, plan, { onCount } = {}) {
     decorate(plan.rendered);
     selected.textContent = lines ? `${label(lines)} selected` : '';
     commentButton.disabled = !lines;
+    // Kept in sight while something is selected (style.css), however far down the plan.
+    bar.classList.toggle('active', Boolean(lines));
   }
 
   // Clicking a block selects its lines; shift-click extends; a click on a link does not select.

@@ -30,7 +30,11 @@ async function renderPlanReview(item, slot, given) {
 /** The review of `revision` (of the pending `item`), to place in `slot`: its card, its plan
  * view and its comments (to load once placed). */
 function planReview(item, revision, slot) {
-  const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder: 'Rejecting: what should change? (empty: tell it in your next message) · Approving: an optional note for the agent', 'aria-label': 'Feedback or approval note' });
+  // On a phone's one line, the short form.
+  const placeholder = window.matchMedia('(max-width: 640px)').matches
+    ? 'Feedback, or a note if you approve'
+    : 'Rejecting: what should change? (empty: tell it in your next message) · Approving: an optional note for the agent';
+  const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder, 'aria-label': 'Feedback or approval note' });
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, feedback.value), key: 'a' }, 'Approve');
   const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, revision, false, feedback.value), key: 'r' }, 'Reject');
   const compare = revision.revisionNo > 1

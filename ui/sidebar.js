@@ -143,3 +143,21 @@ function markCurrentRun(view) {
 }
 
 onViewChange(markCurrentRun);
+
+/** On a phone the inbox folds into its heading while a view is open, so that the plan has the
+ * screen; its toggle (Show / Hide) unfolds it with History and the other buttons. On a wider
+ * screen the sidebar is always whole and the toggle is not shown (style.css). */
+export function foldInbox(folded) {
+  document.querySelector('.sidebar').classList.toggle('unfolded', !folded);
+  const toggle = $('inbox-toggle');
+  toggle.setAttribute('aria-expanded', String(!folded));
+  toggle.textContent = folded ? 'Show' : 'Hide';
+}
+
+// Folded when another view opens, not when the one on screen is drawn again (a live change).
+let shown = '';
+onViewChange((view) => {
+  const now = `${view.name}:${view.runId || ''}`;
+  if (now !== shown) foldInbox(true);
+  shown = now;
+});

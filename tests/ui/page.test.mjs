@@ -730,9 +730,13 @@ test('a phone (390 × 844): one column, nothing sideways, the decision big and i
     await page.waitForSelector('#plan-title');
     assert.deepEqual(await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]), [390, 390], 'no sideways scroll');
     const box = async (selector) => page.locator(selector).boundingBox();
-    const [inbox, view] = [await box('#inbox'), await box('#view')];
+    const [inbox, view] = [await box('#inbox-heading'), await box('#view')];
     assert.ok(inbox.y + inbox.height <= view.y, 'the inbox above the plan, one column');
     assert.ok(view.width >= 380, `the plan uses the width: ${view.width}`);
+    // Folded into its heading while a plan is open: the plan has the screen.
+    assert.equal(await page.isVisible('#inbox'), false, 'the inbox list is folded');
+    const step = await box('#plan li');
+    assert.ok(step.y < 844 / 2, `the plan's first step is in the upper half: at ${step.y}px`);
     for (const id of ['#approve', '#reject']) {
       const b = await box(id);
       assert.ok(b.height >= 44 && b.width >= 120, `${id} is a big target: ${JSON.stringify(b)}`);

@@ -66,6 +66,14 @@ function hookWaits(session, plan) {
   }).then((r) => r.json());
 }
 
+/** On a phone the inbox is folded into its heading while a view is open: unfolds it (if it is
+ * folded) and opens its first item. */
+async function openFromInbox(page) {
+  await page.waitForSelector('#inbox li', { state: 'attached' });
+  if (await page.getAttribute('#inbox-toggle', 'aria-expanded') === 'false') await page.tap('#inbox-toggle');
+  await page.tap('#inbox li');
+}
+
 async function pending() {
   return JSON.parse(plandesk('--json', 'pending'));
 }
@@ -126,11 +134,25 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
   const { context, page } = await signedInPhone('phone');
   // Live: a plan submitted while the page is open appears without reloading.
   const approved = hookWaits('s-cache', '# Add a cache\n\n1. Put an LRU cache in front of the store.\n2. Measure it.');
-  await page.waitForSelector('#inbox li');
-  await page.click('#inbox li');
+  await openFromInbox(page);
   await page.waitForSelector('#plan-title');
   assert.equal(await page.textContent('#plan-title'), 'Add a cache');
   assert.deepEqual(await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]), [390, 390], 'no sideways scroll');
+  // The plan has the screen: the inbox is folded into its heading, the plan's first lines are
+  // in the upper half, and the decision below takes one line until it is written in.
+  assert.equal(await page.isVisible('#inbox'), false, 'the inbox is folded');
+  assert.equal(await page.getAttribute('#inbox-toggle', 'aria-expanded'), 'false');
+  const at = await page.evaluate(() => ({
+    plan: document.querySelector('#plan li').getBoundingClientRect().top,
+    foot: document.querySelector('.review-foot').getBoundingClientRect().height,
+  }));
+  assert.ok(at.plan < 844 / 2, `the plan's first step is in the upper half: at ${at.plan}px`);
+  assert.ok(at.foot < 140, `the decision takes ${at.foot}px`);
+  await page.tap('#inbox-toggle');
+  assert.equal(await page.isVisible('#inbox li'), true, 'unfolded: the inbox');
+  assert.equal(await page.isVisible('#history-btn'), true, 'unfolded: History');
+  await page.tap('#inbox-toggle');
+  assert.equal(await page.isVisible('#inbox li'), false, 'folded again');
   for (const colorScheme of ['light', 'dark']) {
     await page.emulateMedia({ colorScheme });
     assert.deepEqual(await axeFindings(page), [], `${colorScheme}: the web review on a phone`);
@@ -143,8 +165,7 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
   await waitFor(async () => (await page.$$('#inbox li')).length === 0, 'the inbox to empty');
 
   const rejected = hookWaits('s-drop', '# Drop the old table\n\nDROP TABLE users;');
-  await page.waitForSelector('#inbox li');
-  await page.click('#inbox li');
+  await openFromInbox(page);
   await page.waitForSelector('#plan-title');
   assert.equal(await page.textContent('#plan-title'), 'Drop the old table');
   await page.fill('#feedback', 'Back it up first');
@@ -161,13 +182,13 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
 
   // The agent revises: the phone compares the two revisions, then finds both in the history.
   const revised = hookWaits('s-drop', '# Drop the old table\n\n1. Back it up.\n2. DROP TABLE users;');
-  await page.waitForSelector('#inbox li');
-  await page.click('#inbox li');
+  await openFromInbox(page);
   await page.waitForSelector('#compare');
   await page.tap('#compare');
   await page.waitForSelector('#left-rev');
   assert.match(await page.textContent('#view'), /Revision 1 was rejected/);
   assert.match(await page.textContent('#view'), /Back it up/);
+  await page.tap('#inbox-toggle');
   await page.tap('#history-btn');
   await page.waitForFunction(() => (document.querySelector('#history-rows')?.innerText.match(/Drop the old table/g) || []).length === 2);
   plandesk('approve', (await pending())[0].runId);

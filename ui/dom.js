@@ -60,8 +60,12 @@ export function when(millis) {
   return isTime(millis) ? format('moment', { dateStyle: 'medium', timeStyle: 'short' }).format(millis) : '';
 }
 
+/** A run's status in a person's words where the engine's word is its own ("suspended": its
+ * plan or tool call waits for a decision; "waiting": it waits for the person's next message). */
+const STATUS_WORDS = { suspended: 'to review', waiting: 'your turn' };
+
 export function badge(status) {
-  return h('span', { class: `badge ${status}` }, String(status).replace(/-/g, ' '));
+  return h('span', { class: `badge ${status}` }, STATUS_WORDS[status] || String(status).replace(/-/g, ' '));
 }
 
 export function shorten(text, max) {

@@ -127,7 +127,7 @@ function renderFooter(detail, footer) {
   if (agent) {
     // An outside agent's session: Plandesk answers its plans; the agent itself runs elsewhere.
     footer.append(h('p', { class: 'hint', id: 'agent-session' },
-      `A ${agent} session in ${run.workspace}. Its plans wait here for you; the work goes on in ${agent}.`));
+      `This ${agent} session works in ${run.workspace}. Its plans wait here for you; the work goes on in ${agent}.`));
     return;
   }
   if (detail.interrupted || run.status === 'failed') {

@@ -18,6 +18,7 @@ export function register(name, open) {
 export function go(name, ...args) {
   const open = views.get(name);
   if (!open) throw new Error(`no view named ${name}`);
+  if (!restoring) remember(name, args);
   opened += 1;
   const mine = { name, key: args[0], done: null };
   opening = mine;
@@ -26,6 +27,33 @@ export function go(name, ...args) {
   mine.done = Promise.resolve(result).then(settle, settle);
   return result;
 }
+
+// Back and Forward (a phone's Back above all, or a mouse's back button) move between the views
+// opened: each view of another name or key is an entry of the page's history, and going back
+// opens the one before again. The address stays as it is.
+let restoring = false;
+
+/** Records `name` with the plain leading `args` (ids; an option object is what one opening
+ * needs, not where it is): a new entry, unless it is the view of the entry on screen. */
+function remember(name, args) {
+  const end = args.findIndex((a) => a !== null && typeof a !== 'string' && typeof a !== 'number');
+  const entry = { view: name, args: end < 0 ? args : args.slice(0, end) };
+  const now = history.state;
+  if (now && now.view === name && now.args[0] === entry.args[0]) history.replaceState(entry, '');
+  else if (now && now.view) history.pushState(entry, '');
+  else history.replaceState(entry, '');
+}
+
+window.addEventListener('popstate', (event) => {
+  const entry = event.state;
+  if (!entry || !views.has(entry.view)) return;
+  restoring = true;
+  try {
+    go(entry.view, ...entry.args);
+  } finally {
+    restoring = false;
+  }
+});
 
 /** If the view `name` for `key` is being opened: a promise that settles once it is open (or
  * failed to open). Else null. */

@@ -191,6 +191,14 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
   await page.tap('#inbox-toggle');
   await page.tap('#history-btn');
   await page.waitForFunction(() => (document.querySelector('#history-rows')?.innerText.match(/Drop the old table/g) || []).length === 2);
+  // The phone's Back goes back through the views opened: the comparison, then the plan.
+  await page.goBack();
+  await page.waitForSelector('#left-rev');
+  await page.goBack();
+  await page.waitForSelector('#plan-title');
+  assert.equal(await page.textContent('#plan-title'), 'Drop the old table');
+  await page.goForward();
+  await page.waitForSelector('#left-rev');
   plandesk('approve', (await pending())[0].runId);
   assert.equal((await revised).hookSpecificOutput.decision.behavior, 'allow');
   await context.close();
@@ -204,6 +212,11 @@ test('a sign-in link works once', async () => {
   assert.deepEqual(await axeFindings(page), [], 'the sign-in page');
   await page.screenshot({ path: join(ARTIFACTS, 'web-phone-sign-in.png') });
   await page.getByRole('button', { name: 'Sign in as tablet' }).click();
+  await page.waitForSelector('body[data-ready="true"]');
+  // Back, past the review's first view, is the used link's page: it leads back to the review.
+  await page.goBack();
+  assert.equal(await page.textContent('h1'), 'This sign-in link cannot be used');
+  await page.getByRole('link', { name: 'Open the review' }).click();
   await page.waitForSelector('body[data-ready="true"]');
   await first.close();
   const second = await browser.newContext(PHONE);

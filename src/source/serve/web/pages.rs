@@ -86,7 +86,10 @@ pub(super) fn link_used() -> Response<Body> {
     page(
         StatusCode::GONE,
         "This sign-in link cannot be used",
-        &format!("<p>It was used already, or it expired (a link works once, for 10 minutes).</p>\n{HOW_TO_PAIR}"),
+        &format!(
+            "<p>It was used already, or it expired (a link works once, for 10 minutes).</p>\n\
+             <p>Signed in on this browser already? <a href=\"/\">Open the review</a>.</p>\n{HOW_TO_PAIR}"
+        ),
     )
 }
 

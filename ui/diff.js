@@ -2,7 +2,7 @@
 import { h } from './dom.js';
 
 function cell(line, side) {
-  if (!line) return [h('td', { class: 'no' }), h('td', { class: 'blank' })];
+  if (!line) return [h('td', { class: 'no none' }), h('td', { class: 'blank' })];
   const kind = side === 'left' ? 'del' : 'ins';
   const changed = line.segments.some((s) => s.changed);
   const content = line.segments.map((s) => (s.changed ? h('mark', {}, s.text) : s.text));

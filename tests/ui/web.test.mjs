@@ -186,6 +186,13 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
   await page.waitForSelector('#compare');
   await page.tap('#compare');
   await page.waitForSelector('#left-rev');
+  // One column on a phone: each line once, as wide as the screen allows, what changed marked.
+  const shown = await page.$$eval('.diff tr:not(.fold) td:not(.no)', (tds) => tds.filter((td) => td.offsetParent)
+    .map((td) => [getComputedStyle(td, '::before').content, td.innerText.trim(), Math.round(td.getBoundingClientRect().width)]));
+  assert.deepEqual(shown.map(([mark, text]) => [mark, text]), [['none', '# Drop the old table'], ['none', ''],
+    ['"+ "', '1. Back it up.'], ['"− "', 'DROP TABLE users;'], ['"+ "', '2. DROP TABLE users;']]);
+  assert.ok(shown.every(([, , width]) => width > 300), JSON.stringify(shown));
+  assert.deepEqual(await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]), [390, 390], 'no sideways scroll');
   assert.match(await page.textContent('#view'), /Revision 1 was rejected/);
   assert.match(await page.textContent('#view'), /Back it up/);
   await page.tap('#inbox-toggle');

@@ -144,7 +144,22 @@ function detail(entry) {
     case 'edited': return `${d.path} (revision #${d.revisionId})`;
     case 'answered': return shorten(d.answer, 140);
     case 'step-marked': return `step ${d.step}: ${d.mark === 'clear' ? 'mark cleared' : d.mark.replace(/-/g, ' ')}`;
+    case 'token-created': case 'token-revoked': return tokenDetail(entry, d);
     default: return shorten(JSON.stringify(d), 140);
+  }
+}
+
+/** A token's entry in words: an agent's token, a sign-in link (made, used from a browser, or
+ * withdrawn) or a browser's session (signed in, signed out). */
+function tokenDetail(entry, d) {
+  const name = `“${d.token}”`;
+  const created = entry.kind === 'token-created';
+  switch (d.kind) {
+    case 'pairing':
+      if (created) return `sign-in link made for ${name}`;
+      return entry.process === 'web' ? `sign-in link for ${name} used` : `sign-in link for ${name} withdrawn`;
+    case 'session': return created ? `${name} signed in from a browser` : `${name} signed out`;
+    default: return `agent token ${name} ${created ? 'created' : 'revoked'}`;
   }
 }
 

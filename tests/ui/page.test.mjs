@@ -1168,6 +1168,47 @@ test("the editor's preview of a long plan builds only the pages near its scroll 
   await page.close();
 });
 
+test('the audit view says what became of tokens, links and sessions in words, and fits a phone', async () => {
+  const entry = (id, kind, process, data) => ({ id, at: now, actor: 'ana', process, runId: '', kind, revisionSha: null, data, prevHash: 'p', hash: 'h' });
+  const entries = [
+    entry(1, 'token-created', 'cli', { token: 'laptop' }),
+    entry(2, 'token-created', 'cli', { token: 'phone', kind: 'pairing' }),
+    entry(3, 'token-revoked', 'web', { token: 'phone', kind: 'pairing' }),
+    entry(4, 'token-created', 'web', { token: 'phone', kind: 'session' }),
+    entry(5, 'token-created', 'app', { token: 'tablet', kind: 'pairing' }),
+    entry(6, 'token-revoked', 'cli', { token: 'tablet', kind: 'pairing' }),
+    entry(7, 'token-revoked', 'cli', { token: 'phone', kind: 'session' }),
+    entry(8, 'token-revoked', 'cli', { token: 'laptop' }),
+  ];
+  const summary = 'The audit trail holds: 8 entries, chain intact.';
+  const w = world({ audit: { entries, check: { entries: 8, broken: null, head: { state: 'reached', recorded: 8 }, holds: true, summary } } });
+  const page = await open(w, { width: 390, height: 844 });
+  await page.waitForSelector('#plan-title');
+  await page.click('#inbox-toggle');
+  await page.click('#history-btn');
+  await page.click('#open-audit');
+  await page.waitForSelector('#audit-table');
+  const details = await page.$$eval('#audit-table td.detail', (tds) => tds.map((td) => td.textContent).reverse());
+  assert.deepEqual(details, [
+    'agent token “laptop” created',
+    'sign-in link made for “phone”',
+    'sign-in link for “phone” used',
+    '“phone” signed in from a browser',
+    'sign-in link made for “tablet”',
+    'sign-in link for “tablet” withdrawn',
+    '“phone” signed out',
+    'agent token “laptop” revoked',
+  ]);
+  assert.deepEqual(await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]), [390, 390], 'no sideways scroll');
+  const detail = await page.locator('#audit-table td.detail').first().boundingBox();
+  assert.ok(detail.x + detail.width <= 390 && detail.width > 300, `the detail has the width: ${JSON.stringify(detail)}`);
+  const table = await page.locator('#audit-table').boundingBox();
+  assert.ok(table.width <= 390, `the table fits: ${table.width}px`);
+  await page.screenshot({ path: join(ARTIFACTS, 'phone-audit.png') });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('the audit view shows what its check found: a cut trail as broken, an end it could not check as a warning', async () => {
   const entry = { id: 3, at: now, actor: 'Ada', process: 'app', runId: 'run1', kind: 'decided', revisionSha: 'aaa111',
     data: { action: 'approved' }, prevHash: 'p', hash: 'h' };

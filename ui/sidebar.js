@@ -89,7 +89,8 @@ export function setInbox(items) {
   const before = state.inbox[state.selected];
   state.inbox = items;
   const keep = before ? items.findIndex((i) => i.runId === before.runId && i.toolCallId === before.toolCallId) : -1;
-  state.selected = keep >= 0 ? keep : Math.min(state.selected, items.length - 1);
+  // Gone (decided): nothing is highlighted until another item is opened (j opens the first).
+  state.selected = keep;
   renderInbox();
   refreshRuns();
   recheckRun();
@@ -160,4 +161,16 @@ onViewChange((view) => {
   const now = `${view.name}:${view.runId || ''}`;
   if (now !== shown) foldInbox(true);
   shown = now;
+  highlightViewed(view);
 });
+
+/** The inbox highlights what is on screen: an item of the run shown (the one highlighted if it
+ * is of that run), or none when the view shows no waiting item (a decided plan, History). */
+function highlightViewed(view) {
+  const at = state.inbox[state.selected];
+  if (view.name === 'run' && at && at.runId === view.runId) return;
+  const index = view.name === 'run' ? state.inbox.findIndex((i) => i.runId === view.runId) : -1;
+  if (index === state.selected) return;
+  state.selected = index;
+  renderInbox();
+}

@@ -233,6 +233,26 @@ test('j/k move through the inbox and open each plan; a approves the plan on scre
   await page.close();
 });
 
+test('the inbox highlights only what is on screen: after a decision none, then j opens the next', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  assert.equal(await page.getAttribute('#inbox-0', 'aria-selected'), 'true');
+  await page.keyboard.press('a');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+  // The backend's inbox, without the approved plan.
+  await page.evaluate(() => {
+    const rest = window.__world.inbox.filter((i) => i.runId !== 'run1');
+    window.__world.inbox = rest;
+    window.__listeners['inbox-changed']({ payload: rest });
+  });
+  await page.waitForFunction(() => !document.querySelector('#inbox li[aria-selected="true"]'));
+  await page.keyboard.press('j');
+  await page.waitForFunction(() => document.querySelector('#plan-title')?.textContent === 'Fix the login bug');
+  assert.equal(await page.getAttribute('#inbox-0', 'aria-selected'), 'true', 'the first left, not the one after it');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('a then j: the next plan opens and stays, while the approved run goes on out of sight', async () => {
   const page = await open(world({ holdDecision: true }));
   await page.waitForSelector('#plan-title');

@@ -119,7 +119,7 @@ fn the_default_model_is_looked_for_when_asked_and_not_when_one_is_saved() {
     assert_eq!(
         chosen(),
         json!({"spec": "anthropic:claude-sonnet-4-5",
-               "reason": "the saved choice (`plandesk model set`)"})
+               "reason": "your saved choice"})
     );
     assert_eq!(ollama.asked(), 2);
 }

@@ -150,7 +150,7 @@ pub async fn default_model(saved: Option<String>) -> DefaultModel {
     if let Some(spec) = saved.filter(|s| ModelSpec::parse(s).is_ok()) {
         return DefaultModel {
             spec,
-            reason: "the saved choice (`plandesk model set`)".into(),
+            reason: "your saved choice".into(),
         };
     }
     // Every environment variable before any keyring lookup (each of those is a D-Bus call).

@@ -35,6 +35,7 @@ function planReview(item, revision, slot) {
     ? 'Feedback, or a note if you approve'
     : 'Rejecting: what should change? (empty: tell it in your next message) · Approving: an optional note for the agent';
   const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder, 'aria-label': 'Feedback or approval note' });
+  feedback.addEventListener('focus', () => feedback.classList.add('opened'), { once: true });
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, feedback.value), key: 'a' }, 'Approve');
   const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, revision, false, feedback.value), key: 'r' }, 'Reject');
   const compare = revision.revisionNo > 1

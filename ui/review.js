@@ -37,16 +37,33 @@ function planReview(item, revision, slot) {
   const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder, 'aria-label': 'Feedback or approval note' });
   feedback.addEventListener('focus', () => feedback.classList.add('opened'), { once: true });
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, feedback.value), key: 'a' }, 'Approve');
-  const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: () => decide(item, revision, false, feedback.value), key: 'r' }, 'Reject');
+  // A rejection that says nothing (no feedback, no open comment) is asked about once: a stray
+  // click, or a click meant for a button that was there a moment ago, sends the agent back
+  // with nothing to go on.
+  let openComments = 0;
+  let askedEmpty = false;
+  const rejectOrAsk = () => {
+    if (!feedback.value.trim() && !openComments && !askedEmpty) {
+      askedEmpty = true;
+      hint.classList.add('asking');
+      hint.textContent = 'Nothing says what should change: Reject again to reject anyway (then tell the agent in your next message), or write it here.';
+      feedback.focus();
+      return;
+    }
+    decide(item, revision, false, feedback.value);
+  };
+  const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: rejectOrAsk, key: 'r' }, 'Reject');
   const compare = revision.revisionNo > 1
     ? h('button', { id: 'compare', type: 'button', onclick: () => go('compare', revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
     : '';
   const edit = h('button', { id: 'edit', type: 'button', title: 'Change the plan yourself before approving it (e)',
     onclick: () => openEditor(revision, slot, () => go('run', item.runId)), key: 'e' }, 'Edit');
   const plan = planView(revision, { id: 'plan' });
-  const hint = h('span', { class: 'hint', id: 'decide-hint' }, 'Ctrl+Enter in the box rejects with your feedback.');
+  const hint = h('span', { class: 'hint', id: 'decide-hint', role: 'status' }, 'Ctrl+Enter in the box rejects with your feedback.');
   const comments = commentsFor(revision, plan, {
     onCount: (open) => {
+      openComments = open;
+      if (askedEmpty) return;
       hint.textContent = open
         ? `${open === 1 ? '1 open comment goes' : `${open} open comments go`} with a rejection, each quoting its lines. Ctrl+Enter in the box rejects.`
         : 'Ctrl+Enter in the box rejects with your feedback.';

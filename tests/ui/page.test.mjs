@@ -303,6 +303,37 @@ test('r focuses the feedback box and Ctrl+Enter rejects with the feedback', asyn
   await page.close();
 });
 
+test('Reject with nothing said asks once: a second Reject rejects, feedback rejects at once', async () => {
+  for (const size of [{}, { width: 390, height: 844 }]) {
+    const page = await open(world(), size);
+    await page.waitForSelector('#plan-title');
+    await page.click('#reject');
+    await page.waitForTimeout(100);
+    assert.equal((await calls(page, 'decide')).length, 0, 'a stray click decides nothing');
+    assert.match(await page.textContent('#decide-hint'), /Reject again to reject anyway/);
+    assert.equal(await page.isVisible('#decide-hint'), true, 'said on a phone too');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'feedback');
+    // Leaving the box does not move the buttons: a tap on one lands where it was aimed.
+    const before = await page.locator('#reject').boundingBox();
+    await page.evaluate(() => document.activeElement.blur());
+    assert.deepEqual(await page.locator('#reject').boundingBox(), before);
+    await page.click('#reject');
+    await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+    const [decide] = await calls(page, 'decide');
+    assert.equal(decide.args.request.approve, false);
+    assert.equal(decide.args.request.feedback, null);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  }
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  await page.fill('#feedback', 'Use Redis');
+  await page.click('#reject');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+  assert.equal((await calls(page, 'decide'))[0].args.request.feedback, 'Use Redis');
+  await page.close();
+});
+
 test('? lists the keys and Esc closes it; focus is visible', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan-title');

@@ -18,6 +18,7 @@ export function openSettings() {
   loadWebhooks();
   $('settings-qr').hidden = true;
   $('settings-pair-link').hidden = true;
+  $('settings-pair-here').hidden = true;
 }
 
 /** A sign-in link for a phone: its QR code (an image: no markup is inserted) and the link. */
@@ -28,6 +29,7 @@ async function makeSignInLink() {
     $('settings-qr').hidden = false;
     $('settings-pair-link').textContent = `${link.url} — signs in as ${link.name}`;
     $('settings-pair-link').hidden = false;
+    $('settings-pair-here').hidden = !link.onlyHere;
   } catch (e) {
     showError(e);
   }

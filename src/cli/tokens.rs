@@ -87,9 +87,15 @@ pub async fn pair(
     println!("{}", link.url);
     eprintln!(
         "plandesk: open this link (or scan the code) in the browser to sign in as `{}`; it works \
-         once, within 10 minutes. A phone must reach this address: if it does not, give the \
-         one it does with --url (or `plandesk serve --public-url`)",
-        link.name
+         once, within 10 minutes. {}",
+        link.name,
+        if link.only_here {
+            "Its address reaches this computer only, so a phone cannot open it: give one the \
+             phone reaches with --url (or `plandesk serve --public-url`)"
+        } else {
+            "A phone must reach this address: if it does not, give the one it does with --url \
+             (or `plandesk serve --public-url`)"
+        }
     );
     Ok(ExitCode::SUCCESS)
 }

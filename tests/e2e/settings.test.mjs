@@ -71,6 +71,8 @@ test('Settings → Review from your phone: a sign-in link as a QR code; webhooks
     await app.waitFor("!document.querySelector('#settings-qr').hidden && document.querySelector('#settings-qr').naturalWidth > 0", { what: 'the QR code' });
     const link = await app.text('#settings-pair-link');
     assert.match(link, /^http:\/\/127\.0\.0\.1:8765\/pair\/pdp_[0-9a-f]{64} — signs in as /, link);
+    assert.match(await app.text('#settings-pair-here'), /reaches this computer only: a phone cannot open it/,
+      'a link to this computer\'s own address says a phone cannot open it');
     const sessions = JSON.parse(cli(fx, ['--json', 'session', 'list']));
     assert.deepEqual(sessions.map((s) => s.kind), ['pairing'], 'the link is a one-time sign-in link in the store');
     await show('#webhook-url');

@@ -11,7 +11,35 @@ fn pair(fx: &Fixture, server: &Server, name: &str) -> String {
     let out = fx.ok(&["--json", "pair", "--name", name, "--url", &server.base]);
     let link: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(link["name"], name);
+    assert_eq!(link["onlyHere"], true, "the test server is on 127.0.0.1");
     link["url"].as_str().unwrap().to_owned()
+}
+
+/// A link to this computer's own address says a phone cannot open it; one to another does not.
+#[test]
+fn a_link_to_this_computer_says_a_phone_cannot_open_it() {
+    let fx = Fixture::new(json!([]));
+    let said = String::from_utf8(fx.ok(&["pair", "--name", "here"]).stderr).unwrap();
+    assert!(
+        said.contains("reaches this computer only, so a phone cannot open it"),
+        "{said}"
+    );
+    let out = fx.ok(&[
+        "--json",
+        "pair",
+        "--name",
+        "lan",
+        "--url",
+        "http://10.0.0.5:8765",
+    ]);
+    let link: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(link["onlyHere"], false);
+    assert!(link["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("http://10.0.0.5:8765/pair/pdp_"));
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert!(!said.contains("this computer only"), "{said}");
 }
 
 /// A GET of `path` exactly as written, over a plain TCP connection: its status.

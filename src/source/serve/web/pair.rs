@@ -24,6 +24,9 @@ pub struct SignInLink {
     /// The reviewer it signs in as.
     pub name: String,
     pub expires_at: Millis,
+    /// Whether its address reaches this computer only (a loopback address, `localhost`): a
+    /// phone cannot open it.
+    pub only_here: bool,
 }
 
 /// Makes a sign-in link for the reviewer `name` (by default this computer's reviewer, made
@@ -62,7 +65,20 @@ pub async fn sign_in_link(
         url: format!("{base}/pair/{}", secret.expose()),
         name: row.name,
         expires_at: row.expires_at.unwrap_or_default(),
+        only_here: only_here(&base),
     })
+}
+
+/// Whether `base` (a [`public_url`]) names this computer only.
+fn only_here(base: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base) else {
+        return false;
+    };
+    let host = url.host_str().unwrap_or_default();
+    match host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost"),
+    }
 }
 
 /// The address people reach `serve` at, as links name it: http(s), a host, no query; without
@@ -175,6 +191,26 @@ mod tests {
             "https://example.com/plandesk",
         ] {
             assert!(public_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_address_of_this_computer_only_is_told_apart() {
+        for here in [
+            "http://127.0.0.1:8765",
+            "http://[::1]:8765",
+            "http://localhost:8765",
+            "http://127.0.2.1",
+        ] {
+            assert!(only_here(here), "{here}");
+        }
+        for there in [
+            "https://plans.example.com",
+            "http://10.0.0.5:8765",
+            "http://[fd00::1]:8765",
+            "http://0.0.0.0:8765",
+        ] {
+            assert!(!only_here(there), "{there}");
         }
     }
 

@@ -334,6 +334,20 @@ test('Reject with nothing said asks once: a second Reject rejects, feedback reje
   await page.close();
 });
 
+test('an inbox item\'s line of details ends in an ellipsis inside the item, not mid-word at its edge', async () => {
+  const w = world();
+  w.inbox[0].prompt = 'Add caching to the read path of the product catalogue, with invalidation on writes';
+  const page = await open(w);
+  await page.waitForSelector('#inbox li');
+  const fit = await page.$eval('#inbox li', (li) => {
+    const last = li.querySelector('.meta > :last-child');
+    return { style: getComputedStyle(last).textOverflow, cut: last.scrollWidth > last.clientWidth,
+      inside: last.getBoundingClientRect().right <= li.getBoundingClientRect().right };
+  });
+  assert.deepEqual(fit, { style: 'ellipsis', cut: true, inside: true });
+  await page.close();
+});
+
 test('? lists the keys and Esc closes it; focus is visible', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan-title');

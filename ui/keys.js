@@ -17,7 +17,11 @@ function typing(target) {
 export function onKey(event) {
   if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
     const target = event.target;
-    if (target.id === 'feedback') { event.preventDefault(); $('reject')?.click(); }
+    if (target.id === 'feedback') {
+      event.preventDefault();
+      const reject = $('reject');
+      if (reject?.rejectNow) reject.rejectNow(); else reject?.click();
+    }
     else if (target.id === 'message') { event.preventDefault(); $('send')?.click(); }
     else if (target.id === 'comment-text') { event.preventDefault(); $('comment-save')?.click(); }
     else if (target.id === 'plan-editor') { event.preventDefault(); $('edit-save')?.click(); }

@@ -53,6 +53,8 @@ function planReview(item, revision, slot) {
     decide(item, revision, false, feedback.value);
   };
   const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: rejectOrAsk, key: 'r' }, 'Reject');
+  // Ctrl+Enter typed in the box (keys.js) is no stray click: it rejects as the box stands.
+  reject.rejectNow = () => decide(item, revision, false, feedback.value);
   const compare = revision.revisionNo > 1
     ? h('button', { id: 'compare', type: 'button', onclick: () => go('compare', revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
     : '';
@@ -63,7 +65,9 @@ function planReview(item, revision, slot) {
   const comments = commentsFor(revision, plan, {
     onCount: (open) => {
       openComments = open;
-      if (askedEmpty) return;
+      // Asked about an empty rejection: the ask stands until a comment makes it say something.
+      if (askedEmpty && !open) return;
+      hint.classList.remove('asking');
       hint.textContent = open
         ? `${open === 1 ? '1 open comment goes' : `${open} open comments go`} with a rejection, each quoting its lines. Ctrl+Enter in the box rejects.`
         : 'Ctrl+Enter in the box rejects with your feedback.';

@@ -332,6 +332,14 @@ test('Reject with nothing said asks once: a second Reject rejects, feedback reje
   await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
   assert.equal((await calls(page, 'decide'))[0].args.request.feedback, 'Use Redis');
   await page.close();
+  // r, then Ctrl+Enter in the empty box: the keys are no stray click, it rejects at once.
+  const keyed = await open(world());
+  await keyed.waitForSelector('#plan-title');
+  await keyed.keyboard.press('r');
+  await keyed.keyboard.press('Control+Enter');
+  await keyed.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+  assert.equal((await calls(keyed, 'decide'))[0].args.request.feedback, null);
+  await keyed.close();
 });
 
 test('an inbox item\'s line of details ends in an ellipsis inside the item, not mid-word at its edge', async () => {

@@ -89,8 +89,10 @@ export function setInbox(items) {
   const before = state.inbox[state.selected];
   state.inbox = items;
   const keep = before ? items.findIndex((i) => i.runId === before.runId && i.toolCallId === before.toolCallId) : -1;
-  // Gone (decided): nothing is highlighted until another item is opened (j opens the first).
-  state.selected = keep;
+  // Gone (decided): the run on screen's item if it has a new one (a revised plan), else none
+  // until another item is opened (j opens the first).
+  const viewed = state.view?.name === 'run' ? items.findIndex((i) => i.runId === state.view.runId) : -1;
+  state.selected = keep >= 0 ? keep : viewed;
   renderInbox();
   refreshRuns();
   recheckRun();

@@ -356,6 +356,43 @@ test('an inbox item\'s line of details ends in an ellipsis inside the item, not 
   await page.close();
 });
 
+test('a revised plan of the run on screen is highlighted when it arrives', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  await page.fill('#feedback', 'Use Redis');
+  await page.click('#reject');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+  // The backend's inbox: the rejected plan gone, its revision (a new item of run1) last.
+  await page.evaluate(() => {
+    const [first, ...rest] = window.__world.inbox;
+    const revised = { ...first, toolCallId: 'call1b', revisionNo: 2, sha256: 'bbb222' };
+    window.__world.inbox = [...rest, revised];
+    // As in the app: the run's stream ended with its revision on screen before the inbox came.
+    window.__plandesk.view.pendingKey = 'call1b:bbb222';
+    window.__listeners['inbox-changed']({ payload: window.__world.inbox });
+  });
+  // At once, from the inbox alone (no redraw of the run comes to set it).
+  assert.equal(await page.evaluate(() => window.__plandesk.selected), 2);
+  await page.waitForFunction(() => document.querySelectorAll('#inbox li').length === 3
+    && document.querySelector('#inbox li:last-child')?.getAttribute('aria-selected') === 'true');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('an inbox item\'s line of details ends in an ellipsis inside the item, not mid-word at its edge', async () => {
+  const w = world();
+  w.inbox[0].prompt = 'Add caching to the read path of the product catalogue, with invalidation on writes';
+  const page = await open(w);
+  await page.waitForSelector('#inbox li');
+  const fit = await page.$eval('#inbox li', (li) => {
+    const last = li.querySelector('.meta > :last-child');
+    return { style: getComputedStyle(last).textOverflow, cut: last.scrollWidth > last.clientWidth,
+      inside: last.getBoundingClientRect().right <= li.getBoundingClientRect().right };
+  });
+  assert.deepEqual(fit, { style: 'ellipsis', cut: true, inside: true });
+  await page.close();
+});
+
 test('? lists the keys and Esc closes it; focus is visible', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan-title');

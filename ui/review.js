@@ -106,6 +106,7 @@ export function reviewCardForWarmUp() {
 
 function renderApproval(item, slot) {
   const reason = h('textarea', { id: 'feedback', rows: '2', placeholder: 'Why not? (optional, the model sees it)', 'aria-label': 'Reason' });
+  reason.addEventListener('focus', () => reason.classList.add('opened'), { once: true });
   const args = item.args || {};
   const preview = typeof args.content === 'string'
     ? h('pre', { class: 'approval-content' }, args.content)

@@ -76,7 +76,11 @@ fn only_here(base: &str) -> bool {
     };
     let host = url.host_str().unwrap_or_default();
     match host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
+        // `0.0.0.0` is where a server listens, never where a phone connects.
+        Ok(ip) => {
+            let ip = ip.to_canonical();
+            ip.is_loopback() || ip.is_unspecified()
+        }
         Err(_) => host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost"),
     }
 }
@@ -201,6 +205,8 @@ mod tests {
             "http://[::1]:8765",
             "http://localhost:8765",
             "http://127.0.2.1",
+            "http://0.0.0.0:8765",
+            "http://[::ffff:127.0.0.1]:8765",
         ] {
             assert!(only_here(here), "{here}");
         }
@@ -208,7 +214,6 @@ mod tests {
             "https://plans.example.com",
             "http://10.0.0.5:8765",
             "http://[fd00::1]:8765",
-            "http://0.0.0.0:8765",
         ] {
             assert!(!only_here(there), "{there}");
         }

@@ -2,8 +2,9 @@
 //! chain of `plandesk` processes that are killed (SIGKILL, or an abort at a named crash point)
 //! at random moments, sometimes two at once on one run. Every run must still be recovered and
 //! finished, with its plan approved exactly once, the store must pass SQLite's integrity
-//! check, and its audit trail `audit --verify` (chain, plans, the record of its end). Prints runs / kills / recovered / lost, and the seed to replay it. With
-//! `PLANDESK_STORE=postgres://…` every process works on that PostgreSQL database instead.
+//! check, and its audit trail `audit --verify` (chain, plans, the record of its end). Prints
+//! runs / kills / recovered / lost, and the seed to replay it. With `PLANDESK_STORE=postgres://…`
+//! every process works on that PostgreSQL database instead.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test driver: a panic is the report
 

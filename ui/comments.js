@@ -24,13 +24,13 @@ export function commentOnSelection() {
   if (active) active.start();
 }
 
+/** A screen without a mouse or keys (a phone): no shift-click, no key hints. */
+const touchOnly = () => window.matchMedia('(hover: none) and (pointer: coarse)').matches;
+
 /**
  * Comments for `revision`, wired to its plan views: returns the panel to place and the bar
  * that says what is selected. `onCount(open)` is told how many comments a rejection sends.
  */
-/** A screen without a mouse or keys (a phone): no shift-click, no key hints. */
-const touchOnly = () => window.matchMedia('(hover: none) and (pointer: coarse)').matches;
-
 export function commentsFor(revision, plan, { onCount } = {}) {
   let selection = null;
   let comments = [];

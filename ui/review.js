@@ -42,6 +42,7 @@ function planReview(item, revision, slot) {
   // with nothing to go on.
   let openComments = 0;
   let askedEmpty = false;
+  const rejectNow = () => decide(item, revision, false, feedback.value);
   const rejectOrAsk = () => {
     if (!feedback.value.trim() && !openComments && !askedEmpty) {
       askedEmpty = true;
@@ -50,11 +51,11 @@ function planReview(item, revision, slot) {
       feedback.focus();
       return;
     }
-    decide(item, revision, false, feedback.value);
+    rejectNow();
   };
   const reject = h('button', { id: 'reject', class: 'reject', type: 'button', onclick: rejectOrAsk, key: 'r' }, 'Reject');
   // Ctrl+Enter typed in the box (keys.js) is no stray click: it rejects as the box stands.
-  reject.rejectNow = () => decide(item, revision, false, feedback.value);
+  reject.rejectNow = rejectNow;
   const compare = revision.revisionNo > 1
     ? h('button', { id: 'compare', type: 'button', onclick: () => go('compare', revision.id, null) }, `Compare with revision ${revision.revisionNo - 1}`)
     : '';

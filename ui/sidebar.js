@@ -91,8 +91,7 @@ export function setInbox(items) {
   const keep = before ? items.findIndex((i) => i.runId === before.runId && i.toolCallId === before.toolCallId) : -1;
   // Gone (decided): the run on screen's item if it has a new one (a revised plan), else none
   // until another item is opened (j opens the first).
-  const viewed = state.view?.name === 'run' ? items.findIndex((i) => i.runId === state.view.runId) : -1;
-  state.selected = keep >= 0 ? keep : viewed;
+  state.selected = keep >= 0 ? keep : viewedIndex(state.view);
   renderInbox();
   refreshRuns();
   recheckRun();
@@ -171,8 +170,13 @@ onViewChange((view) => {
 function highlightViewed(view) {
   const at = state.inbox[state.selected];
   if (view.name === 'run' && at && at.runId === view.runId) return;
-  const index = view.name === 'run' ? state.inbox.findIndex((i) => i.runId === view.runId) : -1;
+  const index = viewedIndex(view);
   if (index === state.selected) return;
   state.selected = index;
   renderInbox();
+}
+
+/** Where in the inbox the run `view` shows waits (its first item), or -1. */
+function viewedIndex(view) {
+  return view?.name === 'run' ? state.inbox.findIndex((i) => i.runId === view.runId) : -1;
 }

@@ -9,6 +9,18 @@ import { follow } from './live.js';
 import { planView } from './plan.js';
 import { commentsFor } from './comments.js';
 import { openEditor } from './editor.js';
+import { dropDraft, keepDraft } from './drafts.js';
+
+/** Where the draft of what is said with a decision on `item` is kept. */
+const decisionDraft = (item) => `decision:${item.runId}:${item.toolCallId}`;
+
+/** A decision's box for `item`: what was typed in it before is back, and it stays open. */
+function decisionBox(item, attrs) {
+  const box = h('textarea', attrs);
+  if (keepDraft(box, decisionDraft(item))) box.classList.add('opened');
+  else box.addEventListener('focus', () => box.classList.add('opened'), { once: true });
+  return box;
+}
 
 /** Fills `slot` with the review of a pending item (`run_detail`'s `pending`); `revision`, the
  * item's plan revision if it is at hand already. */
@@ -34,8 +46,7 @@ function planReview(item, revision, slot) {
   const placeholder = window.matchMedia('(max-width: 640px)').matches
     ? 'Feedback, or a note if you approve'
     : 'Rejecting: what should change? (empty: tell it in your next message) · Approving: an optional note for the agent';
-  const feedback = h('textarea', { id: 'feedback', rows: '3', placeholder, 'aria-label': 'Feedback or approval note' });
-  feedback.addEventListener('focus', () => feedback.classList.add('opened'), { once: true });
+  const feedback = decisionBox(item, { id: 'feedback', rows: '3', placeholder, 'aria-label': 'Feedback or approval note' });
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, feedback.value), key: 'a' }, 'Approve');
   // A rejection that says nothing (no feedback, no open comment) is asked about once: a stray
   // click, or a click meant for a button that was there a moment ago, sends the agent back
@@ -106,8 +117,7 @@ export function reviewCardForWarmUp() {
 }
 
 function renderApproval(item, slot) {
-  const reason = h('textarea', { id: 'feedback', rows: '2', placeholder: 'Why not? (optional, the model sees it)', 'aria-label': 'Reason' });
-  reason.addEventListener('focus', () => reason.classList.add('opened'), { once: true });
+  const reason = decisionBox(item, { id: 'feedback', rows: '2', placeholder: 'Why not? (optional, the model sees it)', 'aria-label': 'Reason' });
   const args = item.args || {};
   const preview = typeof args.content === 'string'
     ? h('pre', { class: 'approval-content' }, args.content)
@@ -134,8 +144,14 @@ async function decide(item, revision, approve, text) {
   const error = await follow(item.runId, (channel) => call('decide', {
     request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null, revision: revision ? revision.sha256 : null },
     onEvent: channel,
-  }).then((answer) => { markDecisionAnswered(); return answer; }));
-  // Refused: follow() has put the run back on screen as it stands (a new review), with the reason.
+  }).then((answer) => {
+    // Recorded: what was typed for it is said.
+    markDecisionAnswered();
+    dropDraft(decisionDraft(item));
+    return answer;
+  }));
+  // Refused: follow() has put the run back on screen as it stands (a new review, with what was
+  // typed still in its box), with the reason.
   if (error) return;
   // Rejected without feedback: the run waits for the person's next message.
   if (!approve && !text && item.kind === 'plan' && state.view?.runId === item.runId) $('message')?.focus();

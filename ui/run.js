@@ -2,7 +2,7 @@
 // can happen next: a message, a retry after a failed model call, or Continue after the process
 // driving it stopped.
 import { call, wholeToolCall } from './api.js';
-import { h, clear, age, when, badge, shorten, agentName } from './dom.js';
+import { $, h, clear, age, when, badge, shorten, agentName } from './dom.js';
 import { Transcript } from './transcript.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
@@ -10,6 +10,7 @@ import { latest, register, setView, viewEl } from './nav.js';
 import { follow, updateStatus } from './live.js';
 import { renderPending, reviewCardForWarmUp } from './review.js';
 import { renderProgress } from './progress.js';
+import { dropDraft, keepDraft, setDraft } from './drafts.js';
 
 /** Draws the run `runId`: from `detail` (its `run_detail`) and `revision` (the revision of
  * its pending plan) when given, else as read now. */
@@ -157,6 +158,7 @@ function renderFooter(detail, footer) {
   const feedbackWait = detail.waiting === 'feedback';
   const box = h('textarea', { id: 'message', rows: '3', 'aria-label': 'Your next message',
     placeholder: feedbackWait ? 'The plan was sent back: tell the agent what to change.' : 'Send the agent another message.' });
+  keepDraft(box, `message:${run.id}`);
   // Once: a second click (or Ctrl+Enter) before the view switches to the run sends nothing more.
   let sent = false;
   const send = h('button', { id: 'send', class: 'primary', type: 'button', onclick: () => {
@@ -169,8 +171,16 @@ function renderFooter(detail, footer) {
   if (feedbackWait) box.focus();
 }
 
+/** Sends `text` as the person's next message: its draft is dropped as it shows in the
+ * transcript, and back in the box if the run refuses it. */
 async function sendMessage(runId, text) {
-  await follow(runId, (channel) => call('send_message', { runId, text, onEvent: channel }), { said: text.trim() });
+  const key = `message:${runId}`;
+  dropDraft(key);
+  const error = await follow(runId, (channel) => call('send_message', { runId, text, onEvent: channel }), { said: text.trim() });
+  if (!error) return;
+  setDraft(key, text);
+  const box = $('message');
+  if (box && !box.value) box.value = text;
 }
 
 /** Calls the model again (a failed run) or carries an interrupted run on; the error, or null. */

@@ -89,7 +89,8 @@ function installFake(world) {
         interrupted: false, ...(world.details?.[runId] || {}) };
     },
     revision: ({ id }) => {
-      const item = world.inbox.find((i) => i.revisionId === id);
+      // A revision of the history's that waits for nothing: as the first plan's.
+      const item = world.inbox.find((i) => i.revisionId === id) || world.inbox[0];
       return { id, runId: item.runId, toolCallId: item.toolCallId, path: item.path, title: item.title, revisionNo: 1,
         sha256: item.sha256, submittedAt: item.since, status: 'pending', feedback: null, decidedAt: null, prompt: item.prompt,
         pages: [`<h2>Steps</h2><ol><li>Do ${item.title}</li></ol><p><a href="https://example.com/doc" rel="noopener noreferrer">docs</a></p>`],
@@ -122,7 +123,10 @@ function installFake(world) {
       onEvent.onmessage({ event: 'chunk', data: { type: 'start', runId: run.id, from: 'AGENT', payload: {} } });
       return run.id;
     },
-    send_message: () => new Promise((resolve) => { window.__answerMessage = () => resolve(null); }),
+    send_message: () => {
+      if (world.messageRefused) throw { code: 'busy', message: 'another process is running this run' };
+      return new Promise((resolve) => { window.__answerMessage = () => resolve(null); });
+    },
     // A page, as the backend reads it: of the status, older than \`before\`, at most \`limit\`.
     history: ({ filter, before, limit }) => {
       world.historyReads = (world.historyReads || 0) + 1;
@@ -154,7 +158,8 @@ function installFake(world) {
         window.__calls.push({ cmd, args: JSON.parse(JSON.stringify(args || {}, (k, v) => (v && v.onmessage ? '[channel]' : v))) });
         const handler = handlers[cmd];
         if (!handler) throw { code: 'unknown', message: `no fake for ${cmd}` };
-        return handler(args || {});
+        // A copy, as the backend's answer is: nothing the window marks on it reaches the world.
+        return structuredClone(await handler(args || {}));
       },
     },
     // Kept so a test can send an event, as the backend's watcher does.
@@ -342,6 +347,80 @@ test('Reject with nothing said asks once: a second Reject rejects, feedback reje
   await keyed.close();
 });
 
+test('feedback typed and not sent stays with its plan: another run, Back, a reload, a refusal; a decision drops it', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  await page.fill('#feedback', 'Use Redis, not memcached');
+  await page.click('#inbox-1');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  assert.equal(await page.inputValue('#feedback'), '', 'another plan, its own box');
+  await page.fill('#feedback', 'Test the lockout too');
+  await page.click('#inbox-0');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Add caching');
+  assert.equal(await page.inputValue('#feedback'), 'Use Redis, not memcached');
+  assert.match(await page.getAttribute('#feedback', 'class'), /opened/, 'open, as it was left');
+  await page.goBack();
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  assert.equal(await page.inputValue('#feedback'), 'Test the lockout too');
+  // A reload (the page's, or the window's) brings both back.
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  await page.click('#inbox-0');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Add caching');
+  assert.equal(await page.inputValue('#feedback'), 'Use Redis, not memcached');
+  // Refused (the plan changed meanwhile): the run is drawn again as it stands, the words kept.
+  await page.evaluate(() => { window.__world.stale = true; });
+  await page.click('#reject');
+  await page.waitForSelector('#banner:not([hidden])');
+  await page.waitForSelector('#feedback');
+  assert.equal(await page.inputValue('#feedback'), 'Use Redis, not memcached');
+  await page.evaluate(() => { window.__world.stale = false; });
+  await page.click('#reject');
+  await page.waitForFunction(() => window.__calls.filter((c) => c.cmd === 'decide').length === 2);
+  assert.equal((await calls(page, 'decide'))[1].args.request.feedback, 'Use Redis, not memcached');
+  // Sent: the plan's box is empty when it is opened again; the other plan's keeps its own.
+  await page.click('#inbox-0');
+  await page.waitForSelector('#feedback');
+  assert.equal(await page.inputValue('#feedback'), '');
+  await page.click('#inbox-1');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  assert.equal(await page.inputValue('#feedback'), 'Test the lockout too');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('your version of a plan, closed unsaved, is back the next time you edit it, until you start over', async () => {
+  const page = await open(world());
+  await page.waitForSelector('#plan-title');
+  await page.keyboard.press('e');
+  await page.waitForSelector('#plan-editor');
+  const submitted = await page.inputValue('#plan-editor');
+  assert.equal(await page.$('#edit-resumed'), null, 'nothing to bring back the first time');
+  await page.fill('#plan-editor', `${submitted}2. Keep the old cache warm\n`);
+  await page.press('#plan-editor', 'Escape');
+  await page.waitForSelector('#plan-title');
+  await page.click('#inbox-1');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await page.click('#inbox-0');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Add caching');
+  await page.click('#edit');
+  await page.waitForSelector('#plan-editor');
+  assert.equal(await page.inputValue('#plan-editor'), `${submitted}2. Keep the old cache warm\n`);
+  assert.match(await page.textContent('#edit-resumed'), /Your unsaved version is back/);
+  await page.waitForFunction((n) => document.getElementById('typed-length')?.textContent === `${n} characters`, submitted.length + 27);
+  await page.screenshot({ path: join(ARTIFACTS, 'editor-resumed-chromium.png') });
+  await page.click('#edit-start-over');
+  assert.equal(await page.inputValue('#plan-editor'), submitted, 'the plan as it was submitted');
+  assert.equal(await page.$('#edit-resumed'), null);
+  await page.click('#edit-cancel');
+  await page.click('#edit');
+  await page.waitForSelector('#plan-editor');
+  assert.equal(await page.inputValue('#plan-editor'), submitted);
+  assert.equal(await page.$('#edit-resumed'), null, 'started over: nothing is kept');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('a revised plan of the run on screen is highlighted when it arrives', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan-title');
@@ -498,6 +577,27 @@ test('a message is sent once however often Send is pressed; it shows at once, an
   await page.waitForSelector('.run-status .spinner');
   assert.equal(await page.$('#message'), null, 'the view follows the stream');
   await page.evaluate(() => window.__answerMessage());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("a message typed and not sent waits in its run's box; refused, it is back in the box", async () => {
+  const w = world({ messageRefused: true });
+  w.runs.push({ id: 'run9', prompt: 'Add caching', model: 'demo', mode: 'build', status: 'finished', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null });
+  w.details = { run9: { waiting: 'finished' } };
+  const page = await open(w);
+  await page.click('#runs li[data-run-id="run9"]');
+  await page.fill('#message', 'Now add a test');
+  await page.click('#inbox-1');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await page.goBack();
+  await page.waitForSelector('#message');
+  assert.equal(await page.inputValue('#message'), 'Now add a test');
+  await page.click('#send');
+  await page.waitForSelector('#banner:not([hidden])');
+  assert.match(await page.textContent('#banner-text'), /another process is running this run/);
+  await page.waitForSelector('#message');
+  assert.equal(await page.inputValue('#message'), 'Now add a test', 'refused: nothing typed is lost');
   assert.deepEqual(page.errors, []);
   await page.close();
 });

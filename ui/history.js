@@ -3,13 +3,17 @@
 import { call, newestRead } from './api.js';
 import { h, clear, when, badge, shorten, emptyState } from './dom.js';
 import { showError, showNotice } from './banner.js';
-import { go, latest, register, setView, viewEl } from './nav.js';
+import { go, keepInEntry, latest, register, restored, setView, viewEl } from './nav.js';
 import { planView } from './plan.js';
 import { renderRevisionProgress } from './progress.js';
 
 const STATUSES = ['all', 'pending', 'approved', 'rejected', 'superseded', 'abandoned', 'expired', 'answered-in-agent'];
 
 async function showHistory(filter = { status: 'all', query: '' }) {
+  // Back to the history: its filter, and where it was scrolled to once its first page is in.
+  const back = restored();
+  let scroll = back?.scroll || 0;
+  filter = back?.filter || filter;
   setView({ name: 'history' });
   const status = h('select', { id: 'history-status', 'aria-label': 'Status' },
     STATUSES.map((s) => h('option', { value: s, selected: s === filter.status }, s === 'all' ? 'All revisions' : (s[0].toUpperCase() + s.slice(1)).replace(/-/g, ' '))));
@@ -21,6 +25,7 @@ async function showHistory(filter = { status: 'all', query: '' }) {
     const newest = reads();
     const stale = () => !newest() || !rows.isConnected;
     const filter = { status: status.value, query: query.value };
+    keepInEntry({ filter });
     const read = (before) => call('history', { filter, before, limit: PAGE });
     let first;
     try { first = await read(null); } catch (e) {
@@ -35,6 +40,8 @@ async function showHistory(filter = { status: 'all', query: '' }) {
     clear(rows);
     if (!first.revisions.length) rows.append(emptyState('No revisions', query.value || status.value !== 'all' ? 'Nothing matches this filter.' : 'Plans you review will be kept here, every revision.'));
     else listInPages(rows, first, read, historyRow, stale);
+    if (scroll) viewEl().scrollTop = scroll;
+    scroll = 0;
   };
   status.addEventListener('change', load);
   let timer;

@@ -18,7 +18,10 @@ export function register(name, open) {
 export function go(name, ...args) {
   const open = views.get(name);
   if (!open) throw new Error(`no view named ${name}`);
-  if (!restoring) remember(name, args);
+  if (!restoring) {
+    keepInEntry({ scroll: scrolled });
+    remember(name, args);
+  }
   opened += 1;
   const mine = { name, key: args[0], done: null };
   opening = mine;
@@ -32,6 +35,10 @@ export function go(name, ...args) {
 // opened: each view of another name or key is an entry of the page's history, and going back
 // opens the one before again. The address stays as it is.
 let restoring = false;
+// Where the view on screen is scrolled to, as its scroll events tell: kept with its entry as it
+// is left, without laying out the view on the way from a click to the next one.
+let scrolled = 0;
+$('view').addEventListener('scroll', (event) => { scrolled = event.target.scrollTop; }, { passive: true });
 
 /** Records `name` with the plain leading `args` (ids; an option object is what one opening
  * needs, not where it is): a new entry, unless it is the view of the entry on screen. */
@@ -42,6 +49,19 @@ function remember(name, args) {
   if (now && now.view === name && now.args[0] === entry.args[0]) history.replaceState(entry, '');
   else if (now && now.view) history.pushState(entry, '');
   else history.replaceState(entry, '');
+}
+
+/** Keeps `extra` (plain data: a filter, where the view was scrolled to) with the entry of the
+ * view on screen, for Back or Forward to bring back (see `restored`). */
+export function keepInEntry(extra) {
+  const now = history.state;
+  if (now && now.view) history.replaceState({ ...now, extra: { ...now.extra, ...extra } }, '');
+}
+
+/** For a view being opened by Back or Forward (asked as it starts): what its entry kept
+ * (`keepInEntry`; the scroll position is kept for every view as it is left). Else null. */
+export function restored() {
+  return restoring ? history.state?.extra || null : null;
 }
 
 window.addEventListener('popstate', (event) => {

@@ -421,6 +421,46 @@ test('your version of a plan, closed unsaved, is back the next time you edit it,
   await page.close();
 });
 
+test('Back to the history brings back its filter, its search and where it was scrolled to', async () => {
+  const w = world();
+  w.history = Array.from({ length: 300 }, (_, i) => ({ id: 300 - i, runId: 'run1', toolCallId: `c${i}`,
+    path: '.plandesk/plans/p.md', title: `Plan ${300 - i}`, revisionNo: 1, sha256: `${i}`.padStart(64, '0'),
+    submittedAt: 1_700_000_000_000 - i * 1000, status: i % 2 ? 'approved' : 'rejected', feedback: null,
+    decidedAt: 1_700_000_000_000, decidedBy: null, prompt: 'Migrate the store' }));
+  const page = await open(w);
+  await page.waitForSelector('#plan-title');
+  await page.keyboard.press('h');
+  await page.waitForSelector('#history-rows .row-item');
+  await page.selectOption('#history-status', 'approved');
+  await page.fill('#history-query', 'Plan');
+  await page.waitForFunction(() => window.__calls.filter((c) => c.cmd === 'history').at(-1).args.filter.query === 'Plan');
+  await page.waitForFunction(() => document.querySelector('#history-rows .row-item strong')?.textContent === 'Plan 299');
+  await page.evaluate(() => { document.getElementById('view').scrollTop = 1500; });
+  await page.waitForTimeout(50);
+  const row = await page.evaluate(() => {
+    const view = document.getElementById('view').getBoundingClientRect();
+    return [...document.querySelectorAll('#history-rows .row-item')].find((r) => r.getBoundingClientRect().top > view.top + 40).querySelector('strong').textContent;
+  });
+  await page.getByRole('button', { name: new RegExp(`^${row} `) }).click();
+  await page.waitForFunction(() => document.querySelector('.page-head h1')?.textContent !== 'History');
+  await page.goBack();
+  await page.waitForFunction(() => document.querySelector('#history-rows .row-item strong')?.textContent === 'Plan 299');
+  assert.equal(await page.inputValue('#history-status'), 'approved');
+  assert.equal(await page.inputValue('#history-query'), 'Plan');
+  assert.equal(await page.evaluate(() => document.getElementById('view').scrollTop), 1500, 'where it was');
+  const read = (await calls(page, 'history')).at(-1);
+  assert.deepEqual(read.args.filter, { status: 'approved', query: 'Plan' }, 'read with its filter');
+  // Opened anew (not by Back), the history starts from all revisions.
+  await page.keyboard.press('Escape');
+  await page.click('#plan-title').catch(() => {});
+  await page.evaluate(() => document.getElementById('view').focus());
+  await page.keyboard.press('h');
+  await page.waitForFunction(() => document.querySelector('#history-rows .row-item strong')?.textContent === 'Plan 300');
+  assert.equal(await page.inputValue('#history-status'), 'all');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('a revised plan of the run on screen is highlighted when it arrives', async () => {
   const page = await open(world());
   await page.waitForSelector('#plan-title');

@@ -24,6 +24,7 @@ mod http_server;
 mod keys;
 mod local_models;
 mod mcp;
+mod mcp_ids;
 mod parking;
 mod plan_loop;
 mod progress;

@@ -171,7 +171,7 @@ pub fn assert_tool_metadata(tool: &rmcp::model::Tool) {
 }
 
 /// Waits (on a blocking thread) for one pending plan, then runs `decide` with its run id.
-async fn decide_when_pending(fx: &Fixture, decide: &[&str]) {
+pub async fn decide_when_pending(fx: &Fixture, decide: &[&str]) {
     let pending = until_pending(fx).await;
     assert_eq!(pending["source"]["kind"], "mcp");
     let run = pending["runId"].as_str().unwrap().to_owned();

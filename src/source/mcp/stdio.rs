@@ -37,6 +37,22 @@ struct Session {
     version: Option<String>,
     /// Task requests being answered here, to stop if their client cancels them.
     answering: HashMap<String, AbortHandle>,
+    /// The client's requests not answered yet, by id.
+    in_flight: HashSet<String>,
+    /// Ids the client gave a request while another with that id was not answered yet. A
+    /// client matches an answer to its request by id alone: either answer could be taken as
+    /// the other's, an approval among them. Both requests are answered with an error, nothing
+    /// else is ever sent with that id, and a request that takes it again is refused.
+    reused: HashSet<String>,
+}
+
+impl Session {
+    /// Notes an answer to the client's request `id` going out; `false` if it must not (its id
+    /// was reused: the request was answered with an error instead).
+    fn answered(&mut self, id: &str) -> bool {
+        self.in_flight.remove(id);
+        !self.reused.contains(id)
+    }
 }
 
 type Shared = Arc<Mutex<Session>>;
@@ -144,6 +160,23 @@ async fn read_in(
         }
         let message = serde_json::from_slice::<Value>(&line).ok();
         if let Some(message) = &message {
+            if let Some((id, first)) = reused_id(message, &session) {
+                if first {
+                    // The first is stopped as its client's cancellation would stop it (its
+                    // plan is closed as abandoned): rmcp's, or a task's answered here.
+                    let cancel = serde_json::json!({"jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": id, "reason": "its id was used again"}});
+                    let _ = to_rmcp.write_all(format!("{cancel}\n").as_bytes()).await;
+                    let _ = to_rmcp.flush().await;
+                    if let Some(task) = lock(&session).answering.remove(&key(&id)) {
+                        task.abort();
+                    }
+                    let _ = outbox.send(refusal(&id, STOPPED)).await;
+                }
+                let _ = outbox.send(refusal(&id, REFUSED)).await;
+                continue;
+            }
             if answer_here(message, &server, &owner, &session, &outbox) {
                 continue;
             }
@@ -159,6 +192,41 @@ async fn read_in(
     // have usually killed the server: they are told now.
     let _ = eof.send(true);
     let _ = to_rmcp.shutdown().await;
+}
+
+/// What the first of two requests with one id is answered.
+const STOPPED: &str = "this request was stopped: the client sent another request with its id \
+                       before it was answered, so neither answer could be told apart";
+/// What a request with the id of one not answered yet (or of two such) is answered.
+const REFUSED: &str = "this request was not run: its id is taken by a request not answered yet \
+                       (or was, and is not used again); each request needs an id of its own";
+
+/// A JSON-RPC error answering the request `id` (-32600: an invalid request), as a line.
+fn refusal(id: &Value, message: &str) -> Vec<u8> {
+    let error = serde_json::json!({"jsonrpc": "2.0", "id": id,
+        "error": {"code": -32600, "message": message}});
+    format!("{error}\n").into_bytes()
+}
+
+/// If `message` is a request whose id a request not answered yet has (or had, see
+/// [`Session::reused`]): its id, and whether that other is still in flight (it is stopped
+/// too). Else notes it as in flight, if it is a request.
+fn reused_id(message: &Value, session: &Shared) -> Option<(Value, bool)> {
+    message.get("method")?;
+    let id = message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())?;
+    let key = key(id);
+    let mut state = lock(session);
+    if state.in_flight.remove(&key) {
+        state.reused.insert(key);
+        return Some((id.clone(), true));
+    }
+    if state.reused.contains(&key) {
+        return Some((id.clone(), false));
+    }
+    state.in_flight.insert(key);
+    None
 }
 
 /// The longest message read from the client (rmcp's own limit for a line).
@@ -236,11 +304,13 @@ fn answer_here(
             return false;
         }
         (Some("notifications/cancelled"), None) => {
-            if let Some(answer) = message["params"]
-                .get("requestId")
-                .and_then(|id| state.answering.remove(&key(id)))
-            {
-                answer.abort();
+            // A cancelled request is not answered.
+            let cancelled = message["params"].get("requestId").map(key);
+            if let Some(cancelled) = cancelled {
+                state.in_flight.remove(&cancelled);
+                if let Some(answer) = state.answering.remove(&cancelled) {
+                    answer.abort();
+                }
             }
             return false;
         }
@@ -258,7 +328,13 @@ fn answer_here(
     let (outbox, shared, done) = (outbox.clone(), session.clone(), id.clone());
     let answering = tokio::spawn(async move {
         let response = reply.response.await;
-        lock(&shared).answering.remove(&done);
+        {
+            let mut state = lock(&shared);
+            state.answering.remove(&done);
+            if !state.answered(&done) {
+                return;
+            }
+        }
         let mut line = response.to_string().into_bytes();
         line.push(b'\n');
         let _ = outbox.send(line).await;
@@ -281,8 +357,10 @@ async fn relay_out(
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        if let Some(completed) = complete(&line, &session) {
-            line = completed;
+        match complete(&line, &session) {
+            Outgoing::Pass => {}
+            Outgoing::Completed(completed) => line = completed,
+            Outgoing::Withheld => continue,
         }
         if !line.ends_with(b"\n") {
             line.push(b'\n');
@@ -293,29 +371,48 @@ async fn relay_out(
     }
 }
 
-/// rmcp's answer `line` with what it cannot say, if it answers `initialize` or `tools/list`.
-fn complete(line: &[u8], session: &Shared) -> Option<Vec<u8>> {
-    let mut message = serde_json::from_slice::<Value>(line).ok()?;
-    if message.get("method").is_some() {
-        return None;
-    }
-    let id = key(message.get("id")?);
+/// What becomes of a line of rmcp's on its way to the client.
+enum Outgoing {
+    /// As it is.
+    Pass,
+    /// Its answer to `initialize` or `tools/list`, with what rmcp cannot say.
+    Completed(Vec<u8>),
+    /// Not sent: it answers a request whose id the client reused (see [`Session::reused`]).
+    Withheld,
+}
+
+/// What becomes of rmcp's line `line` (see [`Outgoing`]).
+fn complete(line: &[u8], session: &Shared) -> Outgoing {
+    let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
+        return Outgoing::Pass;
+    };
+    let id = match (message.get("method"), message.get("id")) {
+        (None, Some(id)) => key(id),
+        _ => return Outgoing::Pass,
+    };
     let mut state = lock(session);
+    if !state.answered(&id) {
+        return Outgoing::Withheld;
+    }
     if let Some(declared) = state.initializing.remove(&id) {
-        let result = message.get_mut("result")?;
+        let Some(result) = message.get_mut("result") else {
+            return Outgoing::Pass;
+        };
         state.version = result["protocolVersion"].as_str().map(str::to_owned);
         complete_initialize(result, declared);
     } else if state.listing.remove(&id) {
-        if state.version.as_deref() != Some(TASKS_VERSION) {
-            return None;
+        match message.get_mut("result") {
+            Some(result) if state.version.as_deref() == Some(TASKS_VERSION) => {
+                complete_tools(result)
+            }
+            _ => return Outgoing::Pass,
         }
-        complete_tools(message.get_mut("result")?);
     } else {
-        return None;
+        return Outgoing::Pass;
     }
     let mut line = message.to_string().into_bytes();
     line.push(b'\n');
-    Some(line)
+    Outgoing::Completed(line)
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ export function renderRuns() {
       onclick: () => go('run', run.id),
     },
     h('span', { class: 'title' }, shorten(run.prompt, 60)),
-    h('span', { class: 'meta' }, badge(run.status), h('span', {}, age(run.updatedAt)), h('span', {}, run.model))));
+    h('span', { class: 'meta' }, badge(run.status), h('span', {}, age(run.updatedAt)), h('span', {}, agentName(run.source) || run.model))));
   }
 }
 

@@ -65,6 +65,10 @@ test("a Claude Code plan shows in the app with its source, a notification naming
     await app.find('#plan-from');
     assert.match(await app.text('#plan-from'), /^From Claude Code · /);
     assert.equal(await app.text('#plan-title'), 'Add rate limiting');
+    // The session is the agent's, named as people know it (not the id it is kept under).
+    assert.match(await app.text('.page-head .meta-line'), /Claude Code/);
+    assert.match(await app.text('#runs li .meta'), /Claude Code/);
+    assert.doesNotMatch(await app.text('#runs li .meta'), /claude-code/);
     await app.screenshot(join(ARTIFACTS, 'agent-plan.png'));
     await app.click('#approve');
     const answer = JSON.parse(await hook.done);

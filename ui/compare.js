@@ -1,10 +1,11 @@
 // Two revisions of a plan side by side, changed words marked, with the feedback that led from
-// one to the next between them.
+// one to the next between them; the newer one, if it waits for a decision, approved from here.
 import { call } from './api.js';
-import { h, clear } from './dom.js';
+import { $, h, clear } from './dom.js';
 import { diffTable } from './diff.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
+import { decide } from './review.js';
 
 /** Compares revision `rightId` with `leftId` (default: the one before it in its thread). */
 async function showCompare(rightId, leftId) {
@@ -54,7 +55,20 @@ async function showCompare(rightId, leftId) {
     h('div', { class: 'diff-head' }, 'Compare', leftSel, 'with', rightSel),
     between.length ? h('div', { class: 'between', id: 'between' }, between) : '',
     gone.length ? h('div', { class: 'between', id: 'removed-comments' }, h('strong', {}, 'Comments on lines since removed'), ...gone) : '',
-    diffTable(comparison.diff, `Revision ${comparison.left.revisionNo}`, `Revision ${comparison.right.revisionNo}`, notes));
+    diffTable(comparison.diff, `Revision ${comparison.left.revisionNo}`, `Revision ${comparison.right.revisionNo}`, notes),
+    right.status === 'pending' ? decisionBar(right) : '');
+}
+
+/** Below a comparison whose newer revision waits for a decision: approve that revision (the
+ * one compared, by its hash), or go to its review to reject it or approve with a note. */
+function decisionBar(revision) {
+  const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan' };
+  const review = () => Promise.resolve(go('run', revision.runId)).then(() => $('feedback')?.focus());
+  return h('div', { class: 'review-foot compare-decide' }, h('div', { class: 'actions' },
+    h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a', onclick: () => decide(item, revision, true, '') },
+      `Approve revision ${revision.revisionNo}`),
+    h('button', { id: 'reject', class: 'reject', type: 'button', key: 'r', onclick: review }, 'Reject…'),
+    h('span', { class: 'hint' }, 'Reject, or approve with a note, from the review.')));
 }
 
 register('compare', showCompare);

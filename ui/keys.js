@@ -41,7 +41,7 @@ export function onKey(event) {
     case 'j': moveSelection(1); break;
     case 'k': moveSelection(-1); break;
     case 'a': $('approve')?.click(); break;
-    case 'r': $('feedback')?.focus(); break;
+    case 'r': if ($('feedback')) $('feedback').focus(); else $('reject')?.click(); break;
     case 's': toggleSource(); break;
     case 'c': if (!$('comment')) return; commentOnSelection(); break;
     case 'e': if (!$('edit')) return; $('edit').click(); break;

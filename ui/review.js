@@ -133,8 +133,9 @@ function renderApproval(item, slot) {
   clear(slot).append(card);
 }
 
-/** Sends a decision; `text` is the feedback of a rejection or the note of an approval. */
-async function decide(item, revision, approve, text) {
+/** Sends a decision on `item` (`revision`, the plan's revision decided on; null for a tool
+ * call); `text` is the feedback of a rejection or the note of an approval. */
+export async function decide(item, revision, approve, text) {
   // Once: a second click (or key) before the view switches to the run does nothing. The
   // buttons are not redrawn as disabled: the view switches as soon as the run answers.
   if (item.deciding) return;

@@ -55,8 +55,8 @@ test('a demo run: plan, reject with feedback, revised plan with the diff, approv
     assert.ok(marked > 0, 'added lines are highlighted');
     await app.screenshot(join(ARTIFACTS, 'diff.png'));
 
-    await app.click('.page-head button');
-    await app.find('#approve');
+    // The revision compared waits: approved from the comparison.
+    assert.match(await app.text('#approve'), /^Approve revision 2/);
     await app.keys('a');
     await app.waitFor("document.querySelector('.page-head .badge')?.textContent === 'finished'", { what: 'the run to finish' });
     assert.equal(await app.exec("return document.querySelector('#review-slot').children.length"), 0, 'nothing left to review');

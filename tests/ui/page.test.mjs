@@ -136,6 +136,18 @@ function installFake(world) {
       return { revisions: all.slice(0, limit), more: all.length > limit };
     },
     comments: () => world.comments || [],
+    // The first plan's thread: revision 1 rejected, revision 2 (the inbox's) waiting.
+    plan_thread: () => {
+      const item = world.inbox[0];
+      const base = { runId: item.runId, toolCallId: item.toolCallId, path: item.path, title: item.title };
+      return [{ ...base, id: 90, revisionNo: 1, sha256: 'old111', status: 'rejected' },
+        { ...base, id: item.revisionId, revisionNo: 2, sha256: item.sha256, status: world.threadStatus || 'pending' }];
+    },
+    compare: () => ({ left: { revisionNo: 1 }, right: { revisionNo: 2, title: world.inbox[0].title, path: world.inbox[0].path },
+      between: [{ revisionNo: 1, action: 'rejected', feedback: 'Use Redis' }], comments: [],
+      diff: { changed: 1, added: 0, removed: 0, rows: [{ kind: 'changed',
+        left: { number: 1, segments: [{ text: 'Cache in ', changed: false }, { text: 'memory', changed: true }] },
+        right: { number: 1, segments: [{ text: 'Cache in ', changed: false }, { text: 'Redis', changed: true }] } }] } }),
     audit: () => world.audit,
     export_audit: () => null,
     open_link: () => null,
@@ -459,6 +471,38 @@ test('Back to the history brings back its filter, its search and where it was sc
   assert.equal(await page.inputValue('#history-status'), 'all');
   assert.deepEqual(page.errors, []);
   await page.close();
+});
+
+test('Compare: a revision that waits is approved from the comparison, by its hash; r goes to its review', async () => {
+  const w = world({ revisions: { 1: { revisionNo: 2, revisionsInThread: 2 } } });
+  const page = await open(w);
+  await page.waitForSelector('#compare');
+  await page.click('#compare');
+  await page.waitForSelector('table.diff');
+  assert.match(await page.textContent('#approve'), /^Approve revision 2/);
+  await page.screenshot({ path: join(ARTIFACTS, 'compare-decide-chromium.png') });
+  // r: to the review, its box ready for what should change.
+  await page.keyboard.press('r');
+  await page.waitForSelector('#plan-title');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'feedback');
+  await page.goBack();
+  await page.waitForSelector('table.diff');
+  await page.keyboard.press('a');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+  const [decide] = await calls(page, 'decide');
+  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: null, revision: 'aaa111' });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  // A comparison of revisions decided already offers no decision.
+  const decided = await open({ ...w, threadStatus: 'approved' });
+  await decided.waitForSelector('#compare');
+  await decided.click('#compare');
+  await decided.waitForSelector('table.diff');
+  assert.equal(await decided.$('#approve'), null);
+  await decided.keyboard.press('a');
+  await decided.waitForTimeout(100);
+  assert.equal((await calls(decided, 'decide')).length, 0);
+  await decided.close();
 });
 
 test('a revised plan of the run on screen is highlighted when it arrives', async () => {

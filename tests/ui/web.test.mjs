@@ -195,6 +195,7 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
   assert.deepEqual(await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]), [390, 390], 'no sideways scroll');
   assert.match(await page.textContent('#view'), /Revision 1 was rejected/);
   assert.match(await page.textContent('#view'), /Back it up/);
+  assert.match(await page.textContent('#approve'), /^Approve revision 2/, 'decided from the comparison too');
   await page.tap('#inbox-toggle');
   await page.tap('#history-btn');
   await page.waitForFunction(() => (document.querySelector('#history-rows')?.innerText.match(/Drop the old table/g) || []).length === 2);

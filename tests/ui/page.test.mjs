@@ -437,12 +437,16 @@ test('Back to the history brings back its filter, its search and where it was sc
   const w = world();
   w.history = Array.from({ length: 300 }, (_, i) => ({ id: 300 - i, runId: 'run1', toolCallId: `c${i}`,
     path: '.plandesk/plans/p.md', title: `Plan ${300 - i}`, revisionNo: 1, sha256: `${i}`.padStart(64, '0'),
-    submittedAt: 1_700_000_000_000 - i * 1000, status: i % 2 ? 'approved' : 'rejected', feedback: null,
+    submittedAt: 1_700_000_000_000 - i * 1000, status: i % 2 ? 'approved' : 'rejected',
+    feedback: i % 2 ? null : `Lines 3-4: “Cache in memory”\n${'Use Redis, and say how long entries live. '.repeat(20)}`,
     decidedAt: 1_700_000_000_000, decidedBy: null, prompt: 'Migrate the store' }));
   const page = await open(w);
   await page.waitForSelector('#plan-title');
   await page.keyboard.press('h');
   await page.waitForSelector('#history-rows .row-item');
+  // A long rejection shows its start: every row about as tall as one without.
+  const heights = await page.$$eval('#history-rows .row-item', (rows) => rows.slice(0, 10).map((r) => r.getBoundingClientRect().height));
+  assert.ok(Math.max(...heights) < 2 * Math.min(...heights), JSON.stringify(heights));
   await page.selectOption('#history-status', 'approved');
   await page.fill('#history-query', 'Plan');
   await page.waitForFunction(() => window.__calls.filter((c) => c.cmd === 'history').at(-1).args.filter.query === 'Plan');

@@ -271,13 +271,22 @@ fn render_markdown(markdown: &str) -> Rendering {
 }
 
 /// The plan's source exactly as the model reads it, as HTML for a source view: escaped, in a
-/// `<pre class="plan-source"><code>`, with every invisible or control character shown as a
-/// marker (see [`Rendered::html`]). Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`.
+/// `<pre class="plan-source"><code>`, each line in a `<span class="line">` (numbered beside
+/// it, as the hidden-content warning and comments name lines), with every invisible or control
+/// character shown as a marker (see [`Rendered::html`]). Its text is the source, to the byte.
+/// Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`.
 pub fn render_source(markdown: &str) -> String {
+    const LINE: &str = "<span class=\"line\">";
     let shown = text::head(markdown, MAX_INPUT_BYTES);
-    let mut html = String::with_capacity(shown.len() + 64);
+    let escaped = text::escape_html(shown);
+    let lines = escaped.matches('\n').count() + 1;
+    let mut html = String::with_capacity(escaped.len() + lines * (LINE.len() + 7) + 64);
     html.push_str("<pre class=\"plan-source\"><code>");
-    html.push_str(&text::escape_html(shown));
+    for line in escaped.split_inclusive('\n') {
+        html.push_str(LINE);
+        html.push_str(line);
+        html.push_str("</span>");
+    }
     if shown.len() < markdown.len() {
         html.push_str("\n…");
     }

@@ -190,6 +190,14 @@ test('hostile plan markdown shows as text and runs nothing', async () => {
     const inSource = await app.exec(`const s = document.querySelector('#plan-source');
       return { marked: s.querySelectorAll('span.invisible').length, active: s.querySelectorAll('script,img,iframe,a,[onclick],[onerror]').length };`);
     assert.deepEqual(inSource, { marked: 1, active: 0 });
+    // The lines the warning names are the source's lines of those numbers (each in the gutter).
+    const lines = await app.exec(`const lines = [...document.querySelectorAll('#plan-source .line')];
+      return { count: lines.length, numbered: getComputedStyle(lines[0], '::before').content,
+        3: lines[2].textContent, 11: lines[10].innerHTML.includes('U+200B'),
+        text: document.querySelector('#plan-source code').innerText };`);
+    // What copying takes: the source, line for line, without the numbers.
+    const text = hostile.replace('\u200b', '⟨U+200B⟩');
+    assert.deepEqual(lines, { count: hostile.split('\n').length, numbered: 'counter(line)', 3: '[//]: # "secret instruction"\n', 11: true, text });
     assert.equal(await app.exec('return window.__pwned ?? null'), null);
     await app.screenshot(join(ARTIFACTS, 'source-view.png'));
     await app.keys('s');

@@ -1060,9 +1060,10 @@ const HIDDEN = {
 };
 /** Its source, as `revision_source` sends it. */
 const HIDDEN_SOURCE = {
-  sourceHtml: '<pre class="plan-source"><code># Add caching\n\n[//]: # &quot;secret instruction&quot;\n\n'
-    + '1. Step<span class="invisible" title="U+200B ZERO WIDTH SPACE">⟨U+200B⟩</span> one\n\n'
-    + '![diagram](https://example.com/d.png)\n' + 'a very long line that must wrap '.repeat(12) + '</code></pre>',
+  sourceHtml: `<pre class="plan-source"><code>${['# Add caching\n', '\n', '[//]: # &quot;secret instruction&quot;\n', '\n',
+    '1. Step<span class="invisible" title="U+200B ZERO WIDTH SPACE">⟨U+200B⟩</span> one\n', '\n',
+    '![diagram](https://example.com/d.png)\n', 'a very long line that must wrap '.repeat(12)]
+    .map((line) => `<span class="line">${line}</span>`).join('')}</code></pre>`,
 };
 
 test('a plan that hides content: the warning lists it as text, s and the buttons switch to the exact source', async () => {

@@ -530,10 +530,12 @@ fn the_source_view_shows_every_character() {
     let html = render_source("[//]: # \"hidden\"\n<b>\u{200b}</b>\r\n\u{1b}[31m");
     assert_eq!(
         html,
-        "<pre class=\"plan-source\"><code>[//]: # &quot;hidden&quot;\n&lt;b&gt;\
+        "<pre class=\"plan-source\"><code>\
+         <span class=\"line\">[//]: # &quot;hidden&quot;\n</span>\
+         <span class=\"line\">&lt;b&gt;\
          <span class=\"invisible\" title=\"U+200B ZERO WIDTH SPACE\">⟨U+200B⟩</span>&lt;/b&gt;\
-         <span class=\"invisible\" title=\"U+000D CARRIAGE RETURN\">⟨U+000D⟩</span>\n\
-         <span class=\"invisible\" title=\"U+001B ESCAPE\">⟨U+001B⟩</span>[31m\
+         <span class=\"invisible\" title=\"U+000D CARRIAGE RETURN\">⟨U+000D⟩</span>\n</span>\
+         <span class=\"line\"><span class=\"invisible\" title=\"U+001B ESCAPE\">⟨U+001B⟩</span>[31m</span>\
          </code></pre>\n"
     );
 }

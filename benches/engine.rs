@@ -435,7 +435,7 @@ fn approve_to_first_chunk(label: &str, rounds: usize, one_store: bool) {
             feedback: None,
             note: None,
             tool_call_id: Some("s".into()),
-            revision: None,
+            ..Default::default()
         };
         let clicked = Instant::now();
         let (mut recorded_at, mut first_chunk) = (None, None);

@@ -94,7 +94,7 @@ async fn drive(engine: &Engine, dir: &Path, runs: usize) -> (u64, u64) {
                 feedback: Some(feedback),
                 note: None,
                 tool_call_id: Some(format!("s{revision}")),
-                revision: None,
+                ..Default::default()
             };
             report = engine
                 .decide(&report.run_id, &verdict, &mut |_| {})

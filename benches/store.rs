@@ -160,7 +160,7 @@ fn main() {
                 let feedback = (!last).then_some("Smaller steps, please");
                 if session % 2 == 0 {
                     review
-                        .decide_external(run_id, call, last, feedback, None)
+                        .decide_external(run_id, call, last, feedback, None, false)
                         .await
                         .unwrap();
                 } else {

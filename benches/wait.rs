@@ -285,7 +285,14 @@ fn answered(answers: &Answers) -> (usize, Vec<String>) {
 async fn approve(review: &Review, item: &ReviewItem) -> Instant {
     let sha = &item.revision.as_ref().unwrap().sha256;
     review
-        .decide_external(&item.run_id, &item.tool_call_id, true, None, Some(sha))
+        .decide_external(
+            &item.run_id,
+            &item.tool_call_id,
+            true,
+            None,
+            Some(sha),
+            false,
+        )
         .await
         .unwrap();
     Instant::now()

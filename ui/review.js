@@ -47,7 +47,9 @@ function planReview(item, revision, slot) {
     ? 'Feedback, or a note if you approve'
     : 'Rejecting: what should change? (empty: tell it in your next message) · Approving: an optional note for the agent';
   const feedback = decisionBox(item, { id: 'feedback', rows: '3', placeholder, 'aria-label': 'Feedback or approval note' });
-  const approve = h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, revision, true, feedback.value), key: 'a' }, 'Approve');
+  const acceptEdits = acceptEditsBox(item);
+  const approve = h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a',
+    onclick: () => decide(item, revision, true, feedback.value, { acceptEdits: Boolean(acceptEdits?.box.checked) }) }, 'Approve');
   // A rejection that says nothing (no feedback, no open comment) is asked about once: a stray
   // click, or a click meant for a button that was there a moment ago, sends the agent back
   // with nothing to go on.
@@ -100,8 +102,26 @@ function planReview(item, revision, slot) {
     plan.warning,
     comments.bar,
     h('div', { class: 'review-main' }, h('div', { class: 'review-plan' }, plan.rendered, plan.source), comments.panel),
-    h('div', { class: 'review-foot' }, feedback, h('div', { class: 'actions' }, approve, reject, hint)));
+    h('div', { class: 'review-foot' }, feedback, h('div', { class: 'actions' }, approve, reject, hint), acceptEdits?.label || ''));
   return { card, plan, comments };
+}
+
+/** Where the choice of letting Claude Code edit without asking is remembered, in this window. */
+const ACCEPT_EDITS = 'plandesk-accept-edits';
+
+/** For Claude Code's plan: the choice its own dialog offers with an approval, to edit files
+ * without asking from then on (`box`, in its `label`), as last chosen here. Null for others. */
+function acceptEditsBox(item) {
+  if (item.source?.kind !== 'claude-code') return null;
+  let chosen = false;
+  try { chosen = localStorage.getItem(ACCEPT_EDITS) === 'yes'; } catch { /* not kept: unchecked */ }
+  const box = h('input', { type: 'checkbox', id: 'accept-edits', checked: chosen });
+  box.addEventListener('change', () => {
+    try { localStorage.setItem(ACCEPT_EDITS, box.checked ? 'yes' : 'no'); } catch { /* not kept */ }
+  });
+  const label = h('label', { class: 'accept-edits', title: 'As Claude Code\'s own “Yes, and auto-accept edits”: for the rest of its session' },
+    box, ' Approving lets Claude Code edit files without asking');
+  return { box, label };
 }
 
 /** The review of a small plan that uses every kind of block, for the run view's warm-up
@@ -134,8 +154,9 @@ function renderApproval(item, slot) {
 }
 
 /** Sends a decision on `item` (`revision`, the plan's revision decided on; null for a tool
- * call); `text` is the feedback of a rejection or the note of an approval. */
-export async function decide(item, revision, approve, text) {
+ * call); `text` is the feedback of a rejection or the note of an approval; `acceptEdits`, with
+ * an approval of Claude Code's plan, lets it edit files without asking. */
+export async function decide(item, revision, approve, text, { acceptEdits = false } = {}) {
   // Once: a second click (or key) before the view switches to the run does nothing. The
   // buttons are not redrawn as disabled: the view switches as soon as the run answers.
   if (item.deciding) return;
@@ -143,7 +164,8 @@ export async function decide(item, revision, approve, text) {
   markDecisionClicked(item.runId);
   text = text && text.trim() ? text.trim() : null;
   const error = await follow(item.runId, (channel) => call('decide', {
-    request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null, revision: revision ? revision.sha256 : null },
+    request: { runId: item.runId, toolCallId: item.toolCallId, approve, feedback: approve ? null : text, note: approve ? text : null,
+      revision: revision ? revision.sha256 : null, acceptEdits: approve && acceptEdits },
     onEvent: channel,
   }).then((answer) => {
     // Recorded: what was typed for it is said.

@@ -68,6 +68,9 @@ pub(super) enum Command {
         /// The plan revision you reviewed (sha256 or a prefix); refused if the plan changed since
         #[arg(long, value_name = "SHA256")]
         revision: Option<String>,
+        /// Claude Code's plan: it then edits files without asking, for the rest of its session
+        #[arg(long)]
+        accept_edits: bool,
     },
     /// Reject a plan (feedback goes to the model) or decline a gated tool call (feedback = reason)
     Reject {

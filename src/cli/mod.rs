@@ -118,6 +118,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             note,
             tool_call_id,
             revision,
+            accept_edits,
         } => {
             let verdict = Verdict {
                 approve: true,
@@ -125,6 +126,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 note,
                 tool_call_id,
                 revision,
+                accept_edits,
             };
             runs::decide(&engine().await?, &run_id, verdict, json).await
         }
@@ -140,6 +142,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 note: None,
                 tool_call_id,
                 revision,
+                accept_edits: false,
             };
             runs::decide(&engine().await?, &run_id, verdict, json).await
         }

@@ -46,6 +46,11 @@ pub enum EngineError {
         "run {run_id} is a {agent} session: answer its plans in Plandesk, continue it in {agent}"
     )]
     NotAnEngineRun { run_id: String, agent: String },
+    #[error(
+        "only an approval of a Claude Code plan can let it edit files without asking; \
+         run {run_id} {what}"
+    )]
+    AcceptEditsNotHere { run_id: String, what: String },
     #[error("run {run_id}: {message}")]
     Task { run_id: String, message: String },
 }
@@ -71,7 +76,8 @@ impl EngineError {
             EngineError::EmptyPrompt
             | EngineError::EmptyMessage
             | EngineError::MaxSteps
-            | EngineError::RevisionOnApproval { .. } => "invalid-input",
+            | EngineError::RevisionOnApproval { .. }
+            | EngineError::AcceptEditsNotHere { .. } => "invalid-input",
             EngineError::Busy { .. } => "busy",
             EngineError::MissingTool { .. } => "missing-tool",
             EngineError::NotAnEngineRun { .. } => "not-an-engine-run",

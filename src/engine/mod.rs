@@ -87,6 +87,9 @@ pub struct Verdict {
     pub tool_call_id: Option<String>,
     /// sha256 (or a prefix of 8+ hex digits) of the plan revision the person saw.
     pub revision: Option<String>,
+    /// With an approval of Claude Code's plan: it then edits files without asking, as its own
+    /// "Yes, and auto-accept edits" does. Refused for any other decision.
+    pub accept_edits: bool,
 }
 
 /// Where a run stands after a stream ended.

@@ -79,6 +79,17 @@ impl Engine {
         verdict: &Verdict,
     ) -> Result<Option<Report>, EngineError> {
         let run = self.inner.store.run(run_id).await?;
+        if verdict.accept_edits && !(verdict.approve && run.source.kind == SourceKind::ClaudeCode) {
+            let what = match run.source.kind {
+                _ if !verdict.approve => "is not being approved".to_owned(),
+                SourceKind::Engine => "is Plandesk's own".to_owned(),
+                kind => format!("is a {kind} session"),
+            };
+            return Err(EngineError::AcceptEditsNotHere {
+                run_id: run_id.to_owned(),
+                what,
+            });
+        }
         if run.source.kind == SourceKind::Engine {
             return Ok(None);
         }
@@ -135,6 +146,7 @@ impl Engine {
                     verdict.feedback.as_deref()
                 },
                 verdict.revision.as_deref(),
+                verdict.accept_edits,
             )
             .await?;
         let run = self.inner.store.run(run_id).await?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{plan_sha256, Decision, Review, ReviewError, ReviewItem};
+use super::{plan_sha256, Decision, Review, ReviewError, ReviewItem, ACCEPT_EDITS};
 use crate::clock::Millis;
 use crate::lease::{self, LEASE};
 use crate::store::{
@@ -358,7 +358,8 @@ impl Review {
     }
 
     /// Records a decision on an outside agent's item (a person's, through a host). `text` is
-    /// the feedback of a rejection, or the notes of an approval.
+    /// the feedback of a rejection, or the notes of an approval; `accept_edits`, with an
+    /// approval, lets the agent edit files without asking from then on (Claude Code's).
     pub async fn decide_external(
         &self,
         run_id: &str,
@@ -366,6 +367,7 @@ impl Review {
         approve: bool,
         text: Option<&str>,
         expect_sha: Option<&str>,
+        accept_edits: bool,
     ) -> Result<Decision, ReviewError> {
         let text = text.map(str::trim).filter(|f| !f.is_empty());
         // Open line comments go with the feedback, quoting their lines.
@@ -386,6 +388,9 @@ impl Review {
         let mut data = json!({"action": action});
         if let Some(text) = text {
             data[if approve { "notes" } else { "feedback" }] = json!(text);
+        }
+        if approve && accept_edits {
+            data[ACCEPT_EDITS] = json!(true);
         }
         let by = self.actor().await;
         let row = self

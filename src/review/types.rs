@@ -89,6 +89,10 @@ impl RevisionStatus {
     }
 }
 
+/// The key of an outside agent's approval in its decision's data: the agent may edit files
+/// without asking from then on (see `Verdict::accept_edits`).
+pub const ACCEPT_EDITS: &str = "acceptEdits";
+
 /// A decision as people see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

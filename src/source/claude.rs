@@ -243,7 +243,14 @@ pub fn answer(call: &Call, answer: &Answer) -> Option<String> {
                 };
                 fields.insert("plan".to_owned(), json!(format!("{plan}{addendum}")));
             }
-            json!({"behavior": "allow", "updatedInput": input})
+            let mut allow = json!({"behavior": "allow", "updatedInput": input});
+            if approval.accept_edits {
+                // As Claude Code's own "Yes, and auto-accept edits": for this session.
+                allow["updatedPermissions"] = json!([
+                    {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+                ]);
+            }
+            allow
         }
         Answer::Abandoned => return None,
         Answer::Revise(_) => json!({"behavior": "deny", "message": answer.denial()}),
@@ -305,6 +312,7 @@ mod tests {
                 &Answer::Approve(Approval {
                     notes: Some("Keep the old API".into()),
                     edit: None,
+                    accept_edits: true,
                 }),
             )
             .unwrap(),
@@ -314,6 +322,11 @@ mod tests {
             noted["hookSpecificOutput"]["decision"]["updatedInput"]["plan"],
             "# P\n\nDo it\n\nReviewer notes: Keep the old API",
             "an allow carries no message: the notes go into the plan handed back"
+        );
+        assert_eq!(
+            noted["hookSpecificOutput"]["decision"]["updatedPermissions"],
+            json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]),
+            "edits without asking, as the reviewer chose, for this session only"
         );
     }
 

@@ -307,7 +307,8 @@ mod tests {
         assert_eq!(
             answer(&Answer::Approve(crate::source::Approval {
                 notes: Some("n".into()),
-                edit: None
+                edit: None,
+                accept_edits: false
             })),
             "{}"
         );

@@ -107,6 +107,9 @@ pub struct Approval {
     pub notes: Option<String>,
     /// The plan as the reviewer changed it, if they did.
     pub edit: Option<EditedPlan>,
+    /// The agent may edit files without asking from now on (only Claude Code's approvals say
+    /// so; see `Verdict::accept_edits`).
+    pub accept_edits: bool,
 }
 
 /// A plan a reviewer changed before approving it.
@@ -155,6 +158,8 @@ impl Answer {
                     .filter(|n| !n.is_empty())
                     .map(str::to_owned),
                 edit: None,
+                accept_edits: decision.resume_data.get(crate::review::ACCEPT_EDITS)
+                    == Some(&serde_json::Value::Bool(true)),
             }),
             Action::Rejected | Action::Declined => match decision.feedback.as_deref() {
                 Some(f) if !f.trim().is_empty() => Answer::Revise(f.trim().to_owned()),
@@ -326,7 +331,12 @@ pub async fn review_plan(
     }
     let text = match &answer {
         Answer::Approve(approval) => format!(
-            "approved: the agent proceeds with the plan{}",
+            "approved: the agent proceeds with the plan{}{}",
+            if approval.accept_edits {
+                ", editing files without asking"
+            } else {
+                ""
+            },
             approval.addendum()
         ),
         // Each source says this its own way (Claude Code: nothing, its own dialog asks).

@@ -237,6 +237,7 @@ mod tests {
             serde_json::from_str(&answer(&Answer::Approve(crate::source::Approval {
                 notes: Some("Keep it per process".into()),
                 edit: None,
+                accept_edits: false,
             })))
             .unwrap();
         assert_eq!(noted["decision"], "allow");

@@ -187,6 +187,7 @@ mod tests {
                 by: "ana".into(),
                 diff: "-1. Big\n+1. Smaller\n".into(),
             }),
+            accept_edits: false,
         })));
         let message = noted["message"].as_str().unwrap();
         assert!(message.starts_with(APPROVED_TEXT) && message.contains("Keep it small"));

@@ -85,6 +85,9 @@ pub struct DecideRequest {
     pub note: Option<String>,
     /// The sha256 of the plan revision on screen; the decision is refused if it changed.
     pub revision: Option<String>,
+    /// Approving Claude Code's plan: it then edits files without asking.
+    #[serde(default)]
+    pub accept_edits: bool,
 }
 
 impl DecideRequest {
@@ -96,6 +99,7 @@ impl DecideRequest {
             note: self.note.clone(),
             tool_call_id: Some(self.tool_call_id.clone()),
             revision: self.revision.clone(),
+            accept_edits: self.accept_edits,
         }
     }
 }

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allText, startFakeAnthropic, toolResults, toolUse } from './fake-anthropic.mjs';
 import {
@@ -102,7 +102,7 @@ async function startServe(w, { revoked = false } = {}) {
  * adds the hook with `plandesk install claude-code` (or, with `http`, a `type: "http"` hook to
  * `plandesk serve`, as on another machine), and starts it in plan mode in tmux.
  */
-async function setUp(w, fake, tmux, diagnose, env, { http = false, revoked = false } = {}) {
+async function setUp(w, fake, tmux, diagnose, env, { http = false, revoked = false, allowed = true } = {}) {
   writeFileSync(join(w.home, '.claude.json'), JSON.stringify({
     hasCompletedOnboarding: true, projects: { [w.ws]: { hasTrustDialogAccepted: true } },
   }));
@@ -119,7 +119,7 @@ async function setUp(w, fake, tmux, diagnose, env, { http = false, revoked = fal
     }));
     env = { ...env, PLANDESK_TOKEN: served.token };
   } else {
-    const permissions = fake.work ? { permissions: { allow: ['Write', 'Edit', 'Bash(echo:*)'] } } : {};
+    const permissions = fake.work && allowed ? { permissions: { allow: ['Write', 'Edit', 'Bash(echo:*)'] } } : {};
     writeFileSync(settingsFile, JSON.stringify({ apiKeyHelper: 'echo sk-test', ...permissions }));
     checkInstall(w, settingsFile);
   }
@@ -305,6 +305,34 @@ test('Claude Code: after the approval its edits and commands are recorded and he
   assert.deepEqual(progress.commands.map((c) => [c.command, c.exitCode]), [['echo cached', 0]]);
   assert.equal(progress.summary, '1 of 2 steps done, 1 file outside the plan');
 }, {}, { work: true }));
+
+test('Claude Code: approved to edit without asking → it writes files unasked, in its accept-edits mode; approved plainly → it asks before an edit', {
+  timeout: 150_000,
+}, async () => {
+  await withClaude('claude-accept-edits', async (ctx) => {
+    const { w, tmux, diagnose } = ctx;
+    const item = await firstPlan(ctx);
+    plandesk(w, ['approve', item.runId, '--accept-edits']);
+    await waitFor('both files written, nobody asked', () => existsSync(join(w.ws, 'src/metrics.js')), { seconds: 40, diagnose });
+    assert.equal(readFileSync(join(w.ws, 'src/fetch.js'), 'utf8'), WORK[0].content);
+    await waitFor('the model\'s final text on the screen', () => tmux.screen().includes(FINAL), { seconds: 30, diagnose });
+    assert.match(tmux.screen(), /accept edits on/, 'the mode its own "Yes, and auto-accept edits" sets');
+    const [answered] = plandesk(w, ['--json', 'audit', item.runId]).trim().split('\n').map((l) => JSON.parse(l))
+      .filter((e) => e.kind === 'answered');
+    assert.equal(answered.data.answer, 'approved: the agent proceeds with the plan, editing files without asking',
+      'the audit trail says what Claude Code was allowed');
+  }, {}, { work: true, allowed: false });
+  await withClaude('claude-asks-edits', async (ctx) => {
+    const { w, tmux, diagnose } = ctx;
+    const item = await firstPlan(ctx);
+    const before = readFileSync(join(w.ws, 'src/fetch.js'), 'utf8');
+    plandesk(w, ['approve', item.runId]);
+    await waitFor('Claude Code to ask before the first edit', () => /Do you want to/i.test(tmux.screen())
+      && tmux.screen().includes('fetch.js'), { seconds: 40, diagnose });
+    assert.equal(readFileSync(join(w.ws, 'src/fetch.js'), 'utf8'), before, 'nothing written unasked');
+    assert.throws(() => plandesk(w, ['approve', item.runId, '--accept-edits']), /already decided/, 'decided once');
+  }, {}, { work: true, allowed: false });
+});
 
 test('Claude Code: nobody decides before the deadline → not approved, the turn stops', { timeout: 60_000 }, () => withClaude('claude-deadline', async (ctx) => {
   const { w, fake, tmux, diagnose } = ctx;

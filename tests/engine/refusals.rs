@@ -47,6 +47,23 @@ fn decision_on_a_stale_revision_is_refused_and_changes_nothing() {
 }
 
 #[test]
+fn letting_plandesks_own_run_edit_without_asking_is_refused_and_changes_nothing() {
+    let (fx, run) = revised_fixture();
+    let before = (fx.listing(&["pending"]), fx.listing(&["history"]));
+    let err = fx.refused(&["approve", &run, "--accept-edits"]);
+    assert!(
+        err.contains("only an approval of a Claude Code plan can let it edit files without asking")
+            && err.contains("is Plandesk's own"),
+        "{err}"
+    );
+    assert_eq!(
+        (fx.listing(&["pending"]), fx.listing(&["history"])),
+        before,
+        "a refused decision changes nothing"
+    );
+}
+
+#[test]
 fn second_decision_on_the_same_suspension_is_refused() {
     let (fx, run) = revised_fixture();
     fx.stream(&["reject", &run, "--feedback", "shorter"]);

@@ -130,7 +130,7 @@ async fn reviewer(index: usize, review: Review, decided: Arc<AtomicUsize>) -> De
         let feedback = format!("Reviewer {index} wants changes");
         let text = (!approve).then_some(feedback.as_str());
         match review
-            .decide_external(&item.run_id, &item.tool_call_id, approve, text, None)
+            .decide_external(&item.run_id, &item.tool_call_id, approve, text, None, false)
             .await
         {
             Ok(_) => {

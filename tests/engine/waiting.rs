@@ -79,6 +79,7 @@ async fn each_waiter_is_woken_by_its_own_decision_from_another_process() {
                 approve,
                 (!approve).then_some(feedback.as_str()),
                 None,
+                false,
             )
             .await
             .unwrap();

@@ -240,7 +240,7 @@ test('j/k move through the inbox and open each plan; a approves the plan on scre
   await page.keyboard.press('a');
   await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
   const [decide] = await calls(page, 'decide');
-  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: null, revision: 'aaa111' });
+  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: null, revision: 'aaa111', acceptEdits: false });
   // The run's view switches to its stream (its first answer is late here): the same run, so
   // the backend is not told again which run is looked at.
   await page.waitForSelector('.run-status .spinner');
@@ -477,6 +477,34 @@ test('Back to the history brings back its filter, its search and where it was sc
   await page.close();
 });
 
+test("Claude Code's plan can be approved to edit without asking: the choice is sent with the approval and kept for its next plan", async () => {
+  const w = world();
+  for (const item of w.inbox.slice(0, 2)) item.source = { kind: 'claude-code' };
+  const page = await open(w);
+  await page.waitForSelector('#plan-title');
+  assert.equal(await page.isChecked('#accept-edits'), false, 'asked for, never assumed');
+  assert.match(await page.textContent('label.accept-edits'), /Approving lets Claude Code edit files without asking/);
+  await page.check('#accept-edits');
+  await page.screenshot({ path: join(ARTIFACTS, 'accept-edits-chromium.png') });
+  await page.click('#approve');
+  await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
+  assert.equal((await calls(page, 'decide'))[0].args.request.acceptEdits, true);
+  // The next Claude Code plan offers the same choice, as last made; a rejection never carries it.
+  await page.click('#inbox-1');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  assert.equal(await page.isChecked('#accept-edits'), true);
+  await page.fill('#feedback', 'Not yet');
+  await page.click('#reject');
+  await page.waitForFunction(() => window.__calls.filter((c) => c.cmd === 'decide').length === 2);
+  assert.equal((await calls(page, 'decide'))[1].args.request.acceptEdits, false);
+  // Another agent's plan has no such choice.
+  await page.click('#inbox-2');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Write docs');
+  assert.equal(await page.$('#accept-edits'), null);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('Compare: a revision that waits is approved from the comparison, by its hash; r goes to its review', async () => {
   const w = world({ revisions: { 1: { revisionNo: 2, revisionsInThread: 2 } } });
   const page = await open(w);
@@ -494,7 +522,7 @@ test('Compare: a revision that waits is approved from the comparison, by its has
   await page.keyboard.press('a');
   await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
   const [decide] = await calls(page, 'decide');
-  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: null, revision: 'aaa111' });
+  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: null, revision: 'aaa111', acceptEdits: false });
   assert.deepEqual(page.errors, []);
   await page.close();
   // A comparison of revisions decided already offers no decision.

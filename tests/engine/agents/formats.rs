@@ -154,6 +154,12 @@ fn gemini_reads_the_plan_file_and_denies_explicitly() {
         .as_str()
         .unwrap()
         .to_owned();
+    // Only Claude Code can be let edit without asking: refused here, the plan still waits.
+    let refused = fx.refused(&["approve", &run, "--accept-edits"]);
+    assert!(
+        refused.contains("run ") && refused.contains("is a gemini session"),
+        "{refused}"
+    );
     fx.ok(&["approve", &run]);
     assert_eq!(answer(child), json!({}));
 

@@ -5,7 +5,8 @@ import { $, h, clear } from './dom.js';
 import { diffTable } from './diff.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
-import { decide } from './review.js';
+import { acceptEditsBox, decide } from './review.js';
+import { state } from './state.js';
 
 /** Compares revision `rightId` with `leftId` (default: the one before it in its thread). */
 async function showCompare(rightId, leftId) {
@@ -62,13 +63,16 @@ async function showCompare(rightId, leftId) {
 /** Below a comparison whose newer revision waits for a decision: approve that revision (the
  * one compared, by its hash), or go to its review to reject it or approve with a note. */
 function decisionBar(revision) {
-  const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan' };
+  // Its agent, from the inbox: Claude Code's plan offers the choice its review offers.
+  const waiting = state.inbox.find((i) => i.runId === revision.runId && i.toolCallId === revision.toolCallId);
+  const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan', source: waiting?.source };
+  const acceptEdits = acceptEditsBox(item);
+  const approve = () => decide(item, revision, true, '', { acceptEdits: Boolean(acceptEdits?.box.checked) });
   const review = () => Promise.resolve(go('run', revision.runId)).then(() => $('feedback')?.focus());
   return h('div', { class: 'review-foot compare-decide' }, h('div', { class: 'actions' },
-    h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a', onclick: () => decide(item, revision, true, '') },
-      `Approve revision ${revision.revisionNo}`),
+    h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a', onclick: approve }, `Approve revision ${revision.revisionNo}`),
     h('button', { id: 'reject', class: 'reject', type: 'button', key: 'r', onclick: review }, 'Reject…'),
-    h('span', { class: 'hint' }, 'Reject, or approve with a note, from the review.')));
+    h('span', { class: 'hint' }, 'Reject, or approve with a note, from the review.')), acceptEdits?.label || '');
 }
 
 register('compare', showCompare);

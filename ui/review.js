@@ -111,7 +111,7 @@ const ACCEPT_EDITS = 'plandesk-accept-edits';
 
 /** For Claude Code's plan: the choice its own dialog offers with an approval, to edit files
  * without asking from then on (`box`, in its `label`), as last chosen here. Null for others. */
-function acceptEditsBox(item) {
+export function acceptEditsBox(item) {
   if (item.source?.kind !== 'claude-code') return null;
   let chosen = false;
   try { chosen = localStorage.getItem(ACCEPT_EDITS) === 'yes'; } catch { /* not kept: unchecked */ }

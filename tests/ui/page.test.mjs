@@ -497,6 +497,16 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
   await page.click('#reject');
   await page.waitForFunction(() => window.__calls.filter((c) => c.cmd === 'decide').length === 2);
   assert.equal((await calls(page, 'decide'))[1].args.request.acceptEdits, false);
+  // Compared with its revision 1, it is offered there too, and sent with the approval.
+  await page.evaluate(() => { window.__world.revisions = { 2: { revisionNo: 2, revisionsInThread: 2 } }; });
+  await page.click('#inbox-1');
+  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await page.click('#compare');
+  await page.waitForSelector('table.diff');
+  assert.equal(await page.isChecked('#accept-edits'), true);
+  await page.keyboard.press('a');
+  await page.waitForFunction(() => window.__calls.filter((c) => c.cmd === 'decide').length === 3);
+  assert.equal((await calls(page, 'decide'))[2].args.request.acceptEdits, true);
   // Another agent's plan has no such choice.
   await page.click('#inbox-2');
   await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Write docs');

@@ -136,11 +136,20 @@ async function showRevision(id) {
 register('history', showHistory);
 register('revision', showRevision);
 
-/** What an audit entry says, in a line. */
+/** What each kind of audit entry records, in words (the export keeps the kinds). */
+const KIND_WORDS = {
+  submitted: 'Submitted', decided: 'Decided', commented: 'Commented', 'comment-resolved': 'Resolved a comment',
+  'comment-reopened': 'Reopened a comment', edited: 'Edited the plan', 'mode-switched': 'Switched mode',
+  answered: 'Answered the agent', 'token-created': 'Gave access', 'token-revoked': 'Took access back',
+  'step-marked': 'Marked a step',
+};
+
+/** What an audit entry says, in a line. The revision it is about is the Revision column's: the
+ * store's own numbering of revisions is not the plan's ("revision 2"), and is left out. */
 function detail(entry) {
   const d = entry.data || {};
   switch (entry.kind) {
-    case 'submitted': return `${d.title || d.path || ''} (revision #${d.revisionId})`;
+    case 'submitted': return d.title || d.path || '';
     case 'decided': return `${d.action}${d.feedback ? `: “${shorten(d.feedback, 120)}”` : ''}`;
     case 'commented': {
       const [start, end] = d.lines || [];
@@ -148,7 +157,7 @@ function detail(entry) {
     }
     case 'mode-switched': return `${d.from} → ${d.to}`;
     case 'comment-resolved': case 'comment-reopened': return `comment #${d.commentId}`;
-    case 'edited': return `${d.path} (revision #${d.revisionId})`;
+    case 'edited': return d.path || '';
     case 'answered': return shorten(d.answer, 140);
     case 'step-marked': return `step ${d.step}: ${d.mark === 'clear' ? 'mark cleared' : d.mark.replace(/-/g, ' ')}`;
     case 'token-created': case 'token-revoked': return tokenDetail(entry, d);
@@ -195,7 +204,7 @@ async function showAudit() {
     h('td', { role: 'cell' }, when(e.at)),
     h('td', { role: 'cell' }, e.actor),
     h('td', { role: 'cell' }, e.process),
-    h('td', { role: 'cell' }, e.kind),
+    h('td', { role: 'cell' }, KIND_WORDS[e.kind] || e.kind),
     h('td', { role: 'cell', title: e.revisionSha || '' }, e.revisionSha ? e.revisionSha.slice(0, 10) : ''),
     h('td', { role: 'cell', class: 'detail' }, detail(e))));
   clear(viewEl()).append(

@@ -1512,6 +1512,9 @@ test('the audit view says what became of tokens, links and sessions in words, an
   await page.click('#open-audit');
   await page.waitForSelector('#audit-table');
   const details = await page.$$eval('#audit-table td.detail', (tds) => tds.map((td) => td.textContent).reverse());
+  const kinds = await page.$$eval('#audit-table tr[data-kind] td:nth-child(4)', (tds) => tds.map((td) => td.textContent).reverse());
+  assert.deepEqual(kinds.slice(0, 2), ['Gave access', 'Gave access'], 'in words, not the export\'s kinds');
+  assert.equal(kinds.at(-1), 'Took access back');
   assert.deepEqual(details, [
     'agent token “laptop” created',
     'sign-in link made for “phone”',

@@ -22,7 +22,8 @@ async fn send(stdin: &mut ChildStdin, message: Value) {
     stdin.flush().await.unwrap();
 }
 
-/// The next message from the server that answers request `id` (others are skipped).
+/// The next message from the server that answers request `id` (others are skipped; `9.0` is
+/// `9`, as JSON-RPC clients read it).
 async fn answer(lines: &mut Lines<BufReader<ChildStdout>>, id: i64) -> Value {
     let read = async {
         loop {
@@ -32,7 +33,7 @@ async fn answer(lines: &mut Lines<BufReader<ChildStdout>>, id: i64) -> Value {
                 .unwrap()
                 .expect("the server is there");
             let message: Value = serde_json::from_str(&line).unwrap();
-            if message.get("method").is_none() && message["id"] == id {
+            if message.get("method").is_none() && message["id"].as_f64() == Some(id as f64) {
                 return message;
             }
         }
@@ -42,8 +43,8 @@ async fn answer(lines: &mut Lines<BufReader<ChildStdout>>, id: i64) -> Value {
         .unwrap_or_else(|_| panic!("no answer to request {id}"))
 }
 
-fn submit(id: i64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+fn submit(id: impl Into<Value>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.into(), "method": "tools/call",
         "params": {"name": "submit_plan", "arguments": {"path": PLAN}}})
 }
 
@@ -104,9 +105,29 @@ async fn two_requests_with_one_id_are_both_refused_and_nothing_is_approved() {
         "the second was never put to a person: {history}"
     );
 
-    // The id is not taken again; a new one is served as ever.
+    // The id is not taken again; nor is one written another way (rmcp reads 9.0 as 9), nor
+    // one whose request was cancelled (rmcp may still be answering it).
     send(&mut stdin, submit(7)).await;
     assert_refused(&answer(&mut lines, 7).await, "was not run");
+    fx.write(PLAN, b"# Third\n\nA plan\n");
+    send(&mut stdin, submit(9)).await;
+    until_pending(&fx).await;
+    send(&mut stdin, submit(9.0)).await;
+    assert_refused(&answer(&mut lines, 9).await, "was stopped");
+    assert_refused(&answer(&mut lines, 9).await, "was not run");
+    until_titled(&fx, "Third", "abandoned", Duration::from_secs(5)).await;
+    fx.write(PLAN, b"# Fourth\n\nA plan\n");
+    send(&mut stdin, submit(11)).await;
+    until_pending(&fx).await;
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 11, "reason": "the user pressed Esc"}}),
+    )
+    .await;
+    until_titled(&fx, "Fourth", "abandoned", Duration::from_secs(5)).await;
+    send(&mut stdin, submit(11)).await;
+    assert_refused(&answer(&mut lines, 11).await, "was not run");
     fx.write(PLAN, PLAN_TEXT.as_bytes());
     send(&mut stdin, submit(8)).await;
     decide_when_pending(&fx, &["approve"]).await;

@@ -16,6 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
+use super::tasks::TaskMethod;
 use super::{
     complete_initialize, complete_tools, declares_tasks, Owner, PlanServer, TASKS_VERSION,
 };
@@ -35,14 +36,16 @@ struct Session {
     listing: HashSet<String>,
     /// The protocol version agreed.
     version: Option<String>,
-    /// Task requests being answered here, to stop if their client cancels them.
-    answering: HashMap<String, AbortHandle>,
+    /// Task requests being answered here, to stop if their client cancels them, and whether
+    /// each starts a task (a plan: stopped by cancelling its task once it is made).
+    answering: HashMap<String, (AbortHandle, bool)>,
     /// The client's requests not answered yet, by id.
     in_flight: HashSet<String>,
-    /// Ids the client gave a request while another with that id was not answered yet. A
-    /// client matches an answer to its request by id alone: either answer could be taken as
-    /// the other's, an approval among them. Both requests are answered with an error, nothing
-    /// else is ever sent with that id, and a request that takes it again is refused.
+    /// Ids the client gave a request while another with that id was not answered yet, or of a
+    /// request it cancelled. A client matches an answer to its request by id alone: either
+    /// answer could be taken as the other's, an approval among them (rmcp, given an id again,
+    /// sends the first's answer under it). A reused id's requests are answered with an error;
+    /// nothing else is ever sent with such an id, and a request that takes it again is refused.
     reused: HashSet<String>,
 }
 
@@ -104,7 +107,7 @@ pub(super) async fn serve(
     // left to write, a little.
     let _ = tokio::time::timeout(DRAIN, tasks.idle()).await;
     reader.abort();
-    for (_, answer) in lock(&session).answering.drain() {
+    for (_, (answer, _)) in lock(&session).answering.drain() {
         answer.abort();
     }
     let _ = tokio::time::timeout(DRAIN, relay).await;
@@ -122,9 +125,13 @@ async fn write_out(mut stdout: impl AsyncWrite + Unpin, mut lines: mpsc::Receive
     }
 }
 
-/// A JSON-RPC id as a key (JSON text, so `1` and `"1"` differ).
+/// A JSON-RPC id as a key: as rmcp reads it (`7`, `7.0` and `7e0` are one id there), in JSON
+/// text (so `1` and `"1"` differ); an id rmcp cannot read, as it was written.
 fn key(id: &Value) -> String {
-    id.to_string()
+    serde_json::from_value::<rmcp::model::RequestId>(id.clone())
+        .ok()
+        .and_then(|id| serde_json::to_string(&id).ok())
+        .unwrap_or_else(|| id.to_string())
 }
 
 /// Reads the client's lines: answers task requests, notes what must be completed in rmcp's
@@ -169,8 +176,9 @@ async fn read_in(
                         "params": {"requestId": id, "reason": "its id was used again"}});
                     let _ = to_rmcp.write_all(format!("{cancel}\n").as_bytes()).await;
                     let _ = to_rmcp.flush().await;
-                    if let Some(task) = lock(&session).answering.remove(&key(&id)) {
-                        task.abort();
+                    // One that starts a task runs on, to cancel the task it made.
+                    if let Some((answer, false)) = lock(&session).answering.remove(&key(&id)) {
+                        answer.abort();
                     }
                     let _ = outbox.send(refusal(&id, STOPPED)).await;
                 }
@@ -305,10 +313,14 @@ fn answer_here(
         }
         (Some("notifications/cancelled"), None) => {
             // A cancelled request is not answered.
+            // A cancelled request is not answered, and its id not taken again: rmcp may still
+            // be answering it.
             let cancelled = message["params"].get("requestId").map(key);
             if let Some(cancelled) = cancelled {
-                state.in_flight.remove(&cancelled);
-                if let Some(answer) = state.answering.remove(&cancelled) {
+                if state.in_flight.remove(&cancelled) {
+                    state.reused.insert(cancelled.clone());
+                }
+                if let Some((answer, _)) = state.answering.remove(&cancelled) {
                     answer.abort();
                 }
             }
@@ -326,20 +338,29 @@ fn answer_here(
         return false;
     };
     let (outbox, shared, done) = (outbox.clone(), session.clone(), id.clone());
+    let starts_task = reply.method == TaskMethod::Call;
+    let (tasks, owner) = (server.tasks().clone(), owner.clone());
     let answering = tokio::spawn(async move {
         let response = reply.response.await;
-        {
+        let answered = {
             let mut state = lock(&shared);
             state.answering.remove(&done);
-            if !state.answered(&done) {
-                return;
+            state.answered(&done)
+        };
+        if !answered {
+            // Its id was reused: the task it made (and its plan) ends, unanswered.
+            if let Some(task) = response.pointer("/result/task/taskId") {
+                let _ = tasks.cancel(&owner, task).await;
             }
+            return;
         }
         let mut line = response.to_string().into_bytes();
         line.push(b'\n');
         let _ = outbox.send(line).await;
     });
-    state.answering.insert(id, answering.abort_handle());
+    state
+        .answering
+        .insert(id, (answering.abort_handle(), starts_task));
     true
 }
 

@@ -273,7 +273,7 @@ fn render_markdown(markdown: &str) -> Rendering {
 /// The plan's source exactly as the model reads it, as HTML for a source view: escaped, in a
 /// `<pre class="plan-source"><code>`, each line in a `<span class="line">` (numbered beside
 /// it, as the hidden-content warning and comments name lines), with every invisible or control
-/// character shown as a marker (see [`Rendered::html`]). Its text is the source, to the byte.
+/// character shown as a marker (see [`Rendered::html`]): what is not marked is the source.
 /// Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`.
 pub fn render_source(markdown: &str) -> String {
     const LINE: &str = "<span class=\"line\">";
@@ -282,10 +282,23 @@ pub fn render_source(markdown: &str) -> String {
     let lines = escaped.matches('\n').count() + 1;
     let mut html = String::with_capacity(escaped.len() + lines * (LINE.len() + 7) + 64);
     html.push_str("<pre class=\"plan-source\"><code>");
-    for line in escaped.split_inclusive('\n') {
+    let mut rest = escaped.as_str();
+    while !rest.is_empty() {
+        // Lines end as comrak ends them, and so the warnings count them: at `\n`, `\r\n` or a
+        // lone `\r`, which is marked and breaks the line here too.
+        let end = match rest.find(['\n', '\r']) {
+            None => rest.len(),
+            Some(at) if rest[at..].starts_with("\r\n") => at + 2,
+            Some(at) => at + 1,
+        };
+        let (line, next) = rest.split_at(end);
         html.push_str(LINE);
         html.push_str(line);
+        if line.ends_with('\r') {
+            html.push_str("<br>");
+        }
         html.push_str("</span>");
+        rest = next;
     }
     if shown.len() < markdown.len() {
         html.push_str("\n…");

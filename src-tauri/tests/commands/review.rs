@@ -46,10 +46,9 @@ fn inbox_revision_and_a_stale_decision() {
         .as_str()
         .unwrap()
         .starts_with("# Add a --verbose flag"));
-    assert!(source["sourceHtml"]
-        .as_str()
-        .unwrap()
-        .starts_with("<pre class=\"plan-source\"><code># Add a --verbose flag"));
+    assert!(source["sourceHtml"].as_str().unwrap().starts_with(
+        "<pre class=\"plan-source\"><code><span class=\"line\"># Add a --verbose flag"
+    ));
 
     let stale = fx.refused(
         "decide",

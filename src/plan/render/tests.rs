@@ -525,6 +525,20 @@ fn busy_but_shallow_plans_render() {
     }
 }
 
+/// The source view numbers lines as the warnings count them: a lone CR ends one too.
+#[test]
+fn the_source_view_has_the_lines_the_warnings_count() {
+    for text in ["a\nb\r\nc\rd", "a\n\n", "", "one", "\r\r\n\n"] {
+        let html = render_source(text);
+        assert_eq!(
+            html.matches("<span class=\"line\">").count(),
+            nesting::source_lines(text).len(),
+            "{text:?}: {html}"
+        );
+    }
+    assert!(render_source("a\rb").contains("⟨U+000D⟩</span><br></span>"));
+}
+
 #[test]
 fn the_source_view_shows_every_character() {
     let html = render_source("[//]: # \"hidden\"\n<b>\u{200b}</b>\r\n\u{1b}[31m");

@@ -1,6 +1,8 @@
 // The only module that talks to the backend. Errors arrive as {code, message}. In the desktop
 // app that is Tauri's IPC; in a browser (the web review of `plandesk serve`) it is HTTP: each
 // command a POST to /api/<command> with the session's cookie, events one server-sent stream.
+import { forgetDrafts } from './drafts.js';
+
 const tauri = () => window.__TAURI__;
 
 /** Whether this page is the web review in a browser (no desktop app behind it). */
@@ -32,8 +34,10 @@ async function webCall(command, args) {
   return body;
 }
 
-/** The session ended (signed out, revoked, expired): the page goes back to signing in. */
-function signedOut() {
+/** The session ended (signed out, revoked, expired): the page goes back to signing in, and
+ * what was typed here is not left for whoever signs in next. */
+export function signedOut() {
+  forgetDrafts();
   location.replace('/?signin=1');
 }
 

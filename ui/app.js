@@ -2,7 +2,7 @@
 // view modules register themselves with nav.js on import, then the sidebar, dialogs, keyboard
 // and first view are set up. Plan HTML arrives sanitised by the engine and is the only HTML
 // inserted (plan.js).
-import { call, listen, inBrowser } from './api.js';
+import { call, listen, inBrowser, signedOut } from './api.js';
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { markBooting, markInteractive } from './metrics.js';
@@ -67,7 +67,7 @@ function setUpBrowser() {
       showError(e);
       return;
     }
-    location.replace('/?signin=1');
+    signedOut();
   });
 }
 

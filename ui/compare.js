@@ -1,11 +1,12 @@
 // Two revisions of a plan side by side, changed words marked, with the feedback that led from
 // one to the next between them; the newer one, if it waits for a decision, approved from here.
 import { call } from './api.js';
-import { $, h, clear } from './dom.js';
+import { $, h, clear, shorten } from './dom.js';
 import { diffTable } from './diff.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
-import { acceptEditsBox, decide } from './review.js';
+import { acceptEditsBox, decide, decisionDraft } from './review.js';
+import { draft } from './drafts.js';
 import { state } from './state.js';
 
 /** Compares revision `rightId` with `leftId` (default: the one before it in its thread). */
@@ -67,12 +68,16 @@ function decisionBar(revision) {
   const waiting = state.inbox.find((i) => i.runId === revision.runId && i.toolCallId === revision.toolCallId);
   const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan', source: waiting?.source };
   const acceptEdits = acceptEditsBox(item);
-  const approve = () => decide(item, revision, true, '', { acceptEdits: Boolean(acceptEdits?.box.checked) });
+  // What was typed in its review goes as the note, as an approval there would send it.
+  const note = draft(decisionDraft(item));
+  const approve = () => decide(item, revision, true, note, { acceptEdits: Boolean(acceptEdits?.box.checked) });
   const review = () => Promise.resolve(go('run', revision.runId)).then(() => $('feedback')?.focus());
   return h('div', { class: 'review-foot compare-decide' }, h('div', { class: 'actions' },
     h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a', onclick: approve }, `Approve revision ${revision.revisionNo}`),
     h('button', { id: 'reject', class: 'reject', type: 'button', key: 'r', onclick: review }, 'Reject…'),
-    h('span', { class: 'hint' }, 'Reject, or approve with a note, from the review.')), acceptEdits?.label || '');
+    h('span', { class: 'hint' }, 'Reject, or approve with a note, from the review.')),
+  note.trim() ? h('p', { class: 'hint', id: 'compare-note' }, `Your note from the review goes with the approval: “${shorten(note.trim(), 200)}”`) : '',
+  acceptEdits?.label || '');
 }
 
 register('compare', showCompare);

@@ -6,6 +6,7 @@
 const PREFIX = 'plandesk-draft:';
 const kept = new Map(); // key -> text
 const gone = new Set(); // keys dropped since the page loaded, still in the session's storage
+let forgotten = false; // signed out: nothing is kept any more
 
 function storage() {
   try { return window.sessionStorage; } catch { return null; } // refused (a locked-down webview)
@@ -22,7 +23,7 @@ try {
 
 window.addEventListener('pagehide', () => {
   const stored = storage();
-  if (!stored) return;
+  if (!stored || forgotten) return;
   for (const key of gone) stored.removeItem(PREFIX + key);
   gone.clear();
   for (const [key, text] of kept) {
@@ -46,6 +47,20 @@ export function setDraft(key, text) {
 /** Drops the draft for `key`: it was sent, or the person started over. */
 export function dropDraft(key) {
   if (kept.delete(key)) gone.add(key);
+}
+
+/** Forgets every draft, here and in the session's storage: whoever signs in next in this
+ * window finds none of them. */
+export function forgetDrafts() {
+  forgotten = true;
+  kept.clear();
+  gone.clear();
+  try {
+    const stored = storage();
+    const names = [];
+    for (let i = 0; stored && i < stored.length; i += 1) names.push(stored.key(i));
+    for (const name of names) if (name?.startsWith(PREFIX)) stored.removeItem(name);
+  } catch { /* unreadable: nothing to forget there */ }
 }
 
 /** Fills `box` with the draft for `key`, if there is one, and keeps what is typed in it from

@@ -9,10 +9,10 @@ import { follow } from './live.js';
 import { planView } from './plan.js';
 import { commentsFor } from './comments.js';
 import { openEditor } from './editor.js';
-import { dropDraft, keepDraft } from './drafts.js';
+import { draft, dropDraft, keepDraft, setDraft } from './drafts.js';
 
 /** Where the draft of what is said with a decision on `item` is kept. */
-const decisionDraft = (item) => `decision:${item.runId}:${item.toolCallId}`;
+export const decisionDraft = (item) => `decision:${item.runId}:${item.toolCallId}`;
 
 /** A decision's box for `item`: what was typed in it before is back, and it stays open. */
 function decisionBox(item, attrs) {
@@ -106,21 +106,19 @@ function planReview(item, revision, slot) {
   return { card, plan, comments };
 }
 
-/** Where the choice of letting Claude Code edit without asking is remembered, in this window. */
-const ACCEPT_EDITS = 'plandesk-accept-edits';
+/** Where the choice of letting Claude Code edit without asking is remembered: with the drafts,
+ * for this window until it closes or its person signs out (never for the next launch). */
+const ACCEPT_EDITS = 'choice:accept-edits';
 
 /** For Claude Code's plan: the choice its own dialog offers with an approval, to edit files
- * without asking from then on (`box`, in its `label`), as last chosen here. Null for others. */
+ * without asking from then on (`box`, in its `label`), as last chosen in this window. Null for
+ * others. */
 export function acceptEditsBox(item) {
   if (item.source?.kind !== 'claude-code') return null;
-  let chosen = false;
-  try { chosen = localStorage.getItem(ACCEPT_EDITS) === 'yes'; } catch { /* not kept: unchecked */ }
-  const box = h('input', { type: 'checkbox', id: 'accept-edits', checked: chosen });
-  box.addEventListener('change', () => {
-    try { localStorage.setItem(ACCEPT_EDITS, box.checked ? 'yes' : 'no'); } catch { /* not kept */ }
-  });
-  const label = h('label', { class: 'accept-edits', title: 'As Claude Code\'s own “Yes, and auto-accept edits”: for the rest of its session' },
-    box, ' Approving lets Claude Code edit files without asking');
+  const box = h('input', { type: 'checkbox', id: 'accept-edits', checked: draft(ACCEPT_EDITS) === 'yes' });
+  box.addEventListener('change', () => setDraft(ACCEPT_EDITS, box.checked ? 'yes' : ''));
+  const label = h('label', { class: 'accept-edits', title: 'With your approval, as Claude Code\'s own “Yes, and auto-accept edits”: for the rest of its session' },
+    box, ' Let Claude Code edit files without asking');
   return { box, label };
 }
 

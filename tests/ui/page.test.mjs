@@ -483,7 +483,7 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
   const page = await open(w);
   await page.waitForSelector('#plan-title');
   assert.equal(await page.isChecked('#accept-edits'), false, 'asked for, never assumed');
-  assert.match(await page.textContent('label.accept-edits'), /Approving lets Claude Code edit files without asking/);
+  assert.match(await page.textContent('label.accept-edits'), /Let Claude Code edit files without asking/);
   await page.check('#accept-edits');
   await page.screenshot({ path: join(ARTIFACTS, 'accept-edits-chromium.png') });
   await page.click('#approve');
@@ -519,9 +519,12 @@ test('Compare: a revision that waits is approved from the comparison, by its has
   const w = world({ revisions: { 1: { revisionNo: 2, revisionsInThread: 2 } } });
   const page = await open(w);
   await page.waitForSelector('#compare');
+  // A note typed in the review goes with an approval from the comparison, as it says.
+  await page.fill('#feedback', 'Keep the old API');
   await page.click('#compare');
   await page.waitForSelector('table.diff');
   assert.match(await page.textContent('#approve'), /^Approve revision 2/);
+  assert.match(await page.textContent('#compare-note'), /Your note from the review goes with the approval: “Keep the old API”/);
   await page.screenshot({ path: join(ARTIFACTS, 'compare-decide-chromium.png') });
   // r: to the review, its box ready for what should change.
   await page.keyboard.press('r');
@@ -532,7 +535,7 @@ test('Compare: a revision that waits is approved from the comparison, by its has
   await page.keyboard.press('a');
   await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
   const [decide] = await calls(page, 'decide');
-  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: null, revision: 'aaa111', acceptEdits: false });
+  assert.deepEqual(decide.args.request, { runId: 'run1', toolCallId: 'call1', approve: true, feedback: null, note: 'Keep the old API', revision: 'aaa111', acceptEdits: false });
   assert.deepEqual(page.errors, []);
   await page.close();
   // A comparison of revisions decided already offers no decision.

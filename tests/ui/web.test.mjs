@@ -145,9 +145,12 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
   const at = await page.evaluate(() => ({
     plan: document.querySelector('#plan li').getBoundingClientRect().top,
     foot: document.querySelector('.review-foot').getBoundingClientRect().height,
+    // Claude Code's plan: the choice to let it edit unasked, one short line more.
+    choice: document.querySelector('label.accept-edits')?.getBoundingClientRect().height ?? 0,
   }));
   assert.ok(at.plan < 844 / 2, `the plan's first step is in the upper half: at ${at.plan}px`);
-  assert.ok(at.foot < 140, `the decision takes ${at.foot}px`);
+  assert.ok(at.choice > 0 && at.choice < 30, `the edit choice is there, on one line: ${at.choice}px`);
+  assert.ok(at.foot - at.choice < 150, `the decision takes ${at.foot}px (${at.choice}px of it the choice)`);
   await page.tap('#inbox-toggle');
   assert.equal(await page.isVisible('#inbox li'), true, 'unfolded: the inbox');
   assert.equal(await page.isVisible('#history-btn'), true, 'unfolded: History');
@@ -276,10 +279,20 @@ test('a page of another site cannot decide, and a signed-out session shows nothi
   assert.equal((await pending()).length, 1, 'still waiting: nothing was decided');
   evil.close();
 
-  // Signed out from another place: the open page goes back to signing in, by itself.
+  // Signed out from another place: the open page goes back to signing in, by itself, and
+  // leaves nothing typed in it for whoever signs in next in that tab.
+  await openFromInbox(page);
+  await page.fill('#feedback', 'Only the on-call team');
   plandesk('session', 'revoke', 'victim');
   await page.waitForURL(/\?signin=1$/);
   assert.equal(await page.textContent('h1'), 'Sign in to review plans');
+  assert.deepEqual(await page.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('plandesk-draft:'))), []);
+  await page.goto(pair('next'));
+  await page.getByRole('button', { name: 'Sign in as next' }).click();
+  await page.waitForSelector('body[data-ready="true"]');
+  await openFromInbox(page);
+  await page.waitForSelector('#feedback');
+  assert.equal(await page.inputValue('#feedback'), '', 'the last person\'s words are gone');
   await context.close();
   plandesk('reject', item.runId, '--feedback', 'no');
   assert.equal((await answer).hookSpecificOutput.decision.behavior, 'deny');

@@ -201,6 +201,9 @@ async function open(w, { colorScheme = 'light', width = 1200, height = 800 } = {
   return page;
 }
 
+/** Waits until the plan titled `title` is the one on screen. */
+const planOnScreen = (page, title) => page.waitForFunction((t) => document.getElementById('plan-title')?.textContent === t, title);
+
 const calls = (page, cmd) => page.evaluate((c) => window.__calls.filter((x) => x.cmd === c), cmd);
 
 test('an inbox read overtaken by the watcher\'s event is not drawn over it', async () => {
@@ -364,21 +367,21 @@ test('feedback typed and not sent stays with its plan: another run, Back, a relo
   await page.waitForSelector('#plan-title');
   await page.fill('#feedback', 'Use Redis, not memcached');
   await page.click('#inbox-1');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await planOnScreen(page, 'Fix the login bug');
   assert.equal(await page.inputValue('#feedback'), '', 'another plan, its own box');
   await page.fill('#feedback', 'Test the lockout too');
   await page.click('#inbox-0');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Add caching');
+  await planOnScreen(page, 'Add caching');
   assert.equal(await page.inputValue('#feedback'), 'Use Redis, not memcached');
   assert.match(await page.getAttribute('#feedback', 'class'), /opened/, 'open, as it was left');
   await page.goBack();
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await planOnScreen(page, 'Fix the login bug');
   assert.equal(await page.inputValue('#feedback'), 'Test the lockout too');
   // A reload (the page's, or the window's) brings both back.
   await page.reload();
   await page.waitForSelector('body[data-ready="true"]');
   await page.click('#inbox-0');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Add caching');
+  await planOnScreen(page, 'Add caching');
   assert.equal(await page.inputValue('#feedback'), 'Use Redis, not memcached');
   // Refused (the plan changed meanwhile): the run is drawn again as it stands, the words kept.
   await page.evaluate(() => { window.__world.stale = true; });
@@ -395,7 +398,7 @@ test('feedback typed and not sent stays with its plan: another run, Back, a relo
   await page.waitForSelector('#feedback');
   assert.equal(await page.inputValue('#feedback'), '');
   await page.click('#inbox-1');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await planOnScreen(page, 'Fix the login bug');
   assert.equal(await page.inputValue('#feedback'), 'Test the lockout too');
   assert.deepEqual(page.errors, []);
   await page.close();
@@ -412,9 +415,9 @@ test('your version of a plan, closed unsaved, is back the next time you edit it,
   await page.press('#plan-editor', 'Escape');
   await page.waitForSelector('#plan-title');
   await page.click('#inbox-1');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await planOnScreen(page, 'Fix the login bug');
   await page.click('#inbox-0');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Add caching');
+  await planOnScreen(page, 'Add caching');
   await page.click('#edit');
   await page.waitForSelector('#plan-editor');
   assert.equal(await page.inputValue('#plan-editor'), `${submitted}2. Keep the old cache warm\n`);
@@ -491,7 +494,7 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
   assert.equal((await calls(page, 'decide'))[0].args.request.acceptEdits, true);
   // The next Claude Code plan offers the same choice, as last made; a rejection never carries it.
   await page.click('#inbox-1');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await planOnScreen(page, 'Fix the login bug');
   assert.equal(await page.isChecked('#accept-edits'), true);
   await page.fill('#feedback', 'Not yet');
   await page.click('#reject');
@@ -500,7 +503,7 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
   // Compared with its revision 1, it is offered there too, and sent with the approval.
   await page.evaluate(() => { window.__world.revisions = { 2: { revisionNo: 2, revisionsInThread: 2 } }; });
   await page.click('#inbox-1');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await planOnScreen(page, 'Fix the login bug');
   await page.click('#compare');
   await page.waitForSelector('table.diff');
   assert.equal(await page.isChecked('#accept-edits'), true);
@@ -509,7 +512,7 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
   assert.equal((await calls(page, 'decide'))[2].args.request.acceptEdits, true);
   // Another agent's plan has no such choice.
   await page.click('#inbox-2');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Write docs');
+  await planOnScreen(page, 'Write docs');
   assert.equal(await page.$('#accept-edits'), null);
   assert.deepEqual(page.errors, []);
   await page.close();
@@ -718,7 +721,7 @@ test("a message typed and not sent waits in its run's box; refused, it is back i
   await page.click('#runs li[data-run-id="run9"]');
   await page.fill('#message', 'Now add a test');
   await page.click('#inbox-1');
-  await page.waitForFunction(() => document.getElementById('plan-title')?.textContent === 'Fix the login bug');
+  await planOnScreen(page, 'Fix the login bug');
   await page.goBack();
   await page.waitForSelector('#message');
   assert.equal(await page.inputValue('#message'), 'Now add a test');

@@ -304,7 +304,7 @@ pub async fn submit_cancellable(
 }
 
 /// The status of the history's revision titled `title`, if it is there yet.
-fn status_if_there(fx: &Fixture, title: &str) -> Option<Value> {
+pub fn status_if_there(fx: &Fixture, title: &str) -> Option<Value> {
     let history = fx.listing(&["history"]);
     let revisions = history.as_array().unwrap();
     let revision = revisions.iter().find(|r| r["title"] == title)?;

@@ -56,6 +56,16 @@ impl Session {
         self.in_flight.remove(id);
         !self.reused.contains(id)
     }
+
+    /// Takes `id` out of use if a request of the client's has it in flight (reused, or
+    /// cancelled: see [`Session::reused`]); whether one had.
+    fn retire(&mut self, id: &str) -> bool {
+        let in_flight = self.in_flight.remove(id);
+        if in_flight {
+            self.reused.insert(id.to_owned());
+        }
+        in_flight
+    }
 }
 
 type Shared = Arc<Mutex<Session>>;
@@ -226,8 +236,7 @@ fn reused_id(message: &Value, session: &Shared) -> Option<(Value, bool)> {
         .filter(|id| id.is_string() || id.is_number())?;
     let key = key(id);
     let mut state = lock(session);
-    if state.in_flight.remove(&key) {
-        state.reused.insert(key);
+    if state.retire(&key) {
         return Some((id.clone(), true));
     }
     if state.reused.contains(&key) {
@@ -312,14 +321,11 @@ fn answer_here(
             return false;
         }
         (Some("notifications/cancelled"), None) => {
-            // A cancelled request is not answered.
             // A cancelled request is not answered, and its id not taken again: rmcp may still
             // be answering it.
             let cancelled = message["params"].get("requestId").map(key);
             if let Some(cancelled) = cancelled {
-                if state.in_flight.remove(&cancelled) {
-                    state.reused.insert(cancelled.clone());
-                }
+                state.retire(&cancelled);
                 if let Some((answer, _)) = state.answering.remove(&cancelled) {
                     answer.abort();
                 }

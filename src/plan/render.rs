@@ -35,6 +35,9 @@ pub const MAX_NESTING: usize = 100;
 pub const MAX_INPUT_BYTES: usize = 2 * 1024 * 1024;
 /// Largest HTML a rendering may produce (32 MiB).
 pub const MAX_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
+/// The most lines a source view numbers: a span each would make a plan of nothing but line
+/// breaks (up to [`MAX_INPUT_BYTES`] of them) tens of megabytes, and millions of elements.
+pub const MAX_NUMBERED_LINES: usize = 20_000;
 /// Longest a rendering may take before the source is shown instead.
 pub const RENDER_DEADLINE: Duration = Duration::from_secs(10);
 /// Most findings listed in [`Rendered::hidden`]; the rest are counted in `hidden_omitted`.
@@ -274,15 +277,20 @@ fn render_markdown(markdown: &str) -> Rendering {
 /// `<pre class="plan-source"><code>`, each line in a `<span class="line">` (numbered beside
 /// it, as the hidden-content warning and comments name lines), with every invisible or control
 /// character shown as a marker (see [`Rendered::html`]): what is not marked is the source.
-/// Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`.
+/// Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`; one of more than
+/// [`MAX_NUMBERED_LINES`] lines is shown unnumbered.
 pub fn render_source(markdown: &str) -> String {
     const LINE: &str = "<span class=\"line\">";
     let shown = text::head(markdown, MAX_INPUT_BYTES);
     let escaped = text::escape_html(shown);
-    let lines = escaped.matches('\n').count() + 1;
+    let lines = escaped.matches(['\n', '\r']).count() + 1;
+    let numbered = lines <= MAX_NUMBERED_LINES;
     let mut html = String::with_capacity(escaped.len() + lines * (LINE.len() + 7) + 64);
     html.push_str("<pre class=\"plan-source\"><code>");
-    let mut rest = escaped.as_str();
+    if !numbered {
+        html.push_str(&escaped);
+    }
+    let mut rest = if numbered { escaped.as_str() } else { "" };
     while !rest.is_empty() {
         // Lines end as comrak ends them, and so the warnings count them: at `\n`, `\r\n` or a
         // lone `\r`, which is marked and breaks the line here too.

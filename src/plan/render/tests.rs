@@ -539,6 +539,21 @@ fn the_source_view_has_the_lines_the_warnings_count() {
     assert!(render_source("a\rb").contains("⟨U+000D⟩</span><br></span>"));
 }
 
+/// The worst input for numbered lines, a plan of nothing but line breaks, is shown as it was
+/// before lines were numbered: no bigger than its text.
+#[test]
+fn a_source_of_only_line_breaks_is_not_numbered() {
+    let breaks = "\n".repeat(MAX_INPUT_BYTES);
+    let html = render_source(&breaks);
+    assert!(!html.contains("class=\"line\""));
+    assert!(html.len() < MAX_INPUT_BYTES + 100, "{} bytes", html.len());
+    let most = format!("{}a", "a\n".repeat(MAX_NUMBERED_LINES - 1));
+    assert_eq!(
+        render_source(&most).matches("class=\"line\"").count(),
+        MAX_NUMBERED_LINES
+    );
+}
+
 #[test]
 fn the_source_view_shows_every_character() {
     let html = render_source("[//]: # \"hidden\"\n<b>\u{200b}</b>\r\n\u{1b}[31m");

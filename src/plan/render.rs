@@ -464,4 +464,6 @@ mod hidden;
 mod nesting;
 mod pages;
 #[cfg(test)]
+mod source_tests;
+#[cfg(test)]
 mod tests;

@@ -1,0 +1,47 @@
+//! The source view: every character shown, its lines numbered as the warnings count them.
+
+use super::*;
+
+/// The source view numbers lines as the warnings count them: a lone CR ends one too.
+#[test]
+fn the_source_view_has_the_lines_the_warnings_count() {
+    for text in ["a\nb\r\nc\rd", "a\n\n", "", "one", "\r\r\n\n"] {
+        let html = render_source(text);
+        assert_eq!(
+            html.matches("<span class=\"line\">").count(),
+            nesting::source_lines(text).len(),
+            "{text:?}: {html}"
+        );
+    }
+    assert!(render_source("a\rb").contains("⟨U+000D⟩</span><br></span>"));
+}
+
+/// The worst input for numbered lines, a plan of nothing but line breaks, is shown as it was
+/// before lines were numbered: no bigger than its text.
+#[test]
+fn a_source_of_only_line_breaks_is_not_numbered() {
+    let breaks = "\n".repeat(MAX_INPUT_BYTES);
+    let html = render_source(&breaks);
+    assert!(!html.contains("class=\"line\""));
+    assert!(html.len() < MAX_INPUT_BYTES + 100, "{} bytes", html.len());
+    let most = format!("{}a", "a\n".repeat(MAX_NUMBERED_LINES - 1));
+    assert_eq!(
+        render_source(&most).matches("class=\"line\"").count(),
+        MAX_NUMBERED_LINES
+    );
+}
+
+#[test]
+fn the_source_view_shows_every_character() {
+    let html = render_source("[//]: # \"hidden\"\n<b>\u{200b}</b>\r\n\u{1b}[31m");
+    assert_eq!(
+        html,
+        "<pre class=\"plan-source\"><code>\
+         <span class=\"line\">[//]: # &quot;hidden&quot;\n</span>\
+         <span class=\"line\">&lt;b&gt;\
+         <span class=\"invisible\" title=\"U+200B ZERO WIDTH SPACE\">⟨U+200B⟩</span>&lt;/b&gt;\
+         <span class=\"invisible\" title=\"U+000D CARRIAGE RETURN\">⟨U+000D⟩</span>\n</span>\
+         <span class=\"line\"><span class=\"invisible\" title=\"U+001B ESCAPE\">⟨U+001B⟩</span>[31m</span>\
+         </code></pre>\n"
+    );
+}

@@ -24,9 +24,11 @@ use ammonia::{Builder, UrlRelative};
 use serde::Serialize;
 
 use crate::text;
-use hidden::{char_name, invisible_findings, is_marked, show_images, unrendered_findings};
+use hidden::{invisible_findings, is_marked, show_images, unrendered_findings};
 use nesting::{nesting_estimate, source_lines, tree_depth};
 pub use pages::pages;
+use source::{marked_count, push_marker};
+pub use source::{render_source, MAX_MARKED, MAX_NUMBERED_LINES};
 
 /// Deepest nesting (block containers plus inline brackets and emphasis) rendered; deeper plans
 /// are shown as source. Real plans stay far below; the bound keeps every later stage cheap.
@@ -35,9 +37,6 @@ pub const MAX_NESTING: usize = 100;
 pub const MAX_INPUT_BYTES: usize = 2 * 1024 * 1024;
 /// Largest HTML a rendering may produce (32 MiB).
 pub const MAX_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
-/// The most lines a source view numbers: a span each would make a plan of nothing but line
-/// breaks (up to [`MAX_INPUT_BYTES`] of them) tens of megabytes, and millions of elements.
-pub const MAX_NUMBERED_LINES: usize = 20_000;
 /// Longest a rendering may take before the source is shown instead.
 pub const RENDER_DEADLINE: Duration = Duration::from_secs(10);
 /// Most findings listed in [`Rendered::hidden`]; the rest are counted in `hidden_omitted`.
@@ -85,6 +84,8 @@ pub enum Fallback {
     TimedOut { seconds: u64 },
     /// The rendered HTML would be larger than [`MAX_OUTPUT_BYTES`].
     OutputTooLarge { limit: usize },
+    /// More invisible characters than [`MAX_MARKED`]: each would be a marker in the page.
+    TooManyInvisible { limit: usize },
     /// The renderer failed (its thread could not start, or panicked).
     Failed,
 }
@@ -106,6 +107,10 @@ impl Fallback {
             Fallback::OutputTooLarge { .. } => {
                 "This plan would render to too much HTML; here is its source.".into()
             }
+            Fallback::TooManyInvisible { limit } => format!(
+                "This plan holds more than {limit} invisible characters; here is its source, \
+                 marked up to there."
+            ),
             Fallback::Failed => "This plan could not be rendered; here is its source.".into(),
         }
     }
@@ -155,10 +160,15 @@ pub fn render(markdown: &str) -> Rendered {
         })
     } else {
         let depth = nesting_estimate(markdown);
-        (depth > MAX_NESTING).then_some(Fallback::TooDeep {
-            depth,
-            limit: MAX_NESTING,
-        })
+        if depth > MAX_NESTING {
+            Some(Fallback::TooDeep {
+                depth,
+                limit: MAX_NESTING,
+            })
+        } else {
+            (marked_count(markdown) > MAX_MARKED)
+                .then_some(Fallback::TooManyInvisible { limit: MAX_MARKED })
+        }
     };
     let outcome = match fallback {
         Some(fallback) => Err(fallback),
@@ -264,55 +274,12 @@ fn render_markdown(markdown: &str) -> Rendering {
         });
     }
     let clean = sanitizer().clean(&html).to_string();
-    let marked = mark_invisible(&clean);
-    if marked.len() > MAX_OUTPUT_BYTES {
-        return Err(Fallback::OutputTooLarge {
+    match mark_invisible(&clean, MAX_OUTPUT_BYTES) {
+        Some(marked) => Ok((marked, findings)),
+        None => Err(Fallback::OutputTooLarge {
             limit: MAX_OUTPUT_BYTES,
-        });
+        }),
     }
-    Ok((marked, findings))
-}
-
-/// The plan's source exactly as the model reads it, as HTML for a source view: escaped, in a
-/// `<pre class="plan-source"><code>`, each line in a `<span class="line">` (numbered beside
-/// it, as the hidden-content warning and comments name lines), with every invisible or control
-/// character shown as a marker (see [`Rendered::html`]): what is not marked is the source.
-/// Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`; one of more than
-/// [`MAX_NUMBERED_LINES`] lines is shown unnumbered.
-pub fn render_source(markdown: &str) -> String {
-    const LINE: &str = "<span class=\"line\">";
-    let shown = text::head(markdown, MAX_INPUT_BYTES);
-    let escaped = text::escape_html(shown);
-    let lines = escaped.matches(['\n', '\r']).count() + 1;
-    let numbered = lines <= MAX_NUMBERED_LINES;
-    let mut html = String::with_capacity(escaped.len() + lines * (LINE.len() + 7) + 64);
-    html.push_str("<pre class=\"plan-source\"><code>");
-    if !numbered {
-        html.push_str(&escaped);
-    }
-    let mut rest = if numbered { escaped.as_str() } else { "" };
-    while !rest.is_empty() {
-        // Lines end as comrak ends them, and so the warnings count them: at `\n`, `\r\n` or a
-        // lone `\r`, which is marked and breaks the line here too.
-        let end = match rest.find(['\n', '\r']) {
-            None => rest.len(),
-            Some(at) if rest[at..].starts_with("\r\n") => at + 2,
-            Some(at) => at + 1,
-        };
-        let (line, next) = rest.split_at(end);
-        html.push_str(LINE);
-        html.push_str(line);
-        if line.ends_with('\r') {
-            html.push_str("<br>");
-        }
-        html.push_str("</span>");
-        rest = next;
-    }
-    if shown.len() < markdown.len() {
-        html.push_str("\n…");
-    }
-    html.push_str("</code></pre>\n");
-    mark_invisible(&html)
 }
 
 /// The page shown instead of a rendering: the reason, then the escaped source.
@@ -326,10 +293,11 @@ fn source_html(markdown: &str, fallback: &Fallback) -> String {
 
 /// Replaces every hidden character in sanitised HTML with a visible marker: a styled span in
 /// text, plain `⟨U+XXXX⟩` inside a tag's attribute values (where markup cannot go). The input
-/// is serialiser output, so `<` only ever starts a tag and attribute values are quoted.
-fn mark_invisible(html: &str) -> String {
+/// is serialiser output, so `<` only ever starts a tag and attribute values are quoted. None
+/// when the result would be longer than `limit` (stopped there: markers ~80 bytes each).
+fn mark_invisible(html: &str, limit: usize) -> Option<String> {
     if !html.chars().any(text::is_hidden) {
-        return html.to_owned();
+        return (html.len() <= limit).then(|| html.to_owned());
     }
     #[derive(Clone, Copy)]
     enum State {
@@ -342,17 +310,15 @@ fn mark_invisible(html: &str) -> String {
     let mut prev = None;
     let mut chars = html.chars().peekable();
     while let Some(c) = chars.next() {
+        if out.len() > limit {
+            return None;
+        }
         let next = chars.peek().copied();
         let marked = c != '\n' && is_marked(c, prev, next);
         prev = Some(c);
         match state {
             State::Text if marked => {
-                let _ = write!(
-                    out,
-                    "<span class=\"invisible\" title=\"U+{code:04X} {name}\">⟨U+{code:04X}⟩</span>",
-                    code = c as u32,
-                    name = char_name(c)
-                );
+                push_marker(&mut out, c);
                 continue;
             }
             State::Tag | State::Quoted(_) if marked => {
@@ -367,7 +333,7 @@ fn mark_invisible(html: &str) -> String {
         }
         out.push(c);
     }
-    out
+    (out.len() <= limit).then_some(out)
 }
 
 /// Elements that keep the lines they come from (`data-sourcepos`).
@@ -463,6 +429,7 @@ fn only_fragments(url: &str) -> Option<Cow<'_, str>> {
 mod hidden;
 mod nesting;
 mod pages;
+mod source;
 #[cfg(test)]
 mod source_tests;
 #[cfg(test)]

@@ -137,6 +137,34 @@ test('a plan submitted by the CLI appears in the running app, with a desktop not
   }
 });
 
+test('a plan of more invisible characters than are marked shows its source, cut and saying so', async () => {
+  const fx = fixture();
+  // 30,000 zero-width spaces between two words: each would be a boxed marker in the page.
+  const plan = `# Quiet plan\n\nStart${'\u200b'.repeat(30000)}end\n`;
+  const script = join(fx.root, 'script.json');
+  writeFileSync(script, JSON.stringify({ turns: [
+    { toolCalls: [
+      { toolName: 'write_file', args: { path: '.plandesk/plans/quiet.md', content: plan } },
+      { toolName: 'submit_plan', args: { path: '.plandesk/plans/quiet.md' } },
+    ] },
+  ] }));
+  cli(fx, ['run', '--model', `scripted:${script}`, '--workspace', fx.workspace, 'Plan something']);
+  const app = await openApp(PORT, fx);
+  try {
+    await app.find('#plan-title');
+    await app.waitFor("document.querySelector('#plan .render-fallback')", { what: 'the fallback message' });
+    assert.match(await app.text('#plan .render-fallback'), /more than 20000 invisible characters; here is its source/);
+    const shown = await app.exec(`const p = document.querySelector('#plan');
+      return { marked: p.querySelectorAll('span.invisible').length, cut: p.querySelector('.render-cut')?.textContent };`);
+    assert.deepEqual(shown, { marked: 20000, cut: '(the rest is not shown: this plan holds more invisible characters than the 20000 marked here)' });
+    assert.match(await app.text('#hidden-warning'), /ZERO WIDTH SPACE/, 'the warning above the plan names them');
+    await app.exec("document.querySelector('#plan .render-cut').scrollIntoView({ block: 'center' }); return true;");
+    await app.screenshot(join(ARTIFACTS, 'source-cut.png'));
+  } finally {
+    await app.close();
+  }
+});
+
 test('hostile plan markdown shows as text and runs nothing', async () => {
   const fx = fixture();
   const hostile = [

@@ -45,3 +45,47 @@ fn the_source_view_shows_every_character() {
          </code></pre>\n"
     );
 }
+
+/// The worst input for the source view, a plan of nothing but invisible characters (each
+/// shown as a boxed marker ~25 times its size), is cut at the first one past
+/// [`MAX_MARKED`], and says so; what is shown is whole HTML, every marker and line closed.
+#[test]
+fn a_source_full_of_invisible_characters_is_cut_after_the_most_marked() {
+    let one_line = "\u{200b}".repeat(MAX_INPUT_BYTES / 3);
+    let many_lines = "\u{200b}\u{2066}x\n".repeat(MAX_INPUT_BYTES / 8);
+    for source in [one_line, many_lines] {
+        let html = render_source(&source);
+        assert_eq!(html.matches("class=\"invisible\"").count(), MAX_MARKED);
+        assert!(html.len() < MAX_MARKED * 100, "{} bytes", html.len());
+        assert!(html.contains("the rest is not shown"));
+        assert!(
+            html.ends_with("</span></code></pre>\n"),
+            "{}",
+            &html[html.len() - 300..]
+        );
+        assert_eq!(
+            html.matches("<span").count(),
+            html.matches("</span>").count()
+        );
+    }
+    let rendered = render(&"\u{200b}".repeat(MAX_INPUT_BYTES / 3));
+    assert_eq!(
+        rendered.fallback,
+        Some(Fallback::TooManyInvisible { limit: MAX_MARKED })
+    );
+    assert!(
+        rendered.html.len() < MAX_MARKED * 100,
+        "{}",
+        rendered.html.len()
+    );
+    // The most is shown whole, and rendered.
+    let most = "\u{200b}".repeat(MAX_MARKED);
+    assert!(!render_source(&most).contains("not shown"));
+    assert_eq!(render(&most).fallback, None);
+    let emoji = "👩\u{200d}💻 ".repeat(MAX_MARKED + 1);
+    assert_eq!(
+        render(&emoji).fallback,
+        None,
+        "a joiner in an emoji is no marker"
+    );
+}

@@ -59,7 +59,7 @@ pub async fn serve(
     store: &StoreLocation,
     listen: &str,
     (deadline, hook_timeout): (Option<String>, &str),
-    (public_url, max_connections): (Option<&str>, Option<usize>),
+    (public_url, max_connections, max_per_token): (Option<&str>, Option<usize>, Option<usize>),
 ) -> Result<ExitCode> {
     // A server tells nobody on its own desktop: the app, hooks on a desktop and the inbox do.
     let mcp_wait = WaitSettings {
@@ -96,6 +96,7 @@ pub async fn serve(
         mcp_wait,
         hook_wait,
         max_connections,
+        max_per_token,
     };
     source::serve::serve(engine, listener, options, stop_requested()).await;
     eprintln!("plandesk: stopped serving");

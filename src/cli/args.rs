@@ -217,6 +217,10 @@ pub(super) enum Command {
         /// the OS lets this process open]
         #[arg(long, value_name = "N")]
         max_connections: Option<usize>,
+        /// Requests one token may have waiting at once; more are refused (a Claude Code hook
+        /// with a deny) [default: half the connections]
+        #[arg(long, value_name = "N")]
+        max_per_token: Option<usize>,
     },
     /// Sign a browser in to the review served by `plandesk serve`: prints a one-time link
     /// (valid 10 minutes) and shows it as a QR code to scan with a phone

@@ -222,6 +222,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             hook_timeout,
             public_url,
             max_connections,
+            max_per_token,
         } => {
             let wait = (deadline, hook_timeout.as_str());
             agents::serve(
@@ -229,7 +230,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 &location()?,
                 &listen,
                 wait,
-                (public_url.as_deref(), max_connections),
+                (public_url.as_deref(), max_connections, max_per_token),
             )
             .await
         }

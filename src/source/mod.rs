@@ -208,6 +208,11 @@ pub enum SourceError {
         "the token this request came with was revoked while the plan waited; it is not approved"
     )]
     Revoked,
+    #[error(
+        "this token already has {0} requests waiting at the server, the most one token may \
+         have; decide some, or give this agent a token of its own"
+    )]
+    Busy(usize),
     #[error("no answer within the hook's deadline of {0:?}")]
     Deadline(Duration),
     #[error("internal failure: {0}")]

@@ -1,7 +1,8 @@
 //! `/hooks/claude`: Claude Code's `type: "http"` hook. Claude Code POSTs the JSON a command
 //! hook reads on stdin and reads the same JSON output from a 2xx response's body (an empty
 //! body: no opinion, it asks as usual). A non-2xx answer or a timeout is a non-blocking error
-//! there, so every failure of ours is answered 200 with a deny (fail closed).
+//! there, so every failure of ours is answered 200 with a deny (fail closed): a body too large
+//! or unreadable, a token past its share of the server (`share`), a store that fails.
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -11,7 +12,7 @@ use tokio::sync::oneshot;
 
 use super::{read_body, Body, State};
 use crate::review::ExternalPlan;
-use crate::source::{claude, review_plan, SourceError};
+use crate::source::{claude, review_plan, SourceError, MAX_HOOK_INPUT};
 use crate::store::Actor;
 use crate::token::Caller;
 
@@ -23,16 +24,20 @@ pub(super) async fn claude(
     // The request and its body are dropped once parsed: the call is what waits.
     let parsed = {
         let (parts, body) = request.into_parts();
-        let body = match read_body(&parts.headers, body, "a hook payload").await {
-            Ok(body) => body,
-            Err(refused) => return refused,
-        };
-        match std::str::from_utf8(&body) {
-            Ok(text) => claude::parse_remote(text, &caller),
+        match read_body(&parts.headers, body, "a hook payload").await {
             Err(_) => Err(SourceError::Input {
                 agent: "Claude Code",
-                message: "the request body is not UTF-8".into(),
+                message: format!(
+                    "the request body is not a payload of at most {MAX_HOOK_INPUT} bytes"
+                ),
             }),
+            Ok(body) => match std::str::from_utf8(&body) {
+                Ok(text) => claude::parse_remote(text, &caller),
+                Err(_) => Err(SourceError::Input {
+                    agent: "Claude Code",
+                    message: "the request body is not UTF-8".into(),
+                }),
+            },
         }
     };
     let mut call = match parsed {
@@ -89,7 +94,7 @@ pub(super) async fn claude(
 }
 
 /// A 200 carrying the hook's output (`None`: an empty body, Claude Code asks as usual).
-fn answer(output: Option<String>) -> Response<Body> {
+pub(super) fn answer(output: Option<String>) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(output.unwrap_or_default())).boxed());
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -10,6 +10,7 @@
 mod calls;
 mod hook;
 mod revoked;
+mod share;
 mod tasks;
 pub mod web;
 
@@ -60,6 +61,9 @@ pub struct ServeOptions {
     /// Connections served at once (more wait to be accepted): at most what the OS allows this
     /// process to open ([`connection_limit`]); `None`, that.
     pub max_connections: Option<usize>,
+    /// Requests one token has answered at once (more are refused); `None`, half the
+    /// connections, so that no one token holds them all.
+    pub max_per_token: Option<usize>,
 }
 
 /// How many connections this process can hold open at once: its limit of open files, raised
@@ -99,6 +103,8 @@ struct State {
     stopped: watch::Receiver<bool>,
     /// The tokens seen revoked: what still waits on one ends (see `revoked`).
     revoked: revoked::RevokedKeys,
+    /// The requests each token has in flight.
+    shares: Arc<share::Shares>,
     /// Sign-in attempts of the web review, per address.
     web: web::Attempts,
     /// The inbox, read once per change for every browser's event stream and the webhooks.
@@ -143,7 +149,14 @@ pub async fn serve(
         .ok()
         .flatten();
     let inbox = crate::view::follow_inbox(engine.clone());
+    let connections = connection_limit(options.max_connections).min(Semaphore::MAX_PERMITS);
     let state = Arc::new(State {
+        shares: share::Shares::new(
+            options
+                .max_per_token
+                .unwrap_or(connections / 2)
+                .min(connections),
+        ),
         inbox: inbox.clone(),
         public_https: public_url
             .as_deref()
@@ -178,9 +191,7 @@ pub async fn serve(
         inbox,
     ));
     let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(
-        connection_limit(options.max_connections).min(Semaphore::MAX_PERMITS),
-    ));
+    let slots = Arc::new(Semaphore::new(connections));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -271,7 +282,11 @@ async fn handle(state: &State, request: Request<Incoming>, peer: IpAddr) -> Resp
             );
         }
     };
-    match (request.method(), request.uri().path()) {
+    let hook = request.method() == Method::POST && path == "/hooks/claude";
+    let Some(share) = state.shares.take(&caller.token_key()) else {
+        return busy(state.shares.most(), hook);
+    };
+    let response = match (request.method(), request.uri().path()) {
         (_, "/mcp") => Box::pin(mcp(state, caller, request)).await,
         (&Method::POST, "/hooks/claude") => Box::pin(hook::claude(state, caller, request)).await,
         (_, "/hooks/claude") => json_response(
@@ -285,7 +300,26 @@ async fn handle(state: &State, request: Request<Incoming>, peer: IpAddr) -> Resp
                 crate::text::short(path, 100)
             )}),
         ),
+    };
+    share.hold(response)
+}
+
+/// The answer to a request past its token's share ([`share`]): a deny for Claude Code's hook
+/// (which would take any other answer as no opinion), 429 for the rest.
+fn busy(most: usize, hook: bool) -> Response<Body> {
+    let err = super::SourceError::Busy(most);
+    if hook {
+        return hook::answer(Some(super::claude::failure(&err)));
     }
+    let mut response = json_response(
+        StatusCode::TOO_MANY_REQUESTS,
+        &json!({"error": "busy", "message": err.to_string()}),
+    );
+    response.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("10"),
+    );
+    response
 }
 
 /// `/mcp`: rmcp's streamable HTTP service, each request registered while it is answered so

@@ -89,7 +89,8 @@ async fn claude_codes_http_hook_gets_the_command_hooks_answers() {
         "{body}"
     );
 
-    // Too large a body is refused from its declared length, before any of it is read.
+    // Too large a body is refused from its declared length, before any of it is read: with a
+    // deny, as Claude Code takes any answer but a 200 as no opinion.
     let response = {
         use std::io::{Read, Write};
         let address = server.base.trim_start_matches("http://").to_owned();
@@ -106,14 +107,25 @@ async fn claude_codes_http_hook_gets_the_command_hooks_answers() {
             stream
                 .set_read_timeout(Some(Duration::from_secs(10)))
                 .unwrap();
-            let mut head = [0u8; 12];
-            stream.read_exact(&mut head).unwrap();
-            String::from_utf8_lossy(&head).into_owned()
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer);
+            String::from_utf8_lossy(&answer).into_owned()
         })
         .await
         .unwrap()
     };
-    assert_eq!(response, "HTTP/1.1 413");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    // The body, whether chunked or not: the one JSON object in it.
+    let body = &response[response.find('{').unwrap()..=response.rfind('}').unwrap()];
+    let body: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body["hookSpecificOutput"]["decision"]["behavior"], "deny");
+    assert!(
+        body["hookSpecificOutput"]["decision"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 4194304 bytes"),
+        "{body}"
+    );
     assert_eq!(fx.listing(&["history"]).as_array().unwrap().len(), 2);
 
     // Told to stop while a plan waits: it is closed as abandoned and the agent told no.
@@ -160,7 +172,7 @@ async fn until_titles(fx: &Fixture, titles: &[&str]) {
 async fn connections_past_the_limit_wait_to_be_accepted_then_are_answered() {
     let fx = Fixture::new(json!([]));
     let token = create_token(&fx, "laptop");
-    let server = Server::start(&fx, &["--max-connections", "2"]);
+    let server = Server::start(&fx, &["--max-connections", "2", "--max-per-token", "2"]);
     let post = |n: usize| {
         let (base, token) = (server.base.clone(), token.clone());
         let payload = hook_payload(
@@ -199,4 +211,77 @@ async fn connections_past_the_limit_wait_to_be_accepted_then_are_answered() {
     let (second, third) = (second.await.unwrap(), third.await.unwrap());
     assert_eq!(second["hookSpecificOutput"]["decision"]["behavior"], "deny");
     assert_eq!(third["hookSpecificOutput"]["decision"]["behavior"], "allow");
+}
+
+/// One token cannot hold the whole server: past its share of requests in flight, its hooks
+/// are denied and its MCP requests refused at once, while another token's plans still wait
+/// for a person; a decision gives the share back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_past_its_share_is_refused_and_another_is_not() {
+    let fx = Fixture::new(json!([]));
+    let greedy = create_token(&fx, "loop");
+    let other = create_token(&fx, "laptop");
+    let server = Server::start(&fx, &["--max-per-token", "2"]);
+    let post = |token: &str, n: usize| {
+        let (base, token) = (server.base.clone(), token.to_owned());
+        let payload = hook_payload(
+            &format!("sess-{n}"),
+            json!({"plan": format!("# Plan {n}\n")}),
+        );
+        tokio::spawn(async move { json_of(post_hook(&base, Some(&token), &payload).await).await })
+    };
+    let (first, second) = (post(&greedy, 1), post(&greedy, 2));
+    until_titles(&fx, &["Plan 1", "Plan 2"]).await;
+    let refused = post(&greedy, 3).await.unwrap();
+    let decision = &refused["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny", "{refused}");
+    assert!(
+        decision["message"]
+            .as_str()
+            .unwrap()
+            .contains("already has 2 requests waiting"),
+        "{refused}"
+    );
+    let mcp = reqwest::Client::new()
+        .post(format!("{}/mcp", server.base))
+        .bearer_auth(&greedy)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mcp.status(), 429);
+    assert_eq!(mcp.headers()["retry-after"], "10");
+    assert_eq!(json_of(mcp).await["error"], "busy");
+    // Another token's plan is taken and waits.
+    let third = post(&other, 3);
+    until_titles(&fx, &["Plan 1", "Plan 2", "Plan 3"]).await;
+    // Answered, a request gives its part of the share back.
+    let run = fx
+        .listing(&["pending"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["revision"]["title"] == "Plan 1")
+        .unwrap()["runId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fx.ok(&["approve", &run]);
+    assert_eq!(
+        first.await.unwrap()["hookSpecificOutput"]["decision"]["behavior"],
+        "allow"
+    );
+    let fourth = post(&greedy, 4);
+    until_titles(&fx, &["Plan 2", "Plan 3", "Plan 4"]).await;
+    let kinds = audit_kinds(&fx);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "submitted").count(),
+        4,
+        "nothing of the refused requests is recorded: {kinds:?}"
+    );
+    for waiting in [second, third, fourth] {
+        waiting.abort();
+    }
 }

@@ -82,7 +82,8 @@ export function emptyState(title, text, action) {
 
 const AGENTS = {
   'claude-code': 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', droid: 'Factory Droid',
-  'qwen-code': 'Qwen Code', copilot: 'Copilot CLI', opencode: 'OpenCode', kilo: 'Kilo CLI', pi: 'Pi', mcp: 'MCP client',
+  'qwen-code': 'Qwen Code', 'kimi-code': 'Kimi Code', copilot: 'Copilot CLI', opencode: 'OpenCode',
+  kilo: 'Kilo CLI', pi: 'Pi', mcp: 'MCP client',
 };
 
 /** The outside agent a plan came from, for people; null for Plandesk's own runs. */

@@ -411,11 +411,11 @@ mod tests {
         for (args, choices) in [
             (
                 &["install", "cursor"][..],
-                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, kilo, pi, mcp",
+                "claude-code, codex, gemini, droid, qwen-code, kimi-code, copilot, opencode, kilo, pi, mcp",
             ),
             (
                 &["hook", "mcp"],
-                "claude-code, codex, gemini, droid, qwen-code, copilot, opencode, kilo, pi",
+                "claude-code, codex, gemini, droid, qwen-code, kimi-code, copilot, opencode, kilo, pi",
             ),
             (&["run", "--mode", "yolo", "Add a cache"], "plan, build"),
             (&["key", "set", "google"], "openai, anthropic"),

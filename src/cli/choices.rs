@@ -40,6 +40,9 @@ pub enum InstallTarget {
     /// Qwen Code's PermissionRequest hook on exit_plan_mode
     #[value(alias = "qwen")]
     QwenCode,
+    /// Kimi Code's PreToolUse hook on ExitPlanMode, in its config.toml
+    #[value(alias = "kimi")]
+    KimiCode,
     /// Copilot CLI's preToolUse hook on exit_plan_mode
     Copilot,
     /// OpenCode: Plandesk's plugin in its plugins folder
@@ -61,6 +64,7 @@ impl From<InstallTarget> for Target {
             InstallTarget::Gemini => Target::Gemini,
             InstallTarget::Droid => Target::Droid,
             InstallTarget::QwenCode => Target::QwenCode,
+            InstallTarget::KimiCode => Target::KimiCode,
             InstallTarget::Copilot => Target::Copilot,
             InstallTarget::OpenCode => Target::OpenCode,
             InstallTarget::Kilo => Target::Kilo,

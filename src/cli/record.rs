@@ -27,6 +27,8 @@ pub enum Agent {
     Droid,
     /// Qwen Code (PostToolUse, PostToolUseFailure, Stop)
     QwenCode,
+    /// Kimi Code (PostToolUse, PostToolUseFailure, Stop)
+    KimiCode,
     /// Copilot CLI (postToolUse, agentStop)
     Copilot,
     /// OpenCode (Plandesk's plugin: tool.execute.after, session.idle)
@@ -60,6 +62,10 @@ async fn record_one(agent: Agent, data_dir: &Path, store: Option<&str>) -> Resul
         Agent::Gemini => after::gemini(&input).map(|r| r.into_iter().collect()),
         Agent::Droid => after::droid(&input).map(|r| r.into_iter().collect()),
         Agent::QwenCode => after::qwen(&input).map(|r| r.into_iter().collect()),
+        Agent::KimiCode => {
+            let home = source::kimi::home(&|name: &str| std::env::var_os(name));
+            source::kimi::report(&input, home.as_deref()).map(|r| r.into_iter().collect())
+        }
         Agent::Copilot => after::copilot(&input).map(|r| r.into_iter().collect()),
         Agent::OpenCode => {
             after::plugin(&input, SourceKind::OpenCode).map(Option::unwrap_or_default)

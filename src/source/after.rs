@@ -130,7 +130,7 @@ fn hook_input(agent: &'static str, stdin: &str) -> Result<HookInput, SourceError
 
 /// A file a hook reports: kept absolute when `cwd` is (the payload's `cwd`
 /// follows the agent's `cd`; the run's own workspace is what progress reads it against).
-fn file_work(cwd: &str, named: &str, tool: &str) -> Option<Work> {
+pub(crate) fn file_work(cwd: &str, named: &str, tool: &str) -> Option<Work> {
     workspace_path(cwd, named).map(|(path, outside)| {
         let path = match outside || !Path::new(cwd).is_absolute() {
             true => path,
@@ -148,7 +148,7 @@ pub(crate) fn command_work(command: &str, exit_code: Option<i64>, tool: &str) ->
     Work::command(command, exit_code, json!({"tool": tool}))
 }
 
-fn finished() -> Work {
+pub(crate) fn finished() -> Work {
     Work::of_kind(WorkKind::Finished, json!({}))
 }
 

@@ -51,6 +51,7 @@ pub enum Target {
     Gemini,
     Droid,
     QwenCode,
+    KimiCode,
     Copilot,
     OpenCode,
     /// Kilo CLI: OpenCode's plugin, in Kilo's plugins folder.
@@ -63,12 +64,13 @@ pub enum Target {
 
 impl Target {
     /// Every target, in the order people see them listed.
-    pub const ALL: [Target; 10] = [
+    pub const ALL: [Target; 11] = [
         Target::ClaudeCode,
         Target::Codex,
         Target::Gemini,
         Target::Droid,
         Target::QwenCode,
+        Target::KimiCode,
         Target::Copilot,
         Target::OpenCode,
         Target::Kilo,
@@ -96,6 +98,7 @@ impl Target {
             Target::Gemini => SourceKind::Gemini,
             Target::Droid => SourceKind::Droid,
             Target::QwenCode => SourceKind::QwenCode,
+            Target::KimiCode => SourceKind::KimiCode,
             Target::Copilot => SourceKind::Copilot,
             Target::OpenCode => SourceKind::OpenCode,
             Target::Kilo => SourceKind::Kilo,
@@ -145,6 +148,8 @@ pub struct Places {
     pub config_home: Option<PathBuf>,
     /// `PI_CODING_AGENT_DIR`, if set (Pi's folder, else `~/.pi/agent`).
     pub pi_dir: Option<PathBuf>,
+    /// `KIMI_CODE_HOME`, if set (Kimi Code's folder, else `~/.kimi-code`).
+    pub kimi_home: Option<PathBuf>,
     /// The folder `install mcp` writes `.mcp.json` into (and the server's workspace).
     pub project: PathBuf,
     /// This `plandesk` binary, absolute.
@@ -171,6 +176,7 @@ impl Places {
             copilot_home: env_dir("COPILOT_HOME"),
             config_home: env_dir("XDG_CONFIG_HOME"),
             pi_dir: env_dir("PI_CODING_AGENT_DIR"),
+            kimi_home: env_dir(crate::source::kimi::HOME_ENV),
             project: std::env::current_dir().map_err(|e| file_error(Path::new("."), e))?,
             exe,
             data_dir,
@@ -217,6 +223,7 @@ impl Change {
 
 mod file;
 mod hooks;
+mod kimi;
 mod mcp;
 mod script;
 mod settings;
@@ -227,3 +234,4 @@ mod words;
 pub use file::apply;
 pub use hooks::plan;
 pub use script::check;
+pub(crate) use words::shell_words;

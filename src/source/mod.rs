@@ -11,6 +11,7 @@ pub mod copilot;
 pub mod gemini;
 pub mod held;
 pub mod install;
+pub mod kimi;
 pub mod mcp;
 mod notify;
 pub mod opencode;
@@ -44,6 +45,7 @@ pub fn agent_name(kind: SourceKind) -> &'static str {
         SourceKind::Gemini => "Gemini CLI",
         SourceKind::Droid => "Factory Droid",
         SourceKind::QwenCode => "Qwen Code",
+        SourceKind::KimiCode => "Kimi Code",
         SourceKind::Copilot => "Copilot CLI",
         SourceKind::OpenCode => "OpenCode",
         SourceKind::Kilo => "Kilo CLI",
@@ -355,7 +357,7 @@ pub async fn review_plan(
 /// Whether an approval hands an agent of `kind` a reviewer's edit of its plan: in the answer
 /// (Claude Code's plan handed back, an MCP result, the message of Pi's extension), or in its
 /// plan file `file`, which Gemini CLI, OpenCode and Kilo CLI read once approved, if that holds
-/// the approved revision (`sha`). Codex, Factory Droid, Qwen Code and Copilot CLI go on with
+/// the approved revision (`sha`). Codex, Factory Droid, Qwen Code, Kimi Code and Copilot CLI go on with
 /// the plan as they wrote it, which the person did not approve.
 fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
     match kind {
@@ -364,7 +366,11 @@ fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
         SourceKind::Gemini | SourceKind::OpenCode | SourceKind::Kilo => {
             file.is_some_and(|file| file.holds(sha))
         }
-        SourceKind::Codex | SourceKind::Droid | SourceKind::QwenCode | SourceKind::Copilot => false,
+        SourceKind::Codex
+        | SourceKind::Droid
+        | SourceKind::QwenCode
+        | SourceKind::KimiCode
+        | SourceKind::Copilot => false,
     }
 }
 

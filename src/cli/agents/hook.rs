@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use plandesk::config::StoreLocation;
 use plandesk::source::install;
 use plandesk::source::{
-    self, claude, codex, copilot, gemini, held, opencode, pi, review_plan, script, stop_requested,
-    SourceError, WaitSettings,
+    self, claude, codex, copilot, gemini, held, kimi, opencode, pi, review_plan, script,
+    stop_requested, SourceError, WaitSettings,
 };
 use plandesk::{Engine, EngineError};
 
@@ -32,6 +32,8 @@ pub enum Agent {
     Droid,
     /// Qwen Code (PermissionRequest on exit_plan_mode)
     QwenCode,
+    /// Kimi Code (PreToolUse on ExitPlanMode)
+    KimiCode,
     /// Copilot CLI (preToolUse on exit_plan_mode)
     Copilot,
     /// OpenCode (Plandesk's plugin, on plan_exit)
@@ -51,18 +53,24 @@ impl Agent {
             Agent::Gemini => gemini::failure(err),
             Agent::Droid => held::failure(held::Agent::Droid, err),
             Agent::QwenCode => held::failure(held::Agent::QwenCode, err),
+            Agent::KimiCode => kimi::failure(err),
             Agent::Copilot => copilot::failure(err),
             Agent::OpenCode | Agent::Kilo | Agent::Pi => script::failure(err),
         })
     }
 
     /// The exit status `answer` is printed with (0 but for a deny Droid must not let another
-    /// hook's allow overrule); a deny's reason also goes to stderr then, where Droid reads it.
+    /// hook's allow overrule, and Kimi Code's, which blocks whatever stdout holds); a deny's
+    /// reason also goes to stderr then, where they read it.
     fn exit_status(self, answer: Option<&str>) -> u8 {
-        let (Some(held), Some(answer)) = (self.held(), answer) else {
+        let Some(answer) = answer else {
             return 0;
         };
-        let status = held::exit_status(held, answer);
+        let status = match (self, self.held()) {
+            (Agent::KimiCode, _) => kimi::exit_status(answer),
+            (_, Some(held)) => held::exit_status(held, answer),
+            _ => return 0,
+        };
         if status != 0 {
             let reason = serde_json::from_str::<serde_json::Value>(answer)
                 .ok()
@@ -214,6 +222,7 @@ fn agent_timeout(agent: Agent) -> Duration {
             held::hook_timeout(held::Agent::Droid, env).unwrap_or(held::DROID_DEFAULT_TIMEOUT)
         }
         Agent::QwenCode => held::hook_timeout(held::Agent::QwenCode, env).unwrap_or(installed),
+        Agent::KimiCode => kimi::hook_timeout(env),
         Agent::ClaudeCode | Agent::Codex | Agent::OpenCode | Agent::Kilo | Agent::Pi => installed,
     }
 }
@@ -281,6 +290,19 @@ async fn run_hook(
                 &agent_watch,
             )
             .await
+        }
+        Agent::KimiCode => {
+            let home = kimi::home(&|name: &str| std::env::var_os(name));
+            match kimi::parse(&input, home.as_deref())? {
+                kimi::Call::NotOurs => Ok(None),
+                kimi::Call::Unwritten(reason) => Ok(Some(kimi::deny(&reason))),
+                kimi::Call::Review(plan) => {
+                    let engine = Engine::open_at(&store, "hook:kimi-code").await?;
+                    let answer =
+                        review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
+                    Ok(Some(kimi::answer(&answer)))
+                }
+            }
         }
         Agent::Copilot => {
             let state = copilot::state_dir(&|name: &str| std::env::var_os(name));

@@ -258,6 +258,7 @@ pub fn plan(target: Target, uninstall: bool, places: &Places) -> Result<Change, 
         Target::OpenCode | Target::Kilo | Target::Pi => {
             return super::script::plan(target, uninstall, places)
         }
+        Target::KimiCode => return super::kimi::plan(uninstall, places),
         Target::Mcp => return super::mcp::plan(uninstall, places),
     };
     // A `hooks.json` holds the hooks at its top level; a settings file under `hooks`.

@@ -3,6 +3,7 @@
 
 mod file;
 mod hooks;
+mod kimi;
 mod mcp;
 mod script;
 
@@ -17,6 +18,7 @@ fn places(dir: &Path) -> Places {
         codex_home: None,
         copilot_home: None,
         pi_dir: None,
+        kimi_home: None,
         config_home: None,
         project: dir.join("project"),
         exe: PathBuf::from("/opt/Plan Desk/plandesk"),

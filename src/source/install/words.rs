@@ -7,7 +7,7 @@
 /// as `;` or `|`, an expansion, a glob, a comment, an assignment) or an unclosed quote gives
 /// `None`: such a command is not one we wrote. Unquoted, only the characters [`shell_quote`]
 /// leaves bare (and a few other inert ones) are taken.
-pub(super) fn shell_words(line: &str) -> Option<Vec<String>> {
+pub(crate) fn shell_words(line: &str) -> Option<Vec<String>> {
     let mut words = Vec::new();
     // Bytes, not chars: `$'\xe2\x80\xae'` spells a character one byte at a time.
     let mut word: Option<Vec<u8>> = None;

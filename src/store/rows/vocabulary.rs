@@ -93,6 +93,8 @@ vocabulary! {
         /// Factory's Droid CLI.
         Droid = "droid",
         QwenCode = "qwen-code",
+        /// Moonshot AI's Kimi Code CLI.
+        KimiCode = "kimi-code",
         /// GitHub Copilot CLI.
         Copilot = "copilot",
         /// OpenCode, through Plandesk's plugin.

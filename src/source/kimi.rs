@@ -1,0 +1,300 @@
+//! Kimi Code: a `PreToolUse` hook on `ExitPlanMode` (`plandesk hook kimi-code`) in its
+//! `config.toml`. The tool carries no plan: the model writes it to the session's plan file,
+//! `sessions/<folder>/<session_id>/agents/<agent>/plans/<slug>.md` in Kimi Code's home
+//! (`$KIMI_CODE_HOME`, else `~/.kimi-code`), named afresh each time plan mode is entered and
+//! rewritten in place when revised; the hook reviews the session's newest one. A deny's reason
+//! is what the model reads as the tool's error, and it stays in plan mode; an allow ends plan
+//! mode. Kimi Code lets the plan through when a hook times out (its `timeout`, at most 600 s),
+//! crashes, exits 1 or prints what it cannot read, so every answer here is explicit, within
+//! that timeout, and a deny exits 2 (a block whatever stdout holds).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{read_plan_file, Answer, SourceError};
+use crate::review::ExternalPlan;
+use crate::store::{Source, SourceKind};
+
+const AGENT: &str = "Kimi Code";
+pub const TOOL: &str = "ExitPlanMode";
+pub const EVENT: &str = "PreToolUse";
+/// Kimi Code's home, where its config and sessions are.
+pub const HOME_ENV: &str = "KIMI_CODE_HOME";
+/// How long Kimi Code waits for a hook whose entry sets no `timeout`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest `timeout` Kimi Code takes (one longer drops every hook of the file).
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+/// The most entries of a folder looked through for the session and its plan.
+const MAX_ENTRIES: usize = 10_000;
+/// The largest `config.toml` read for the hook's timeout.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    session_id: String,
+    cwd: String,
+    #[serde(default)]
+    hook_event_name: Option<String>,
+    tool_name: String,
+}
+
+/// What a hook call asks for.
+#[derive(Debug)]
+pub enum Call {
+    /// A plan to review.
+    Review(Box<ExternalPlan>),
+    /// Not the plan tool: let it run.
+    NotOurs,
+    /// No plan written yet (or one Plandesk cannot take): deny, telling the model what to do.
+    Unwritten(String),
+}
+
+/// Kimi Code's home: `$KIMI_CODE_HOME`, else `~/.kimi-code`. `env` reads the environment.
+pub fn home(env: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var(HOME_ENV).or_else(|| var("HOME").map(|home| home.join(".kimi-code")))
+}
+
+/// Parses the hook's stdin; the plan is read from the session's plan file under `home`.
+pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
+    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: AGENT,
+        message: e.to_string(),
+    })?;
+    if input.tool_name != TOOL {
+        return Ok(Call::NotOurs);
+    }
+    if let Some(event) = input.hook_event_name.as_deref().filter(|e| *e != EVENT) {
+        return Err(SourceError::Input {
+            agent: AGENT,
+            message: format!(
+                "hook event {}; install it as a {EVENT} hook",
+                crate::text::short(event, 60)
+            ),
+        });
+    }
+    let home =
+        home.ok_or_else(|| SourceError::NoPlan(format!("neither ${HOME_ENV} nor $HOME is set")))?;
+    let Some(path) = newest_plan(home, &input.session_id)? else {
+        return Ok(Call::Unwritten(format!(
+            "No plan file was found for this session. Write the complete plan to the plan \
+             file plan mode named, then call {TOOL} again."
+        )));
+    };
+    let text = match read_plan_file(&path) {
+        Ok(text) => text,
+        Err(err) => return Ok(Call::Unwritten(format!("{err}. Write the plan again."))),
+    };
+    if let Some(why) = super::unusable_plan(&text, TOOL) {
+        return Ok(Call::Unwritten(
+            why.replace("in `plan`", "in the plan file"),
+        ));
+    }
+    Ok(Call::Review(Box::new(ExternalPlan {
+        source: Source {
+            kind: SourceKind::KimiCode,
+            session: Some(input.session_id),
+        },
+        prompt: super::plan_prompt(None, AGENT, &input.cwd),
+        cwd: input.cwd,
+        tool_name: TOOL.into(),
+        path: path.display().to_string(),
+        text,
+        item_id: None,
+        submitter: None,
+        file: None,
+    })))
+}
+
+/// The session's plan file written last: the newest `.md` file in any of its agents' `plans`
+/// folders (plan mode lets the model write no other file, so that is the plan it presents).
+/// The session's folder is found by its name among the work folders' (a session id is a
+/// plain name: one that is not is refused); nothing is followed through a link, and only
+/// regular files count.
+fn newest_plan(home: &Path, session: &str) -> Result<Option<PathBuf>, SourceError> {
+    let plain = !session.is_empty()
+        && session.len() <= 200
+        && !session.starts_with('.')
+        && !session.contains(['/', '\\', '\0']);
+    if !plain {
+        return Err(SourceError::Input {
+            agent: AGENT,
+            message: "session_id is not a plain name".into(),
+        });
+    }
+    let sessions = home.join("sessions");
+    let Some(dir) = folders(&sessions)
+        .map(|work| work.join(session))
+        .find(|dir| is_folder(dir))
+    else {
+        return Ok(None);
+    };
+    let newest = folders(&dir.join("agents"))
+        .flat_map(|agent| entries(&agent.join("plans")))
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .filter_map(|path| {
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            meta.file_type()
+                .is_file()
+                .then(|| (meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), path))
+        })
+        .max();
+    Ok(newest.map(|(_, path)| path))
+}
+
+/// Whether `path` is a folder itself (not a link to one).
+fn is_folder(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// The entries of a folder, at most [`MAX_ENTRIES`]; none if it cannot be read.
+fn entries(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .take(MAX_ENTRIES)
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+}
+
+/// The folders in a folder (links to folders left out).
+fn folders(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    entries(dir).filter(|path| is_folder(path))
+}
+
+/// The hook's stdout for a decision: an allow to approve (the model goes on with the plan as
+/// it wrote it: notes reach it in the agent's next message), an explicit deny otherwise.
+pub fn answer(answer: &Answer) -> String {
+    match answer.denial() {
+        None => output(json!({"permissionDecision": "allow"})),
+        Some(reason) => deny(&reason),
+    }
+}
+
+/// A deny whose reason the model reads.
+pub fn deny(reason: &str) -> String {
+    output(json!({"permissionDecision": "deny", "permissionDecisionReason": reason}))
+}
+
+/// The exit status `answer` is printed with: 2 for a deny, which Kimi Code takes as a block
+/// whatever stdout holds (its reason then read from stderr); 0 for the rest.
+pub fn exit_status(answer: &str) -> u8 {
+    let denied = serde_json::from_str::<Value>(answer)
+        .is_ok_and(|value| value["hookSpecificOutput"]["permissionDecision"] == "deny");
+    if denied {
+        2
+    } else {
+        0
+    }
+}
+
+/// Not approved because we failed: an explicit deny.
+pub fn failure(err: &SourceError) -> String {
+    deny(&err.denial())
+}
+
+fn output(mut decision: Value) -> String {
+    decision["hookEventName"] = json!(EVENT);
+    json!({ "hookSpecificOutput": decision }).to_string()
+}
+
+/// How long Kimi Code waits for this hook: the shortest `timeout` (seconds; 30 when unset) of
+/// the `PreToolUse` hooks in its `config.toml` that run `plandesk hook kimi-code`. Where none
+/// is found (another config, a wrapper script), Kimi Code's default, 30 s: what it waits
+/// unless told otherwise.
+pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Duration {
+    home(&env)
+        .and_then(|home| super::read_settings_file(&home.join("config.toml"), MAX_CONFIG_BYTES))
+        .and_then(|text| timeouts_of(&text).min())
+        .unwrap_or(DEFAULT_TIMEOUT)
+}
+
+/// The `timeout` of each `[[hooks]]` entry in a `config.toml` that runs `plandesk hook
+/// kimi-code` on `PreToolUse` (30 s where it has none).
+fn timeouts_of(text: &str) -> impl Iterator<Item = Duration> {
+    let document = text.parse::<toml_edit::DocumentMut>().ok();
+    let hooks: Vec<Duration> = document
+        .as_ref()
+        .and_then(|d| d.get("hooks"))
+        .and_then(toml_edit::Item::as_array_of_tables)
+        .into_iter()
+        .flat_map(|hooks| hooks.iter())
+        .filter(|hook| hook.get("event").and_then(toml_edit::Item::as_str) == Some(EVENT))
+        .filter(|hook| {
+            hook.get("command")
+                .and_then(toml_edit::Item::as_str)
+                .and_then(super::install::shell_words)
+                .is_some_and(|words| {
+                    words
+                        .windows(2)
+                        .any(|w| w[0] == "hook" && w[1] == "kimi-code")
+                })
+        })
+        .map(|hook| {
+            hook.get("timeout")
+                .and_then(toml_edit::Item::as_integer)
+                .and_then(|secs| u64::try_from(secs).ok())
+                .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
+        })
+        .collect();
+    hooks.into_iter()
+}
+
+/// What Kimi Code's after-tool hooks say it did (`plandesk record kimi-code`): `PostToolUse`
+/// (`Write`, `Edit`: a file; `Bash`: a command that succeeded; `ExitPlanMode`: a plan
+/// approved in its own dialog), `PostToolUseFailure` (a command that failed, its exit code in
+/// its error's `Command failed with exit code: N.`) and `Stop` (its turn ended). A file in
+/// Kimi Code's home (a plan file) is none of the work. `None`: another event.
+pub fn report(
+    stdin: &str,
+    home: Option<&Path>,
+) -> Result<Option<super::after::Report>, SourceError> {
+    use super::after::{command_work, file_work, finished};
+    let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent: AGENT,
+        message: e.to_string(),
+    })?;
+    let (Some(session), Some(cwd)) = (input["session_id"].as_str(), input["cwd"].as_str()) else {
+        return Err(SourceError::Input {
+            agent: AGENT,
+            message: "no session_id or cwd".into(),
+        });
+    };
+    let event = input["hook_event_name"].as_str().unwrap_or_default();
+    let tool = input["tool_name"].as_str().unwrap_or_default();
+    let args = &input["tool_input"];
+    let work = match (event, tool) {
+        ("Stop", _) => Some(finished()),
+        ("PostToolUse", "Write" | "Edit") => args["path"]
+            .as_str()
+            .filter(|named| !home.is_some_and(|home| Path::new(named).starts_with(home)))
+            .and_then(|named| file_work(cwd, named, tool)),
+        ("PostToolUse", "Bash") => args["command"]
+            .as_str()
+            .map(|command| command_work(command, Some(0), tool)),
+        ("PostToolUseFailure", "Bash") => args["command"].as_str().map(|command| {
+            let exit = input["error"]["message"]
+                .as_str()
+                .and_then(|error| error.trim_end().rsplit_once("exit code: "))
+                .and_then(|(_, code)| code.trim_end_matches('.').parse().ok());
+            command_work(command, exit, tool)
+        }),
+        ("PostToolUse" | "PostToolUseFailure", _) => None,
+        _ => return Ok(None),
+    };
+    Ok(Some(super::after::Report {
+        source: Source {
+            kind: SourceKind::KimiCode,
+            session: Some(session.to_owned()),
+        },
+        answered: event == "Stop" || (event == "PostToolUse" && tool == TOOL),
+        work,
+    }))
+}
+
+#[cfg(test)]
+#[path = "kimi/tests.rs"]
+mod tests;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{read_plan_file, Answer, SourceError};
+use super::{read_plan_file, Answer, Call, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
 
@@ -28,17 +28,6 @@ struct Input {
     session_id: String,
     cwd: String,
     tool_name: String,
-}
-
-/// What a hook call asks for.
-#[derive(Debug)]
-pub enum Call {
-    /// A plan to review.
-    Review(Box<ExternalPlan>),
-    /// Not the plan tool: print nothing.
-    NotOurs,
-    /// The plan file is missing or empty: deny, telling the model to write it first.
-    Unwritten(String),
 }
 
 /// Copilot's state folder: `$COPILOT_HOME`, else `~/.copilot`. `env` reads the hook's
@@ -79,7 +68,7 @@ pub fn parse(stdin: &str, state: Option<&Path>) -> Result<Call, SourceError> {
     let text = match read_plan_file(&path) {
         Ok(text) if !text.trim().is_empty() => text,
         _ => {
-            return Ok(Call::Unwritten(format!(
+            return Ok(Call::Unusable(format!(
                 "The plan file {} is missing or empty. Write the complete plan there first, then \
                  call exit_plan_mode again.",
                 path.display()
@@ -237,7 +226,7 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let dir = state.path().join("session-state/7720-ab");
         std::fs::create_dir_all(&dir).unwrap();
-        let Call::Unwritten(why) = parse(&stdin("7720-ab", TOOL), Some(state.path())).unwrap()
+        let Call::Unusable(why) = parse(&stdin("7720-ab", TOOL), Some(state.path())).unwrap()
         else {
             panic!("no plan yet");
         };

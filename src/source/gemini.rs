@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{read_plan_file, Answer, SourceError};
+use super::{read_plan_file, Answer, Call, SourceError};
 use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Source, SourceKind};
 
@@ -28,17 +28,6 @@ struct Input {
     tool_name: String,
     #[serde(default)]
     tool_input: Value,
-}
-
-/// What a hook call asks for.
-#[derive(Debug)]
-pub enum Call {
-    /// A plan to review.
-    Review(Box<ExternalPlan>),
-    /// Not a plan: let the tool run.
-    NotOurs,
-    /// The plan file is missing or empty: deny, telling the model to write it first.
-    Unwritten(String),
 }
 
 /// Parses the hook's stdin, with `plans_dir` from `$GEMINI_PLANS_DIR`.
@@ -71,7 +60,7 @@ pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError>
         .file_name()
         .filter(|f| *f == std::ffi::OsStr::new(name));
     let Some(file_name) = file_name else {
-        return Ok(Call::Unwritten(format!(
+        return Ok(Call::Unusable(format!(
             "The plan file name `{name}` is not a plain file name. Write the plan to a `.md` file \
              in the plans folder and call exit_plan_mode with its name."
         )));
@@ -83,7 +72,7 @@ pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError>
     let text = match read_plan_file(&path) {
         Ok(text) if !text.trim().is_empty() => text,
         _ => {
-            return Ok(Call::Unwritten(format!(
+            return Ok(Call::Unusable(format!(
                 "The plan file {} is missing or empty. Write the complete plan there first, then \
                  call exit_plan_mode again.",
                 path.display()
@@ -295,7 +284,7 @@ mod tests {
             assert!(
                 matches!(
                     parse(&stdin(name), Some(dir.path())).unwrap(),
-                    Call::Unwritten(_)
+                    Call::Unusable(_)
                 ),
                 "{name}"
             );

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::gemini::shortest_hook_timeout;
-use super::{Answer, SourceError};
+use super::{Answer, Call, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
 
@@ -155,17 +155,6 @@ struct Input {
     tool_name: String,
     #[serde(default)]
     tool_input: Value,
-}
-
-/// What a hook call asks for.
-#[derive(Debug)]
-pub enum Call {
-    /// A plan to review.
-    Review(Box<ExternalPlan>),
-    /// Not the plan tool: print nothing, the agent goes on as it would.
-    NotOurs,
-    /// The plan is missing or too large: deny, telling the model what to do.
-    Unusable(String),
 }
 
 /// Parses the hook's stdin.

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{read_plan_file, Answer, SourceError};
+use super::{read_plan_file, Answer, Call, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
 
@@ -40,17 +40,6 @@ struct Input {
     #[serde(default)]
     hook_event_name: Option<String>,
     tool_name: String,
-}
-
-/// What a hook call asks for.
-#[derive(Debug)]
-pub enum Call {
-    /// A plan to review.
-    Review(Box<ExternalPlan>),
-    /// Not the plan tool: let it run.
-    NotOurs,
-    /// No plan written yet (or one Plandesk cannot take): deny, telling the model what to do.
-    Unwritten(String),
 }
 
 /// Kimi Code's home: `$KIMI_CODE_HOME`, else `~/.kimi-code`. `env` reads the environment.
@@ -80,19 +69,17 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
     let home =
         home.ok_or_else(|| SourceError::NoPlan(format!("neither ${HOME_ENV} nor $HOME is set")))?;
     let Some(path) = newest_plan(home, &input.session_id)? else {
-        return Ok(Call::Unwritten(format!(
+        return Ok(Call::Unusable(format!(
             "No plan file was found for this session. Write the complete plan to the plan \
              file plan mode named, then call {TOOL} again."
         )));
     };
     let text = match read_plan_file(&path) {
         Ok(text) => text,
-        Err(err) => return Ok(Call::Unwritten(format!("{err}. Write the plan again."))),
+        Err(err) => return Ok(Call::Unusable(format!("{err}. Write the plan again."))),
     };
     if let Some(why) = super::unusable_plan(&text, TOOL) {
-        return Ok(Call::Unwritten(
-            why.replace("in `plan`", "in the plan file"),
-        ));
+        return Ok(Call::Unusable(why.replace("in `plan`", "in the plan file")));
     }
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {

@@ -102,6 +102,18 @@ fn revise_text(feedback: &str) -> String {
     )
 }
 
+/// What a hook call (or a plugin's, or an extension's) asks of Plandesk.
+#[derive(Debug)]
+pub enum Call {
+    /// A plan to review.
+    Review(Box<ExternalPlan>),
+    /// Not the agent's plan tool: say nothing, and the agent goes on as it would.
+    NotOurs,
+    /// No plan Plandesk can take (none written, empty, too large, not where it may be): deny,
+    /// telling the model what to do.
+    Unusable(String),
+}
+
 /// An approval as an agent gets it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Approval {

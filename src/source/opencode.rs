@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{read_plan_file, Answer, SourceError};
+use super::{read_plan_file, Answer, Call, SourceError};
 use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Source, SourceKind};
 
@@ -94,14 +94,6 @@ struct Input {
     prompt: Option<String>,
 }
 
-/// What a plugin call asks for.
-#[derive(Debug)]
-pub enum Call {
-    Review(Box<ExternalPlan>),
-    /// The plan file is missing or empty: deny, telling the model to write it first.
-    Unwritten(String),
-}
-
 /// Parses what the plugin sends from `host`; the plan is read from the file it names (a regular
 /// `.md` file, never through a link).
 pub fn parse(stdin: &str, host: Host) -> Result<Call, SourceError> {
@@ -119,7 +111,7 @@ pub fn parse(stdin: &str, host: Host) -> Result<Call, SourceError> {
     let text = match read_plan_file(path) {
         Ok(text) if !text.trim().is_empty() => text,
         _ => {
-            return Ok(Call::Unwritten(format!(
+            return Ok(Call::Unusable(format!(
                 "The plan file {} is missing or empty. Write the complete plan there first, then \
                  call {TOOL} again.",
                 crate::text::terminal_safe(&crate::text::short(&path.display().to_string(), 300))
@@ -178,7 +170,7 @@ mod tests {
         };
         assert!(matches!(
             parse_opencode(&stdin(&plan)).unwrap(),
-            Call::Unwritten(_)
+            Call::Unusable(_)
         ));
         std::fs::write(&plan, "# Cache\n\n1. Add it\n").unwrap();
         let Call::Review(review) = parse_opencode(&stdin(&plan)).unwrap() else {
@@ -215,7 +207,7 @@ mod tests {
         let link = dir.path().join("link.md");
         std::os::unix::fs::symlink(&plan, &link).unwrap();
         assert!(
-            matches!(parse_opencode(&stdin(&link)).unwrap(), Call::Unwritten(_)),
+            matches!(parse_opencode(&stdin(&link)).unwrap(), Call::Unusable(_)),
             "never through a link"
         );
         assert!(

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Answer, SourceError};
+use super::{Answer, Call, SourceError};
 use crate::review::ExternalPlan;
 use crate::store::{Source, SourceKind};
 use crate::tool::submit_plan::{rejected_with_feedback_text, APPROVED_TEXT};
@@ -72,14 +72,6 @@ struct Input {
     /// The session's first request, as the extension read it from Pi.
     #[serde(default)]
     prompt: Option<String>,
-}
-
-/// What an extension call asks for.
-#[derive(Debug)]
-pub enum Call {
-    Review(Box<ExternalPlan>),
-    /// The plan is empty or too long: deny, telling the model why.
-    Unusable(String),
 }
 
 /// Parses what the extension sends: the plan is `submit_plan`'s argument.

@@ -11,7 +11,7 @@ use plandesk::config::StoreLocation;
 use plandesk::source::install;
 use plandesk::source::{
     self, claude, codex, copilot, gemini, held, kimi, opencode, pi, review_plan, script,
-    stop_requested, SourceError, WaitSettings,
+    stop_requested, Answer, Call, SourceError, WaitSettings,
 };
 use plandesk::{Engine, EngineError};
 
@@ -278,114 +278,149 @@ async fn run_hook(
                 Err(err) => Err(err),
             }
         }
-        Agent::Droid => {
-            held_hook(held::Agent::Droid, &input, &store, settings(), &agent_watch).await
-        }
-        Agent::QwenCode => {
-            held_hook(
-                held::Agent::QwenCode,
-                &input,
+        Agent::Droid | Agent::QwenCode => {
+            let held = agent
+                .held()
+                .ok_or_else(|| SourceError::Internal("not held".into()))?;
+            let call = held::parse(held, &input)?;
+            let deny = |reason: &str| held::deny(held, reason, false);
+            let answer = |answer: &Answer| held::answer(held, answer);
+            let watched = stop(&agent_watch);
+            answer_call(
+                call,
                 &store,
+                held.process(),
                 settings(),
-                &agent_watch,
+                watched,
+                deny,
+                answer,
             )
             .await
         }
         Agent::KimiCode => {
             let home = kimi::home(&|name: &str| std::env::var_os(name));
-            match kimi::parse(&input, home.as_deref())? {
-                kimi::Call::NotOurs => Ok(None),
-                kimi::Call::Unwritten(reason) => Ok(Some(kimi::deny(&reason))),
-                kimi::Call::Review(plan) => {
-                    let engine = Engine::open_at(&store, "hook:kimi-code").await?;
-                    let answer =
-                        review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
-                    Ok(Some(kimi::answer(&answer)))
-                }
-            }
+            let call = kimi::parse(&input, home.as_deref())?;
+            let answer = |answer: &Answer| Some(kimi::answer(answer));
+            let watched = stop(&agent_watch);
+            answer_call(
+                call,
+                &store,
+                "hook:kimi-code",
+                settings(),
+                watched,
+                kimi::deny,
+                answer,
+            )
+            .await
         }
         Agent::Copilot => {
             let state = copilot::state_dir(&|name: &str| std::env::var_os(name));
-            match copilot::parse(&input, state.as_deref())? {
-                copilot::Call::NotOurs => Ok(None),
-                copilot::Call::Unwritten(reason) => Ok(Some(copilot::deny(&reason))),
-                copilot::Call::Review(plan) => {
-                    let engine = Engine::open_at(&store, "hook:copilot").await?;
-                    // Copilot's Ctrl+C only writes an `abort` to the session's events.
-                    let session = plan.source.session.clone().unwrap_or_default();
-                    let events = state.as_deref().map(|s| copilot::events_file(s, &session));
-                    let cancelled = events.map(copilot::cancelled);
-                    let stopped = async {
-                        tokio::select! {
-                            () = stop(&agent_watch) => {}
-                            () = async {
-                                match cancelled {
-                                    Some(cancelled) => cancelled.await,
-                                    None => std::future::pending().await,
-                                }
-                            } => {}
-                        }
-                    };
-                    let answer = review_plan(&engine, *plan, &settings(), stopped).await?;
-                    Ok(Some(copilot::answer(&answer)))
+            let call = copilot::parse(&input, state.as_deref())?;
+            // Copilot's Ctrl+C only writes an `abort` to the session's events (watched only
+            // while a plan waits).
+            let cancelled = match (&call, state.as_deref()) {
+                (Call::Review(plan), Some(state)) => {
+                    let session = plan.source.session.as_deref().unwrap_or_default();
+                    Some(copilot::cancelled(copilot::events_file(state, session)))
                 }
-            }
+                _ => None,
+            };
+            let stopped = async {
+                tokio::select! {
+                    () = stop(&agent_watch) => {}
+                    () = async {
+                        match cancelled {
+                            Some(cancelled) => cancelled.await,
+                            None => std::future::pending().await,
+                        }
+                    } => {}
+                }
+            };
+            let answer = |answer: &Answer| Some(copilot::answer(answer));
+            answer_call(
+                call,
+                &store,
+                "hook:copilot",
+                settings(),
+                stopped,
+                copilot::deny,
+                answer,
+            )
+            .await
         }
         Agent::OpenCode | Agent::Kilo => {
             let host = match agent {
                 Agent::Kilo => opencode::Host::Kilo,
                 _ => opencode::Host::OpenCode,
             };
-            match opencode::parse(&input, host)? {
-                opencode::Call::Unwritten(reason) => Ok(Some(script::deny(&reason))),
-                opencode::Call::Review(plan) => {
-                    let process = format!("hook:{}", host.program());
-                    let engine = Engine::open_at(&store, &process).await?;
-                    let answer =
-                        review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
-                    Ok(Some(opencode::answer(&answer)))
-                }
-            }
+            let call = opencode::parse(&input, host)?;
+            let process = format!("hook:{}", host.program());
+            let answer = |answer: &Answer| Some(opencode::answer(answer));
+            let watched = stop(&agent_watch);
+            answer_call(
+                call,
+                &store,
+                &process,
+                settings(),
+                watched,
+                script::deny,
+                answer,
+            )
+            .await
         }
-        Agent::Pi => match pi::parse(&input)? {
-            pi::Call::Unusable(reason) => Ok(Some(script::deny(&reason))),
-            pi::Call::Review(plan) => {
-                let engine = Engine::open_at(&store, "hook:pi").await?;
-                let answer = review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
-                Ok(Some(pi::answer(&answer)))
-            }
-        },
+        Agent::Pi => {
+            let call = pi::parse(&input)?;
+            let answer = |answer: &Answer| Some(pi::answer(answer));
+            let watched = stop(&agent_watch);
+            answer_call(
+                call,
+                &store,
+                "hook:pi",
+                settings(),
+                watched,
+                script::deny,
+                answer,
+            )
+            .await
+        }
         Agent::Gemini => {
             let plans_dir = std::env::var_os(gemini::PLANS_DIR_ENV).map(PathBuf::from);
-            match gemini::parse(&input, plans_dir.as_deref())? {
-                gemini::Call::NotOurs => Ok(None),
-                gemini::Call::Unwritten(reason) => Ok(Some(gemini::deny(&reason))),
-                gemini::Call::Review(plan) => {
-                    let engine = Engine::open_at(&store, "hook:gemini").await?;
-                    let answer =
-                        review_plan(&engine, *plan, &settings(), stop(&agent_watch)).await?;
-                    Ok(Some(gemini::answer(&answer)))
-                }
-            }
+            let call = gemini::parse(&input, plans_dir.as_deref())?;
+            let answer = |answer: &Answer| Some(gemini::answer(answer));
+            let watched = stop(&agent_watch);
+            answer_call(
+                call,
+                &store,
+                "hook:gemini",
+                settings(),
+                watched,
+                gemini::deny,
+                answer,
+            )
+            .await
         }
     }
 }
 
-/// A plan tool held by a hook in Claude Code's style (Droid, Qwen Code).
-async fn held_hook(
-    agent: held::Agent,
-    input: &str,
+/// A hook call answered in its agent's words: nothing for another tool (`NotOurs`), `deny`
+/// for a plan Plandesk cannot take, and for a plan, the person's decision (`answer`), waited
+/// for until `stopped` (the agent gave up) as `process` in the audit trail.
+async fn answer_call(
+    call: Call,
     store: &StoreLocation,
+    process: &str,
     settings: WaitSettings,
-    agent_watch: &AgentWatch,
+    stopped: impl std::future::Future<Output = ()>,
+    deny: impl Fn(&str) -> String,
+    answer: impl Fn(&Answer) -> Option<String>,
 ) -> Result<Option<String>, SourceError> {
-    match held::parse(agent, input)? {
-        held::Call::NotOurs => Ok(None),
-        held::Call::Unusable(reason) => Ok(Some(held::deny(agent, &reason, false))),
-        held::Call::Review(plan) => {
-            let engine = Engine::open_at(store, agent.process()).await?;
-            let answer = review_plan(&engine, *plan, &settings, stop(agent_watch)).await?;
-            Ok(held::answer(agent, &answer))
+    match call {
+        Call::NotOurs => Ok(None),
+        Call::Unusable(reason) => Ok(Some(deny(&reason))),
+        Call::Review(plan) => {
+            let engine = Engine::open_at(store, process).await?;
+            let decided = review_plan(&engine, *plan, &settings, stopped).await?;
+            Ok(answer(&decided))
         }
     }
 }

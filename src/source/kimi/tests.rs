@@ -63,7 +63,7 @@ fn the_plan_is_the_sessions_newest_plan_file() {
 fn no_plan_written_is_denied_with_what_to_do() {
     let home = tempfile::tempdir().unwrap();
     let unwritten = |home: &Path| match parse(&payload(TOOL, SESSION), Some(home)).unwrap() {
-        Call::Unwritten(why) => why,
+        Call::Unusable(why) => why,
         other => panic!("{other:?}"),
     };
     assert!(unwritten(home.path()).contains("No plan file was found"));
@@ -90,7 +90,7 @@ fn the_worst_session_and_plan_files_are_refused_without_blocking() {
     std::os::unix::fs::symlink(outside.path().join("secret.md"), dir.join("link.md")).unwrap();
     assert!(matches!(
         parse(&payload(TOOL, SESSION), Some(home.path())).unwrap(),
-        Call::Unwritten(_)
+        Call::Unusable(_)
     ));
     // A FIFO is the newest "plan": refused, not read.
     let fifo = dir.join("fifo.md");
@@ -102,7 +102,7 @@ fn the_worst_session_and_plan_files_are_refused_without_blocking() {
     let started = std::time::Instant::now();
     assert!(matches!(
         parse(&payload(TOOL, SESSION), Some(home.path())).unwrap(),
-        Call::Unwritten(_)
+        Call::Unusable(_)
     ));
     assert!(started.elapsed() < Duration::from_secs(5));
     // A session folder that is a link to another's is not followed.
@@ -119,7 +119,7 @@ fn the_worst_session_and_plan_files_are_refused_without_blocking() {
     .unwrap();
     assert!(matches!(
         parse(&payload(TOOL, linked), Some(home.path())).unwrap(),
-        Call::Unwritten(_)
+        Call::Unusable(_)
     ));
 }
 

@@ -20,6 +20,8 @@ use plandesk::source::serve::ServeOptions;
 use plandesk::source::{self, stop_requested, WaitSettings};
 use plandesk::Engine;
 
+use super::args::ServeArgs;
+
 use deadline::{configured_deadline, hook_deadline, parse_duration};
 pub use hook::{hook, Agent};
 
@@ -54,13 +56,16 @@ pub async fn mcp(
 }
 
 /// `plandesk serve`: serves until SIGINT or SIGTERM, then closes waiting plans as abandoned.
-pub async fn serve(
-    data_dir: &Path,
-    store: &StoreLocation,
-    listen: &str,
-    (deadline, hook_timeout): (Option<String>, &str),
-    (public_url, max_connections, max_per_token): (Option<&str>, Option<usize>, Option<usize>),
-) -> Result<ExitCode> {
+pub async fn serve(data_dir: &Path, store: &StoreLocation, args: ServeArgs) -> Result<ExitCode> {
+    let ServeArgs {
+        listen,
+        deadline,
+        hook_timeout,
+        public_url,
+        max_connections,
+        max_per_token,
+        trusted_proxies,
+    } = args;
     // A server tells nobody on its own desktop: the app, hooks on a desktop and the inbox do.
     let mcp_wait = WaitSettings {
         desktop: false,
@@ -69,16 +74,16 @@ pub async fn serve(
     let mut hook_wait = mcp_wait.clone();
     hook_wait.deadline = Some(hook_deadline(
         hook_wait.deadline,
-        parse_duration(hook_timeout)?,
+        parse_duration(&hook_timeout)?,
     ));
     let engine = Engine::open_at(store, "serve").await?;
-    if let Some(url) = public_url {
+    if let Some(url) = public_url.as_deref() {
         let url = source::serve::web::pair::public_url(url)?;
         engine
             .set_setting(source::serve::web::pair::PUBLIC_URL_SETTING, Some(&url))
             .await?;
     }
-    let listener = tokio::net::TcpListener::bind(listen)
+    let listener = tokio::net::TcpListener::bind(&listen)
         .await
         .map_err(|e| anyhow!("cannot listen on {listen}: {e}"))?;
     let address = listener.local_addr()?;
@@ -97,6 +102,7 @@ pub async fn serve(
         hook_wait,
         max_connections,
         max_per_token,
+        trusted_proxies,
     };
     source::serve::serve(engine, listener, options, stop_requested()).await;
     eprintln!("plandesk: stopped serving");

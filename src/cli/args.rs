@@ -196,32 +196,7 @@ pub(super) enum Command {
     /// Take plans from agents on other machines over HTTP: MCP at /mcp, Claude Code's
     /// `type: "http"` hooks at /hooks/claude; every request needs a bearer token (`plandesk
     /// token`). Put TLS in front with a reverse proxy
-    Serve {
-        /// The address to listen on
-        #[arg(long, value_name = "ADDR", default_value = plandesk::source::serve::DEFAULT_LISTEN)]
-        listen: String,
-        /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h,
-        /// 1h 30m; a bare number is seconds)
-        /// [default: $PLANDESK_HOOK_DEADLINE, else no deadline for MCP calls]
-        #[arg(long, value_name = "DURATION")]
-        deadline: Option<String>,
-        /// The `timeout` of the Claude Code http hook pointed here: its plans are answered
-        /// before it runs out
-        #[arg(long, value_name = "DURATION", default_value = "86400s")]
-        hook_timeout: String,
-        /// The address browsers reach this server at (the proxy's https://… in front of it):
-        /// saved, for the links of `plandesk pair`
-        #[arg(long, value_name = "URL")]
-        public_url: Option<String>,
-        /// Connections served at once, each waiting agent holding one [default: as many as
-        /// the OS lets this process open]
-        #[arg(long, value_name = "N")]
-        max_connections: Option<usize>,
-        /// Requests one token may have waiting at once; more are refused (a Claude Code hook
-        /// with a deny) [default: half the connections]
-        #[arg(long, value_name = "N")]
-        max_per_token: Option<usize>,
-    },
+    Serve(ServeArgs),
     /// Sign a browser in to the review served by `plandesk serve`: prints a one-time link
     /// (valid 10 minutes) and shows it as a QR code to scan with a phone
     Pair {
@@ -386,6 +361,39 @@ pub(super) enum KeyAction {
     },
     /// Which providers have a key, and where it comes from (never the key itself)
     List,
+}
+
+/// `plandesk serve`'s options.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on
+    #[arg(long, value_name = "ADDR", default_value = plandesk::source::serve::DEFAULT_LISTEN)]
+    pub listen: String,
+    /// Answer "not approved" when nobody decides within this long (30s, 10m, 2h,
+    /// 1h 30m; a bare number is seconds)
+    /// [default: $PLANDESK_HOOK_DEADLINE, else no deadline for MCP calls]
+    #[arg(long, value_name = "DURATION")]
+    pub deadline: Option<String>,
+    /// The `timeout` of the Claude Code http hook pointed here: its plans are answered
+    /// before it runs out
+    #[arg(long, value_name = "DURATION", default_value = "86400s")]
+    pub hook_timeout: String,
+    /// The address browsers reach this server at (the proxy's https://… in front of it):
+    /// saved, for the links of `plandesk pair`
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Connections served at once, each waiting agent holding one [default: as many as
+    /// the OS lets this process open]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Requests one token may have waiting at once; more are refused (a Claude Code hook
+    /// with a deny) [default: half the connections]
+    #[arg(long, value_name = "N")]
+    pub max_per_token: Option<usize>,
+    /// A reverse proxy in front of this server (repeat for each): a browser's address is
+    /// then the one it puts last in `X-Forwarded-For`, for the limit on sign-in attempts
+    #[arg(long = "trusted-proxy", value_name = "ADDR")]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 #[cfg(test)]

@@ -216,24 +216,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             plans_dir,
             deadline,
         } => agents::mcp(&data_dir, &location()?, workspace, plans_dir, deadline).await,
-        Command::Serve {
-            listen,
-            deadline,
-            hook_timeout,
-            public_url,
-            max_connections,
-            max_per_token,
-        } => {
-            let wait = (deadline, hook_timeout.as_str());
-            agents::serve(
-                &data_dir,
-                &location()?,
-                &listen,
-                wait,
-                (public_url.as_deref(), max_connections, max_per_token),
-            )
-            .await
-        }
+        Command::Serve(args) => agents::serve(&data_dir, &location()?, args).await,
         Command::Install {
             agent,
             uninstall,

@@ -64,6 +64,9 @@ pub struct ServeOptions {
     /// Requests one token has answered at once (more are refused); `None`, half the
     /// connections, so that no one token holds them all.
     pub max_per_token: Option<usize>,
+    /// Reverse proxies in front of the server: a request from one of them comes from the
+    /// address it puts last in `X-Forwarded-For` (see [`web::client_address`]).
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 /// How many connections this process can hold open at once: its limit of open files, raised
@@ -107,6 +110,8 @@ struct State {
     shares: Arc<share::Shares>,
     /// Sign-in attempts of the web review, per address.
     web: web::Attempts,
+    /// Reverse proxies whose `X-Forwarded-For` is believed.
+    trusted_proxies: Vec<IpAddr>,
     /// The inbox, read once per change for every browser's event stream and the webhooks.
     inbox: crate::view::InboxFeed,
     /// Whether browsers reach this server over https (its public URL says so): its session
@@ -170,6 +175,7 @@ pub async fn serve(
         stopped,
         revoked,
         web: web::Attempts::default(),
+        trusted_proxies: options.trusted_proxies,
     });
     let watcher = tokio::spawn(revoked::watch(state.clone(), revoked_keys));
     let base = match public_url {

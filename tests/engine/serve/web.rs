@@ -311,6 +311,51 @@ async fn sign_in_attempts_are_rate_limited() {
     assert!(response.headers().contains_key("retry-after"));
 }
 
+/// Behind a reverse proxy every browser comes from the proxy's address: told to trust it, the
+/// server counts sign-in attempts by the address the proxy forwards, so one browser guessing
+/// links does not hold up another's sign-in; what a client forges before the proxy's entry,
+/// and the header from a peer not trusted, count for nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_sign_in_attempts_count_per_forwarded_address() {
+    let fx = Fixture::new(json!([]));
+    let server = Server::start(&fx, &["--trusted-proxy", "127.0.0.1"]);
+    let guess = format!("{}/pair/pdp_{}", server.base, "0".repeat(64));
+    let from = |forwarded: &'static str, url: &str| {
+        client()
+            .get(url)
+            .header("x-forwarded-for", forwarded)
+            .send()
+    };
+    let mut statuses = Vec::new();
+    for _ in 0..11 {
+        // The guesser forges an address of its own before the proxy's entry.
+        let status = from("198.51.100.7, 203.0.113.5", &guess)
+            .await
+            .unwrap()
+            .status();
+        statuses.push(status.as_u16());
+    }
+    assert_eq!(statuses[10], 429, "{statuses:?}");
+    let link = pair(&fx, &server, "carol");
+    let response = from("203.0.113.6", &link).await.unwrap();
+    assert_eq!(
+        response.status(),
+        200,
+        "another browser behind the proxy signs in"
+    );
+    let forged = from("203.0.113.6, 203.0.113.5", &guess).await.unwrap();
+    assert_eq!(forged.status(), 429, "the proxy's entry is what counts");
+
+    // Not told of a proxy: the header is the client's word and counts for nothing.
+    let direct = Server::start(&fx, &[]);
+    let guess = format!("{}/pair/pdp_{}", direct.base, "1".repeat(64));
+    for n in 0..10 {
+        let forwarded = ["203.0.113.1", "203.0.113.2"][n % 2];
+        assert_eq!(from(forwarded, &guess).await.unwrap().status(), 410);
+    }
+    assert_eq!(from("203.0.113.3", &guess).await.unwrap().status(), 429);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_that_fails_is_tried_again_with_backoff_and_its_failure_is_listed() {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -109,4 +109,40 @@ mod tests {
         assert!(attempts.check([192, 168, 1, 1].into()).is_ok());
         assert!(attempts.by_address.lock().unwrap().len() <= REMEMBERED);
     }
+
+    #[test]
+    fn a_trusted_proxys_last_forwarded_address_is_the_clients() {
+        use super::super::client_address;
+        let proxy: IpAddr = [127, 0, 0, 1].into();
+        let trusted = [proxy, "10.0.0.2".parse().unwrap()];
+        let forwarded = |values: &[&str]| {
+            let mut headers = http::HeaderMap::new();
+            for value in values {
+                headers.append("x-forwarded-for", value.parse().unwrap());
+            }
+            client_address(proxy, &headers, &trusted)
+        };
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(forwarded(&["198.51.100.7, 203.0.113.5"]), ip("203.0.113.5"));
+        assert_eq!(
+            forwarded(&["203.0.113.5, 10.0.0.2"]),
+            ip("203.0.113.5"),
+            "past a second proxy"
+        );
+        assert_eq!(
+            forwarded(&["198.51.100.7", "2001:db8::1"]),
+            ip("2001:db8::1")
+        );
+        assert_eq!(forwarded(&[]), proxy);
+        assert_eq!(forwarded(&["10.0.0.2"]), proxy, "only proxies");
+        assert_eq!(forwarded(&["203.0.113.5, not-an-address"]), proxy);
+        let mut headers = http::HeaderMap::new();
+        headers.append("x-forwarded-for", "203.0.113.5".parse().unwrap());
+        let other: IpAddr = [192, 0, 2, 1].into();
+        assert_eq!(
+            client_address(other, &headers, &trusted),
+            other,
+            "not a proxy: its own"
+        );
+    }
 }

@@ -62,6 +62,7 @@ pub(super) async fn handle(
     request: Request<Incoming>,
     peer: IpAddr,
 ) -> Response<Body> {
+    let peer = client_address(peer, request.headers(), &state.trusted_proxies);
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
     let response = match (&method, path.as_str()) {
@@ -203,6 +204,33 @@ fn over_https(headers: &HeaderMap) -> bool {
             .next()
             .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
     }) || header("forwarded").is_some_and(|f| f.to_ascii_lowercase().contains("proto=https"))
+}
+
+/// The browser's address: the peer's, unless the peer is a reverse proxy the server was told
+/// to trust (`--trusted-proxy`); then the last address in `X-Forwarded-For` that is not one of
+/// those proxies (each proxy appends the address it was reached from, so what a client wrote
+/// there itself comes before). A header that cannot be read, or names only proxies, leaves the
+/// proxy's own address: its browsers then share one limit, the stricter answer.
+pub(super) fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAddr]) -> IpAddr {
+    if !trusted.contains(&peer) {
+        return peer;
+    }
+    let mut hops: Vec<&str> = Vec::new();
+    for value in headers.get_all("x-forwarded-for") {
+        let Ok(value) = value.to_str() else {
+            return peer;
+        };
+        hops.extend(value.split(',').map(str::trim));
+    }
+    for hop in hops.iter().rev() {
+        let Ok(address) = hop.parse::<IpAddr>() else {
+            return peer;
+        };
+        if !trusted.contains(&address) {
+            return address;
+        }
+    }
+    peer
 }
 
 /// `/pair/<secret>`: GET shows whom the link signs in (or that it cannot be used); POST, from

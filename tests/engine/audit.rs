@@ -164,6 +164,29 @@ fn tampering_with_one_entry_is_found_and_named() {
             .into_owned();
     assert!(said.contains("entry 3 is missing"), "{said}");
 
+    // An entry that names no plan hashes its revision as "-": naming the plan "-" instead
+    // leaves the chain whole, but no plan of that hash is kept, and that is found.
+    let (fx, _) = audited_run();
+    let db = rusqlite::Connection::open(fx.data.join("plandesk.db")).unwrap();
+    let id: i64 = db
+        .query_row(
+            "SELECT id FROM audit WHERE revision_sha IS NULL ORDER BY id LIMIT 1",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    db.execute_batch("DROP TRIGGER audit_is_append_only_update;")
+        .unwrap();
+    db.execute("UPDATE audit SET revision_sha = '-' WHERE id = ?1", [id])
+        .unwrap();
+    let out = fx.command(&["audit", "--verify"]).output().unwrap();
+    assert!(!out.status.success(), "verification fails");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("broken at entry #{id}")) && said.contains("(revision -)"),
+        "{said}"
+    );
+
     // The plans are kept with their revisions, outside the chain: changing one is found all
     // the same, at the first entry naming it (its submission), the approved one as well as a
     // rejected one.

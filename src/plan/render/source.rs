@@ -59,7 +59,8 @@ pub fn render_source(markdown: &str) -> String {
         let _ = write!(
             html,
             "\n… <span class=\"render-cut\">(the rest is not shown: this plan holds more \
-             invisible characters than the {MAX_MARKED} marked here)</span>"
+             invisible characters than the {} marked here)</span>",
+            text::grouped(MAX_MARKED)
         );
     } else if shown.len() < markdown.len() {
         html.push_str("\n…");

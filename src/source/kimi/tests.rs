@@ -1,4 +1,4 @@
-//! Kimi Code's hook on real files: the session's plan file found (and nothing followed to
+//! Kimi Code's hook on real files: the plan Kimi Code recorded found (and nothing followed to
 //! it), the answers, the timeout read from its `config.toml`, and what its after-tool hooks
 //! record.
 
@@ -15,32 +15,55 @@ fn payload(tool: &str, session: &str) -> String {
     .to_string()
 }
 
-/// A Kimi Code home with the session's `plans` folder made; returns that folder.
-fn plans(home: &Path, agent: &str) -> PathBuf {
+/// A Kimi Code home with an agent's folder in the session made; returns that folder.
+fn agent(home: &Path, agent: &str) -> PathBuf {
     let dir = home
         .join("sessions/wd_proj_d1fe66d34029")
         .join(SESSION)
         .join("agents")
-        .join(agent)
-        .join("plans");
-    std::fs::create_dir_all(&dir).unwrap();
+        .join(agent);
+    std::fs::create_dir_all(dir.join("plans")).unwrap();
     dir
 }
 
-fn set_mtime(path: &Path, secs_ago: u64) {
-    let file = std::fs::File::options().write(true).open(path).unwrap();
-    file.set_modified(SystemTime::now() - Duration::from_secs(secs_ago))
-        .unwrap();
+/// Writes plan `id` of an agent (folder `dir`) as Kimi Code does when ExitPlanMode is called:
+/// the file, and a `plan.revision` line at `time` in its `wire.jsonl`, after some other line.
+fn present(dir: &Path, id: &str, text: &str, time: i64) {
+    std::fs::write(dir.join("plans").join(format!("{id}.md")), text).unwrap();
+    let sha = hex::encode(Sha256::digest(text.as_bytes()));
+    let lines = [
+        json!({"type": "plan_mode.enter", "agentId": "main", "id": id, "time": time - 5}),
+        json!({"type": "plan.revision", "agentId": "main", "id": id, "version": 1,
+               "key": format!("plan/{id}/v1.md"), "sha256": sha, "bytes": text.len(), "time": time}),
+        json!({"type": "turn.step", "text": "a later line, \"plan.revision\" named in it"}),
+    ];
+    let mut wire = std::fs::read_to_string(dir.join("wire.jsonl")).unwrap_or_default();
+    for line in lines {
+        wire.push_str(&line.to_string());
+        wire.push('\n');
+    }
+    std::fs::write(dir.join("wire.jsonl"), wire).unwrap();
 }
 
+fn unusable(home: &Path, session: &str) -> String {
+    match parse(&payload(TOOL, session), Some(home)).unwrap() {
+        Call::Unusable(why) => why,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The plan reviewed is the one Kimi Code recorded last for the session, whichever of its
+/// agents presented it, not a file that is merely newer.
 #[test]
-fn the_plan_is_the_sessions_newest_plan_file() {
+fn the_plan_is_the_one_kimi_code_recorded_last() {
     let home = tempfile::tempdir().unwrap();
-    let dir = plans(home.path(), "main");
-    std::fs::write(dir.join("old-hero-slug.md"), "# Old\n\nfirst plan mode").unwrap();
-    set_mtime(&dir.join("old-hero-slug.md"), 60);
-    std::fs::write(dir.join("new-hero-slug.md"), "# Cache\n\n1. Add a cache").unwrap();
-    std::fs::write(dir.join("notes.txt"), "not a plan").unwrap();
+    let main = agent(home.path(), "main");
+    present(&main, "old-hero-slug", "# Old\n\nfirst plan mode", 1_000);
+    present(&main, "new-hero-slug", "# Cache\n\n1. Add a cache", 2_000);
+    let sub = agent(home.path(), "agent-7");
+    present(&sub, "sub-slug", "# Sub\n\nearlier", 1_500);
+    // A decoy written later (its time is the newest) that Kimi Code never recorded.
+    std::fs::write(main.join("plans/decoy.md"), "# Decoy").unwrap();
     let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
         panic!("a plan to review");
     };
@@ -50,6 +73,17 @@ fn the_plan_is_the_sessions_newest_plan_file() {
     assert_eq!(plan.cwd, "/w/proj");
     assert_eq!(plan.prompt, "Kimi Code session in /w/proj");
     assert!(plan.path.ends_with("agents/main/plans/new-hero-slug.md"));
+    let file = plan.file.unwrap();
+    assert_eq!(
+        (file.root, file.name.as_str()),
+        (main.join("plans"), "new-hero-slug.md")
+    );
+    // A subagent's plan, recorded later, is the one.
+    present(&sub, "sub-slug", "# Sub\n\nlater", 3_000);
+    let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
+        panic!("a plan to review");
+    };
+    assert_eq!(plan.text, "# Sub\n\nlater");
     // Another tool is let through; another event is refused.
     assert!(matches!(
         parse(&payload("Bash", SESSION), Some(home.path())).unwrap(),
@@ -60,21 +94,27 @@ fn the_plan_is_the_sessions_newest_plan_file() {
 }
 
 #[test]
-fn no_plan_written_is_denied_with_what_to_do() {
+fn no_plan_recorded_or_a_file_changed_since_is_denied_with_what_to_do() {
     let home = tempfile::tempdir().unwrap();
-    let unwritten = |home: &Path| match parse(&payload(TOOL, SESSION), Some(home)).unwrap() {
-        Call::Unusable(why) => why,
-        other => panic!("{other:?}"),
-    };
-    assert!(unwritten(home.path()).contains("No plan file was found"));
-    let dir = plans(home.path(), "main");
-    assert!(unwritten(home.path()).contains("No plan file was found"));
-    std::fs::write(dir.join("hero.md"), "  \n").unwrap();
-    assert!(unwritten(home.path()).contains("in the plan file"));
+    assert!(unusable(home.path(), SESSION).contains("No plan was recorded"));
+    let main = agent(home.path(), "main");
+    assert!(unusable(home.path(), SESSION).contains("No plan was recorded"));
+    present(&main, "hero", "  \n", 1_000);
+    assert!(unusable(home.path(), SESSION).contains("complete plan in the plan file"));
+    present(&main, "hero", "# Plan\n\n1. Step", 2_000);
+    // Changed after Kimi Code recorded it (a background command, say): not reviewed.
+    std::fs::write(main.join("plans/hero.md"), "# Plan\n\n1. Something else").unwrap();
+    assert!(unusable(home.path(), SESSION).contains("changed after ExitPlanMode was called"));
+    // Kimi Code's newest record cannot be read: no older one stands in for it.
+    let mut wire = std::fs::read_to_string(main.join("wire.jsonl")).unwrap();
+    wire.push_str("{\"type\":\"plan.revision\",\"id\":\"hero\",\"time\":3000}\n");
+    std::fs::write(main.join("wire.jsonl"), wire).unwrap();
+    assert!(parse(&payload(TOOL, SESSION), Some(home.path())).is_err());
 }
 
-/// Nothing a session or its files name is followed: a session id that climbs out, a session
-/// folder or plan that is a link, a FIFO where the plan should be (it would block).
+/// Nothing a session or its files name is followed: a session id or a recorded plan id that
+/// climbs out, a session, agent or plans folder that is a link, a plan file that is a link or a
+/// FIFO (it would block).
 #[test]
 fn the_worst_session_and_plan_files_are_refused_without_blocking() {
     let home = tempfile::tempdir().unwrap();
@@ -84,32 +124,41 @@ fn the_worst_session_and_plan_files_are_refused_without_blocking() {
             "{session:?}"
         );
     }
+    let main = agent(home.path(), "main");
+    present(&main, "../../../outside", "# Out", 1_000);
+    assert!(parse(&payload(TOOL, SESSION), Some(home.path())).is_err());
+    std::fs::remove_file(main.join("wire.jsonl")).unwrap();
+
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.md"), "# Secret").unwrap();
-    let dir = plans(home.path(), "main");
-    std::os::unix::fs::symlink(outside.path().join("secret.md"), dir.join("link.md")).unwrap();
-    assert!(matches!(
-        parse(&payload(TOOL, SESSION), Some(home.path())).unwrap(),
-        Call::Unusable(_)
-    ));
-    // A FIFO is the newest "plan": refused, not read.
-    let fifo = dir.join("fifo.md");
+    present(&main, "link", "# Secret", 2_000);
+    std::fs::remove_file(main.join("plans/link.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.md"), main.join("plans/link.md"))
+        .unwrap();
+    assert!(unusable(home.path(), SESSION).contains("Write the plan again"));
+    // A FIFO where the plan is: refused, not read.
+    present(&main, "fifo", "# F", 3_000);
+    std::fs::remove_file(main.join("plans/fifo.md")).unwrap();
     assert!(std::process::Command::new("mkfifo")
-        .arg(&fifo)
+        .arg(main.join("plans/fifo.md"))
         .status()
         .unwrap()
         .success());
     let started = std::time::Instant::now();
-    assert!(matches!(
-        parse(&payload(TOOL, SESSION), Some(home.path())).unwrap(),
-        Call::Unusable(_)
-    ));
+    assert!(unusable(home.path(), SESSION).contains("Write the plan again"));
     assert!(started.elapsed() < Duration::from_secs(5));
+    // A plans folder that is a link.
+    let elsewhere = tempfile::tempdir().unwrap();
+    present(&main, "moved", "# Moved", 4_000);
+    std::fs::rename(main.join("plans"), elsewhere.path().join("plans")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("plans"), main.join("plans")).unwrap();
+    assert!(unusable(home.path(), SESSION).contains("No plans folder"));
     // A session folder that is a link to another's is not followed.
     let other = tempfile::tempdir().unwrap();
     let linked = "session_linked";
-    std::fs::create_dir_all(other.path().join("agents/main/plans")).unwrap();
-    std::fs::write(other.path().join("agents/main/plans/p.md"), "# P").unwrap();
+    let theirs = other.path().join("agents/main");
+    std::fs::create_dir_all(theirs.join("plans")).unwrap();
+    present(&theirs, "p", "# P", 1_000);
     std::os::unix::fs::symlink(
         other.path(),
         home.path()
@@ -117,10 +166,7 @@ fn the_worst_session_and_plan_files_are_refused_without_blocking() {
             .join(linked),
     )
     .unwrap();
-    assert!(matches!(
-        parse(&payload(TOOL, linked), Some(home.path())).unwrap(),
-        Call::Unusable(_)
-    ));
+    assert!(unusable(home.path(), linked).contains("No plan was recorded"));
 }
 
 #[test]
@@ -178,6 +224,13 @@ timeout = 1
 "#;
     std::fs::write(home.path().join("config.toml"), config).unwrap();
     assert_eq!(hook_timeout(env), Duration::from_secs(120));
+    let float = config.replace("timeout = 120\n", "timeout = 45.0\n");
+    std::fs::write(home.path().join("config.toml"), float).unwrap();
+    assert_eq!(
+        hook_timeout(env),
+        Duration::from_secs(45),
+        "a whole float, as Kimi Code reads it"
+    );
     let unset = config.replace("timeout = 120\n", "");
     std::fs::write(home.path().join("config.toml"), unset).unwrap();
     assert_eq!(

@@ -4,12 +4,14 @@
 //! stopped, killed or past its deadline never leaves a plan pending, and never approves.
 //! This module holds the hook's harness (a hook process, its answer, the inbox waited on); the
 //! tests are in `claude_code` (a plan's review from submission to answer), `formats` (the other
-//! agents, each in its own format) and `fail_closed` (a hook stopped, killed, past its deadline
+//! agents, each in its own format), `kimi` (Kimi Code's plan file, held to what was approved)
+//! and `fail_closed` (a hook stopped, killed, past its deadline
 //! or without a store).
 
 mod claude_code;
 mod fail_closed;
 mod formats;
+mod kimi;
 
 use std::process::Child;
 use std::time::{Duration, Instant};

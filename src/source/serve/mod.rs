@@ -288,13 +288,14 @@ async fn handle(state: &State, request: Request<Incoming>, peer: IpAddr) -> Resp
             );
         }
     };
-    let hook = request.method() == Method::POST && path == "/hooks/claude";
-    let Some(share) = state.shares.take(&caller.token_key()) else {
-        return busy(state.shares.most(), hook);
-    };
-    let response = match (request.method(), request.uri().path()) {
+    match (request.method(), request.uri().path()) {
         (_, "/mcp") => Box::pin(mcp(state, caller, request)).await,
-        (&Method::POST, "/hooks/claude") => Box::pin(hook::claude(state, caller, request)).await,
+        (&Method::POST, "/hooks/claude") => {
+            let Some(share) = state.shares.take(&caller.token_key()) else {
+                return busy(state.shares.most(), true);
+            };
+            share.hold(Box::pin(hook::claude(state, caller, request)).await)
+        }
         (_, "/hooks/claude") => json_response(
             StatusCode::METHOD_NOT_ALLOWED,
             &json!({"error": "method", "message": "POST the hook's JSON to /hooks/claude"}),
@@ -306,8 +307,7 @@ async fn handle(state: &State, request: Request<Incoming>, peer: IpAddr) -> Resp
                 crate::text::short(path, 100)
             )}),
         ),
-    };
-    share.hold(response)
+    }
 }
 
 /// The answer to a request past its token's share ([`share`]): a deny for Claude Code's hook
@@ -364,6 +364,15 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
     };
     let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
     let message = parsed.as_ref().map_or(Message::Other, Message::of_value);
+    // A request holds a part of its token's share until it is answered; a cancellation (which
+    // gives one back) or any other message takes none.
+    let share = match &message {
+        Message::Request { .. } => match state.shares.take(&token) {
+            Some(share) => Some(share),
+            None => return busy(state.shares.most(), false),
+        },
+        _ => None,
+    };
     let tasks_version = parts
         .headers
         .get(tasks::PROTOCOL_HEADER)
@@ -376,7 +385,7 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
         if let Some(reply) = state.server.task_reply(parsed, owner, Some(caller.clone())) {
             let registered = state.calls.register(CallKey::new(&token, session, id));
             revoked::end_if_revoked(state, &token);
-            return tasks::answer(reply, registered).await;
+            return share::held(share, tasks::answer(reply, registered).await);
         }
     }
     // What rmcp's answer lacks, if it answers `initialize` or `tools/list` (see `mcp::tasks`).
@@ -410,7 +419,7 @@ async fn mcp(state: &State, caller: Caller, request: Request<Incoming>) -> Respo
             if let Some(completion) = completion {
                 response = tasks::complete(response, completion).await;
             }
-            response.map(|body| registered.guard(body))
+            share::held(share, response.map(|body| registered.guard(body)))
         }
         Message::Other => state.mcp.handle(request).await,
     }

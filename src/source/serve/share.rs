@@ -1,9 +1,10 @@
 //! Each token's share of the server: how many of its requests are answered at once. A waiting
 //! plan holds its request (and its connection) until a person decides, so without a share one
 //! token (an agent in a loop, a leaked secret) could hold every connection the server has and
-//! leave the others' agents waiting to be accepted. A request past its token's share is
-//! refused at once, before its body is read; the hook endpoint refuses with a deny, as it
-//! answers every failure (see `hook`).
+//! leave the others' agents waiting to be accepted. What may wait takes a part of the share: a
+//! hook (refused before its body is read, with a deny, as the hook endpoint answers every
+//! failure: see `hook`) and an MCP request (refused with 429 once its message says it is one);
+//! a cancellation or a session's end, which end waits, never does.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -77,6 +78,14 @@ impl Share {
             })
             .boxed()
         })
+    }
+}
+
+/// `response`, holding `share` (if any) until its body is done with.
+pub(super) fn held(share: Option<Share>, response: Response<Body>) -> Response<Body> {
+    match share {
+        Some(share) => share.hold(response),
+        None => response,
     }
 }
 

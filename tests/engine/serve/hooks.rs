@@ -254,6 +254,25 @@ async fn a_token_past_its_share_is_refused_and_another_is_not() {
     assert_eq!(mcp.status(), 429);
     assert_eq!(mcp.headers()["retry-after"], "10");
     assert_eq!(json_of(mcp).await["error"], "busy");
+    // What ends waits is never refused for the share: a cancellation, a session's end.
+    let cancel = reqwest::Client::new()
+        .post(format!("{}/mcp", server.base))
+        .bearer_auth(&greedy)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(cancel.status(), 429);
+    let end = reqwest::Client::new()
+        .delete(format!("{}/mcp", server.base))
+        .bearer_auth(&greedy)
+        .header("mcp-session-id", "s-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(end.status(), 204);
     // Another token's plan is taken and waits.
     let third = post(&other, 3);
     until_titles(&fx, &["Plan 1", "Plan 2", "Plan 3"]).await;

@@ -136,6 +136,21 @@ mod tests {
         assert_eq!(forwarded(&[]), proxy);
         assert_eq!(forwarded(&["10.0.0.2"]), proxy, "only proxies");
         assert_eq!(forwarded(&["203.0.113.5, not-an-address"]), proxy);
+        assert_eq!(
+            forwarded(&["203.0.113.5:4711"]),
+            ip("203.0.113.5"),
+            "with its port"
+        );
+        assert_eq!(forwarded(&["[2001:db8::1]:4711"]), ip("2001:db8::1"));
+        assert_eq!(forwarded(&["::ffff:203.0.113.5"]), ip("203.0.113.5"));
+        // The proxy at 127.0.0.1, reaching a dual-stack listener.
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        let mut headers = http::HeaderMap::new();
+        headers.append("x-forwarded-for", "203.0.113.9".parse().unwrap());
+        assert_eq!(
+            client_address(mapped, &headers, &trusted),
+            ip("203.0.113.9")
+        );
         let mut headers = http::HeaderMap::new();
         headers.append("x-forwarded-for", "203.0.113.5".parse().unwrap());
         let other: IpAddr = [192, 0, 2, 1].into();

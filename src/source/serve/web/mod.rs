@@ -212,7 +212,10 @@ fn over_https(headers: &HeaderMap) -> bool {
 /// there itself comes before). A header that cannot be read, or names only proxies, leaves the
 /// proxy's own address: its browsers then share one limit, the stricter answer.
 pub(super) fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAddr]) -> IpAddr {
-    if !trusted.contains(&peer) {
+    // An IPv4 proxy reaches a dual-stack listener as `::ffff:a.b.c.d`.
+    let peer = peer.to_canonical();
+    let trusted = |address: &IpAddr| trusted.iter().any(|t| t.to_canonical() == *address);
+    if !trusted(&peer) {
         return peer;
     }
     let mut hops: Vec<&str> = Vec::new();
@@ -223,10 +226,14 @@ pub(super) fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAdd
         hops.extend(value.split(',').map(str::trim));
     }
     for hop in hops.iter().rev() {
-        let Ok(address) = hop.parse::<IpAddr>() else {
+        // An address, or one with its port (`203.0.113.5:4711`, `[2001:db8::1]:4711`).
+        let address = hop
+            .parse::<IpAddr>()
+            .or_else(|_| hop.parse::<std::net::SocketAddr>().map(|a| a.ip()));
+        let Ok(address) = address.map(|a| a.to_canonical()) else {
             return peer;
         };
-        if !trusted.contains(&address) {
+        if !trusted(&address) {
             return address;
         }
     }

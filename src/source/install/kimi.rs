@@ -13,8 +13,9 @@ use super::words::shell_words;
 use super::{file_error, Change, InstallError, Places};
 use crate::source::kimi::{EVENT, MAX_TIMEOUT_SECS, TOOL};
 
-/// Kimi Code's tools whose use `PostToolUse` records (a JavaScript regular expression, matched
-/// anywhere in the name), and `ExitPlanMode`: a plan answered in Kimi Code's own dialog.
+/// Kimi Code's tools whose use `PostToolUse` records (a JavaScript regular expression, which
+/// Kimi Code matches anywhere in the name unless anchored, as here), and `ExitPlanMode`: a
+/// plan answered in Kimi Code's own dialog.
 pub(super) const KIMI_RECORDED_TOOLS: &str = "^(ExitPlanMode|Write|Edit|Bash)$";
 /// How long Kimi Code waits for a `plandesk record` hook (it answers within milliseconds).
 const RECORD_TIMEOUT_SECS: i64 = 10;
@@ -154,8 +155,8 @@ pub(super) fn plan(uninstall: bool, places: &Places) -> Result<Change, InstallEr
     };
     let note = (!uninstall).then(|| {
         format!(
-            "Kimi Code waits at most {} minutes for a hook: decide within them, or the plan is \
-             answered \"not approved\". In its terminal, after you approve, Kimi Code still asks \
+            "Kimi Code waits at most {} minutes for a hook: decide within about nine, or the \
+             plan is answered \"not approved\". In its terminal, after you approve, Kimi Code still asks \
              \"Ready to build with this plan?\"; with `kimi -p` your answer is the only one.",
             MAX_TIMEOUT_SECS / 60
         )
@@ -225,8 +226,8 @@ fn rejected(hook: &Table) -> Option<String> {
     }
     match hook.get("timeout") {
         None => None,
-        Some(timeout) => match timeout.as_integer() {
-            Some(secs) if (1..=MAX_TIMEOUT_SECS as i64).contains(&secs) => None,
+        Some(timeout) => match crate::source::kimi::whole_seconds(timeout) {
+            Some(secs) if (1..=MAX_TIMEOUT_SECS).contains(&secs) => None,
             _ => Some(format!(
                 "a hook's timeout is not a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}"
             )),

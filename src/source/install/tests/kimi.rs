@@ -141,6 +141,10 @@ fn a_config_kimi_code_would_ignore_is_refused() {
             "timeout is not",
         ),
         (
+            "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\ntimeout = 2.5\n",
+            "timeout is not",
+        ),
+        (
             "[[hooks]]\nevent = \"Nope\"\ncommand = \"x\"\n",
             "no event Kimi Code knows",
         ),
@@ -150,6 +154,10 @@ fn a_config_kimi_code_would_ignore_is_refused() {
         let err = plan(Target::KimiCode, false, &p).unwrap_err().to_string();
         assert!(err.contains(why), "{text:?}: {err}");
     }
+    // A whole number written as a float is one Kimi Code takes.
+    let float = "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\ntimeout = 30.0\n";
+    write_with_mode(&file, float, 0o600);
+    assert!(plan(Target::KimiCode, false, &p).is_ok());
     // Uninstalling still takes ours out of such a file.
     let ours =
         "[[hooks]]\nevent = \"Stop\"\ncommand = \"/x/plandesk record kimi-code\"\ntimeout = 10\n\

@@ -101,7 +101,7 @@ pub async fn serve(data_dir: &Path, store: &StoreLocation, args: ServeArgs) -> R
         mcp_wait,
         hook_wait,
         max_connections,
-        max_per_token,
+        max_per_token: max_per_token.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         trusted_proxies,
     };
     source::serve::serve(engine, listener, options, stop_requested()).await;

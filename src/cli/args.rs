@@ -388,10 +388,12 @@ pub struct ServeArgs {
     pub max_connections: Option<usize>,
     /// Requests one token may have waiting at once; more are refused (a Claude Code hook
     /// with a deny) [default: half the connections]
-    #[arg(long, value_name = "N")]
-    pub max_per_token: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_per_token: Option<u64>,
     /// A reverse proxy in front of this server (repeat for each): a browser's address is
-    /// then the one it puts last in `X-Forwarded-For`, for the limit on sign-in attempts
+    /// then the one it puts last in `X-Forwarded-For`, for the limit on sign-in attempts.
+    /// Only for a proxy that appends the address it was reached from to that header (Caddy
+    /// does; nginx with `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for`)
     #[arg(long = "trusted-proxy", value_name = "ADDR")]
     pub trusted_proxies: Vec<std::net::IpAddr>,
 }

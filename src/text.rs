@@ -312,6 +312,7 @@ pub fn grouped(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn counts_are_grouped_by_thousands() {
@@ -325,7 +326,6 @@ mod tests {
             assert_eq!(grouped(n), text);
         }
     }
-    use proptest::prelude::*;
 
     #[test]
     fn a_long_block_is_cut_on_a_character_boundary_and_says_so() {

@@ -95,8 +95,9 @@ impl Agent {
 }
 
 /// `plandesk hook AGENT`: reads the agent's payload, waits for a decision, prints the answer.
-/// Always exits 0 with an explicit answer (non-zero exits and silence are read as approval by
-/// some agents), and always within the hook's deadline: a watchdog thread answers "not
+/// Always answers explicitly (silence, and with most agents a non-zero exit, are read as
+/// approval), exiting 0 but for a deny to Droid or Kimi Code ([`Agent::exit_status`]), and
+/// always within the hook's deadline: a watchdog thread answers "not
 /// approved" at the deadline whatever the hook is stuck on (a payload naming a file that blocks,
 /// a store that does not answer), and ends the process.
 pub async fn hook(
@@ -208,8 +209,9 @@ impl Watchdog {
     }
 }
 
-/// How long the agent waits for this hook: Gemini CLI's from its settings, else the timeout
-/// `plandesk install` configures.
+/// How long the agent waits for this hook: Gemini CLI's, Copilot CLI's, Droid's, Qwen Code's
+/// and Kimi Code's from their settings (each agent's own default where its hook is not found
+/// there), else the timeout `plandesk install` configures.
 fn agent_timeout(agent: Agent) -> Duration {
     let env = |name: &str| std::env::var_os(name);
     let installed = Duration::from_secs(install::HOOK_TIMEOUT_SECS);
@@ -279,9 +281,10 @@ async fn run_hook(
             }
         }
         Agent::Droid | Agent::QwenCode => {
-            let held = agent
-                .held()
-                .ok_or_else(|| SourceError::Internal("not held".into()))?;
+            let held = match agent {
+                Agent::Droid => held::Agent::Droid,
+                _ => held::Agent::QwenCode,
+            };
             let call = held::parse(held, &input)?;
             let deny = |reason: &str| held::deny(held, reason, false);
             let answer = |answer: &Answer| held::answer(held, answer);

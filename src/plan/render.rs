@@ -108,8 +108,8 @@ impl Fallback {
                 "This plan would render to too much HTML; here is its source.".into()
             }
             Fallback::TooManyInvisible { limit } => format!(
-                "This plan holds more than {} invisible characters; here is its source, marked \
-                 up to there.",
+                "This plan holds more than {} invisible characters; here is its source, each \
+                 of them shown.",
                 text::grouped(*limit)
             ),
             Fallback::Failed => "This plan could not be rendered; here is its source.".into(),

@@ -153,10 +153,12 @@ test('a plan of more invisible characters than are marked shows its source, cut 
   try {
     await app.find('#plan-title');
     await app.waitFor("document.querySelector('#plan .render-fallback')", { what: 'the fallback message' });
-    assert.match(await app.text('#plan .render-fallback'), /more than 20,000 invisible characters; here is its source/);
+    assert.match(await app.text('#plan .render-fallback'), /more than 20,000 invisible characters; here is its source, each of them shown/);
     const shown = await app.exec(`const p = document.querySelector('#plan');
-      return { marked: p.querySelectorAll('span.invisible').length, cut: p.querySelector('.render-cut')?.textContent };`);
-    assert.deepEqual(shown, { marked: 20000, cut: '(the rest is not shown: this plan holds more invisible characters than the 20,000 marked here)' });
+      return { marked: p.querySelectorAll('span.invisible').length, cut: p.querySelector('.render-cut')?.textContent,
+               rest: p.querySelector('code').textContent.includes('⟨U+200B ×10,000⟩end') };`);
+    assert.deepEqual(shown, { marked: 20000, rest: true,
+      cut: '(past the first 20,000 invisible characters, each run of one is shown as ⟨U+XXXX ×count⟩)' });
     assert.match(await app.text('#hidden-warning'), /ZERO WIDTH SPACE/, 'the warning above the plan names them');
     await app.exec("document.querySelector('#plan .render-cut').scrollIntoView({ block: 'center' }); return true;");
     await app.screenshot(join(ARTIFACTS, 'source-cut.png'));

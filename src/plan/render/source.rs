@@ -10,10 +10,10 @@ use crate::text;
 /// The most lines a source view numbers: a span each would make a plan of nothing but line
 /// breaks (up to [`MAX_INPUT_BYTES`] of them) tens of megabytes, and millions of elements.
 pub const MAX_NUMBERED_LINES: usize = 20_000;
-/// The most invisible characters a source view marks, each a boxed element of ~80 bytes: a
+/// The most invisible characters a source view marks as a boxed element (~80 bytes each): a
 /// plan of nothing else (up to [`MAX_INPUT_BYTES`] / 3 of them) would be ~56 MB of HTML and
-/// hundreds of thousands of elements. One with more is shown up to the one past this, and
-/// says it stops there.
+/// hundreds of thousands of elements. Past them each run of one character is plain text,
+/// `⟨U+200B ×12,345⟩`: every character still shown, nothing after them hidden.
 pub const MAX_MARKED: usize = 20_000;
 
 const LINE: &str = "<span class=\"line\">";
@@ -22,8 +22,8 @@ const LINE: &str = "<span class=\"line\">";
 /// it, as the hidden-content warning and comments name lines), with every invisible or control
 /// character shown as a marker (see [`super::Rendered::html`]): what is not marked is the
 /// source. Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`; one of more than
-/// [`MAX_NUMBERED_LINES`] lines is shown unnumbered; one of more than [`MAX_MARKED`]
-/// invisible characters is cut before the first one past it, and says so.
+/// [`MAX_NUMBERED_LINES`] lines is shown unnumbered; past [`MAX_MARKED`] invisible
+/// characters, each run of one is a plain marker with its count, and a note says so.
 pub fn render_source(markdown: &str) -> String {
     let shown = text::head(markdown, MAX_INPUT_BYTES);
     let escaped = text::escape_html(shown);
@@ -32,9 +32,9 @@ pub fn render_source(markdown: &str) -> String {
     let mut html = String::with_capacity(escaped.len() + lines * (LINE.len() + 7) + 64);
     html.push_str("<pre class=\"plan-source\"><code>");
     let mut rest = escaped.as_str();
-    let mut whole = true;
-    let mut markers = MAX_MARKED;
-    while whole && !rest.is_empty() {
+    let mut boxed = MAX_MARKED;
+    let mut plain = false;
+    while !rest.is_empty() {
         // Lines end as comrak ends them, and so the warnings count them: at `\n`, `\r\n` or a
         // lone `\r`, which is marked and breaks the line here too.
         let end = match rest.find(['\n', '\r']) {
@@ -46,8 +46,8 @@ pub fn render_source(markdown: &str) -> String {
         if numbered {
             html.push_str(LINE);
         }
-        whole = push_marked(&mut html, line, &mut markers);
-        if whole && numbered && line.ends_with('\r') {
+        plain |= push_marked(&mut html, line, &mut boxed);
+        if numbered && line.ends_with('\r') {
             html.push_str("<br>");
         }
         if numbered {
@@ -55,39 +55,49 @@ pub fn render_source(markdown: &str) -> String {
         }
         rest = next;
     }
-    if !whole {
+    if shown.len() < markdown.len() {
+        html.push_str("\n…");
+    }
+    if plain {
         let _ = write!(
             html,
-            "\n… <span class=\"render-cut\">(the rest is not shown: this plan holds more \
-             invisible characters than the {} marked here)</span>",
+            "\n<span class=\"render-cut\">(past the first {} invisible characters, each run of \
+             one is shown as ⟨U+XXXX ×count⟩)</span>",
             text::grouped(MAX_MARKED)
         );
-    } else if shown.len() < markdown.len() {
-        html.push_str("\n…");
     }
     html.push_str("</code></pre>\n");
     html
 }
 
-/// Appends escaped text to `html`, each hidden character as a marker while `markers` lasts (a
-/// marker each); false when it stopped at one past it.
-fn push_marked(html: &mut String, escaped: &str, markers: &mut usize) -> bool {
+/// Appends escaped text to `html`, each hidden character as a boxed marker while `boxed`
+/// lasts (one each), then each run of one as a plain marker with its count; true if it wrote a
+/// plain one.
+fn push_marked(html: &mut String, escaped: &str, boxed: &mut usize) -> bool {
+    let mut plain = false;
     let mut prev = None;
     let mut chars = escaped.chars().peekable();
     while let Some(c) = chars.next() {
         let next = chars.peek().copied();
-        if c != '\n' && is_marked(c, prev, next) {
-            let Some(left) = markers.checked_sub(1) else {
-                return false;
-            };
-            *markers = left;
+        if c == '\n' || !is_marked(c, prev, next) {
+            html.push(c);
+        } else if let Some(left) = boxed.checked_sub(1) {
+            *boxed = left;
             push_marker(html, c);
         } else {
-            html.push(c);
+            let mut run = 1;
+            while chars.next_if_eq(&c).is_some() {
+                run += 1;
+            }
+            let _ = match run {
+                1 => write!(html, "⟨U+{:04X}⟩", c as u32),
+                _ => write!(html, "⟨U+{:04X} ×{}⟩", c as u32, text::grouped(run)),
+            };
+            plain = true;
         }
         prev = Some(c);
     }
-    true
+    plain
 }
 
 /// How many characters of `text` a view marks.

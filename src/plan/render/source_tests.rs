@@ -47,17 +47,23 @@ fn the_source_view_shows_every_character() {
 }
 
 /// The worst input for the source view, a plan of nothing but invisible characters (each
-/// shown as a boxed marker ~25 times its size), is cut at the first one past
-/// [`MAX_MARKED`], and says so; what is shown is whole HTML, every marker and line closed.
+/// boxed marker ~25 times its size): past [`MAX_MARKED`] boxed ones, each run of one character
+/// is a plain marker with its count, so the HTML stays near the plan's size, and nothing after
+/// them is hidden. What is shown is whole HTML, every marker and line closed.
 #[test]
-fn a_source_full_of_invisible_characters_is_cut_after_the_most_marked() {
-    let one_line = "\u{200b}".repeat(MAX_INPUT_BYTES / 3);
+fn past_the_most_marked_a_run_of_invisible_characters_is_one_marker() {
+    let one_line = format!("{}end", "\u{200b}".repeat(MAX_INPUT_BYTES / 3 - 1));
     let many_lines = "\u{200b}\u{2066}x\n".repeat(MAX_INPUT_BYTES / 8);
-    for source in [one_line, many_lines] {
-        let html = render_source(&source);
+    let alternating = "a\u{200b}".repeat(MAX_INPUT_BYTES / 4);
+    for source in [&one_line, &many_lines, &alternating] {
+        let html = render_source(source);
         assert_eq!(html.matches("class=\"invisible\"").count(), MAX_MARKED);
-        assert!(html.len() < MAX_MARKED * 100, "{} bytes", html.len());
-        assert!(html.contains("the rest is not shown"));
+        assert!(
+            html.len() < MAX_MARKED * 100 + 6 * source.len(),
+            "{} bytes",
+            html.len()
+        );
+        assert!(html.contains("past the first 20,000 invisible characters"));
         assert!(
             html.ends_with("</span></code></pre>\n"),
             "{}",
@@ -68,19 +74,22 @@ fn a_source_full_of_invisible_characters_is_cut_after_the_most_marked() {
             html.matches("</span>").count()
         );
     }
-    let rendered = render(&"\u{200b}".repeat(MAX_INPUT_BYTES / 3));
+    let html = render_source(&one_line);
+    let rest = MAX_INPUT_BYTES / 3 - 1 - MAX_MARKED;
+    assert!(
+        html.contains(&format!("⟨U+200B ×{}⟩end", crate::text::grouped(rest))),
+        "the run past the boxed markers is one marker, and what follows it is shown"
+    );
+    assert!(render_source(&many_lines).contains("⟨U+200B⟩⟨U+2066⟩x\n"));
+    let rendered = render(&one_line);
     assert_eq!(
         rendered.fallback,
         Some(Fallback::TooManyInvisible { limit: MAX_MARKED })
     );
-    assert!(
-        rendered.html.len() < MAX_MARKED * 100,
-        "{}",
-        rendered.html.len()
-    );
-    // The most is shown whole, and rendered.
+    assert!(rendered.html.contains("end</span>"));
+    // The most is shown boxed, and rendered.
     let most = "\u{200b}".repeat(MAX_MARKED);
-    assert!(!render_source(&most).contains("not shown"));
+    assert!(!render_source(&most).contains("past the first"));
     assert_eq!(render(&most).fallback, None);
     let emoji = "👩\u{200d}💻 ".repeat(MAX_MARKED + 1);
     assert_eq!(

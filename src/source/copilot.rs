@@ -33,8 +33,7 @@ struct Input {
 /// Copilot's state folder: `$COPILOT_HOME`, else `~/.copilot`. `env` reads the hook's
 /// environment.
 pub fn state_dir(env: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("COPILOT_HOME").or_else(|| var("HOME").map(|home| home.join(".copilot")))
+    super::agent_dir(env, "COPILOT_HOME", ".copilot")
 }
 
 /// Parses the hook's stdin; the plan is read from the session's `plan.md` under `state`.

@@ -51,8 +51,7 @@ struct Input {
 
 /// Kimi Code's home: `$KIMI_CODE_HOME`, else `~/.kimi-code`. `env` reads the environment.
 pub fn home(env: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var(HOME_ENV).or_else(|| var("HOME").map(|home| home.join(".kimi-code")))
+    super::agent_dir(env, HOME_ENV, ".kimi-code")
 }
 
 /// Parses the hook's stdin; the plan is read from the session's plan file under `home`.

@@ -20,6 +20,7 @@ pub mod presence;
 pub mod script;
 pub mod serve;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -71,6 +72,17 @@ pub(crate) fn unusable_plan(plan: &str, tool: &str, place: &str) -> Option<Strin
             plan.len()
         )
     })
+}
+
+/// An agent's folder: `$VAR` when set (not empty), else `SUB` in the home folder. `env` reads
+/// the environment.
+pub(crate) fn agent_dir(
+    env: &impl Fn(&str) -> Option<OsString>,
+    var: &str,
+    sub: &str,
+) -> Option<PathBuf> {
+    let path = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    path(var).or_else(|| path("HOME").map(|home| home.join(sub)))
 }
 
 /// Where a reviewer's edit of a plan may be written back to its file: the agent's own plans

@@ -2,9 +2,10 @@
 //! `config.toml`. The tool carries no plan: the model writes it to the session's plan file,
 //! `sessions/<folder>/<session_id>/agents/<agent>/plans/<slug>.md` in Kimi Code's home
 //! (`$KIMI_CODE_HOME`, else `~/.kimi-code`), named afresh each time plan mode is entered and
-//! rewritten in place when revised. Each call is recorded in the agent's `wire.jsonl` (the
-//! plan's id and the SHA-256 of its file) before the hook runs: the hook reviews that plan, and
-//! only while its file holds those bytes. Once approved, Kimi Code reads the file again: an
+//! rewritten in place when revised. The agent in plan mode, and its plan's id, are in the
+//! agent's `wire.jsonl`; each call makes a copy of the plan file (`plan/<id>/v<N>.md`) before
+//! the hook runs: the hook reviews that copy, and only while the file still holds it. Once
+//! approved, Kimi Code reads the file again: an
 //! approval goes out only if it still holds the approved plan (see `review_plan`). A deny's
 //! reason is what the model reads as the tool's error, and it stays in plan mode; an allow ends
 //! plan mode. Kimi Code lets the plan through when a hook times out (its `timeout`, at most
@@ -21,7 +22,6 @@ use serde_json::{json, Value};
 use super::{read_plan_file, Answer, Call, SourceError};
 use crate::review::{ExternalPlan, PlanFile};
 use crate::store::{Source, SourceKind};
-use sha2::{Digest, Sha256};
 
 const AGENT: &str = "Kimi Code";
 pub const TOOL: &str = "ExitPlanMode";
@@ -34,8 +34,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_TIMEOUT_SECS: u64 = 600;
 /// The most entries of a folder looked through for the session and its plan.
 const MAX_ENTRIES: usize = 10_000;
-/// The most of an agent's `wire.jsonl` read for the plan it recorded last (written just
-/// before the hook runs, so near its end).
+/// The most of an agent's `wire.jsonl` read for whether it is in plan mode (its entering is
+/// a few turns back, near the end).
 const MAX_WIRE_TAIL: u64 = 8 * 1024 * 1024;
 /// The largest `config.toml` read for the hook's timeout.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -74,31 +74,46 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
     }
     let home =
         home.ok_or_else(|| SourceError::NoPlan(format!("neither ${HOME_ENV} nor $HOME is set")))?;
-    let Some(recorded) = recorded_plan(home, &input.session_id)? else {
-        return Ok(Call::Unusable(format!(
-            "No plan was recorded for this session. Write the complete plan to the plan file \
-             plan mode named, then call {TOOL} again."
-        )));
-    };
-    let plans = recorded.agent.join("plans");
-    let name = format!("{}.md", recorded.id);
-    let path = plans.join(&name);
-    let text = match is_folder(&plans).then(|| read_plan_file(&path)) {
-        Some(Ok(text)) => text,
-        Some(Err(err)) => return Ok(Call::Unusable(format!("{err}. Write the plan again."))),
-        None => {
+    let current = match current_plan(home, &input.session_id)? {
+        Current::One(current) => current,
+        Current::None => {
             return Ok(Call::Unusable(format!(
-                "No plans folder. Call {TOOL} again."
+                "No plan was found for this session in plan mode. Write the complete plan to \
+                 the plan file plan mode named, then call {TOOL} again."
+            )))
+        }
+        Current::Many => {
+            return Ok(Call::Unusable(format!(
+                "More than one agent of this session is in plan mode, and Plandesk cannot \
+                 tell whose plan this is, so it is not approved. Leave plan mode in the others, \
+                 then call {TOOL} again."
             )))
         }
     };
-    if hex::encode(Sha256::digest(text.as_bytes())) != recorded.sha256 {
-        return Ok(Call::Unusable(format!(
-            "The plan file {} changed after {TOOL} was called. Call {TOOL} again to present \
-             it as it is now.",
-            path.display()
-        )));
-    }
+    let plans = current.agent.join("plans");
+    let name = format!("{}.md", current.id);
+    let path = plans.join(&name);
+    // What Kimi Code presents: the copy it made of the plan file for this call (written, and
+    // waited for, before the hook runs); the file must still hold it.
+    let presented = newest_copy(&current.agent.join("plan").join(&current.id));
+    let text = match (is_folder(&plans).then(|| read_plan_file(&path)), presented) {
+        (Some(Ok(text)), Some(Ok(presented))) if text == presented => text,
+        (Some(Ok(_)), Some(Ok(_))) => {
+            return Ok(Call::Unusable(format!(
+                "The plan file {} changed after {TOOL} was called. Call {TOOL} again to \
+                 present it as it is now.",
+                path.display()
+            )))
+        }
+        (Some(Err(err)), _) | (_, Some(Err(err))) => {
+            return Ok(Call::Unusable(format!("{err}. Write the plan again.")))
+        }
+        _ => {
+            return Ok(Call::Unusable(format!(
+                "Kimi Code kept no copy of this plan. Call {TOOL} again."
+            )))
+        }
+    };
     if let Some(why) = super::unusable_plan(&text, TOOL, "in the plan file") {
         return Ok(Call::Unusable(why));
     }
@@ -120,22 +135,29 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
     })))
 }
 
-/// A plan Kimi Code put to review: the agent's folder in the session, the plan's id (its file
-/// is `plans/<id>.md` there) and the SHA-256 of that file's bytes when it was put.
+/// The agent of a session in plan mode, and its plan's id (the plan file is `plans/<id>.md`
+/// in the agent's folder, Kimi Code's copies of it `plan/<id>/v<N>.md`).
 #[derive(Debug)]
-struct Recorded {
+struct InPlanMode {
     agent: PathBuf,
     id: String,
-    sha256: String,
 }
 
-/// The plan Kimi Code recorded last for the session: each `ExitPlanMode` call appends a
-/// `plan.revision` line (id, SHA-256, time) to its agent's `wire.jsonl` before the hook runs;
-/// the newest among the session's agents is the one presented. Its folder is found by name
+/// Which of a session's agents are in plan mode.
+#[derive(Debug)]
+enum Current {
+    None,
+    One(InPlanMode),
+    Many,
+}
+
+/// The session's agent in plan mode: each agent's `wire.jsonl` records it entering plan mode
+/// (`plan_mode.enter`, with the plan's id) and leaving it (`plan_mode.exit`, `.cancel`), a turn
+/// or more before its `ExitPlanMode` can be called. The session's folder is found by name
 /// among the work folders' (a session id is a plain name: one that is not is refused); no
-/// folder or file is followed through a link, and the log is read as every file an agent names
-/// (its last [`MAX_WIRE_TAIL`] bytes).
-fn recorded_plan(home: &Path, session: &str) -> Result<Option<Recorded>, SourceError> {
+/// folder or file is followed through a link, and a log is read as every file an agent names
+/// (its last [`MAX_WIRE_TAIL`] bytes): one that cannot be read is an error, not passed over.
+fn current_plan(home: &Path, session: &str) -> Result<Current, SourceError> {
     if !plain_name(session) {
         return Err(SourceError::Input {
             agent: AGENT,
@@ -146,48 +168,58 @@ fn recorded_plan(home: &Path, session: &str) -> Result<Option<Recorded>, SourceE
         .map(|work| work.join(session))
         .find(|dir| is_folder(dir))
     else {
-        return Ok(None);
+        return Ok(Current::None);
     };
-    #[derive(Deserialize)]
-    struct Line {
-        id: String,
-        sha256: String,
-        time: i64,
-    }
-    let mut newest: Option<(i64, PathBuf, Line)> = None;
+    let mut found = Vec::new();
     for agent in folders(&dir.join("agents")) {
-        let Ok(wire) = super::read_tail(&agent.join("wire.jsonl"), MAX_WIRE_TAIL) else {
-            continue;
+        let wire = match super::read_tail(&agent.join("wire.jsonl"), MAX_WIRE_TAIL) {
+            Ok(wire) => wire,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => {
+                return Err(SourceError::NoPlan(format!(
+                    "Kimi Code's record of an agent cannot be read: {err}"
+                )))
+            }
         };
-        let last = wire
-            .lines()
-            .rev()
-            .filter(|line| line.contains("plan.revision"))
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .find(|entry| entry["type"] == "plan.revision");
-        let Some(last) = last else {
-            continue;
-        };
-        // The newest record, whole, or none: never an older one in its place.
-        let line: Line = serde_json::from_value(last).map_err(|e| {
-            SourceError::NoPlan(format!(
-                "Kimi Code's record of the plan cannot be read: {e}"
-            ))
-        })?;
-        if newest.as_ref().is_none_or(|(time, ..)| line.time > *time) {
-            newest = Some((line.time, agent, line));
+        let mut id = None;
+        for line in wire.lines().filter(|line| line.contains("plan_mode.")) {
+            let Ok(entry) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            match entry["type"].as_str() {
+                Some("plan_mode.enter") => id = entry["id"].as_str().map(str::to_owned),
+                Some("plan_mode.exit" | "plan_mode.cancel") => id = None,
+                _ => {}
+            }
+        }
+        if let Some(id) = id {
+            if !plain_name(&id) {
+                return Err(SourceError::Input {
+                    agent: AGENT,
+                    message: "a plan id is not a plain name".into(),
+                });
+            }
+            found.push(InPlanMode { agent, id });
         }
     }
-    let Some((_, agent, Line { id, sha256, .. })) = newest else {
-        return Ok(None);
-    };
-    if !plain_name(&id) {
-        return Err(SourceError::Input {
-            agent: AGENT,
-            message: "a plan id is not a plain name".into(),
-        });
-    }
-    Ok(Some(Recorded { agent, id, sha256 }))
+    Ok(match found.len() {
+        0 => Current::None,
+        1 => Current::One(found.remove(0)),
+        _ => Current::Many,
+    })
+}
+
+/// The newest of Kimi Code's copies of a plan (`v<N>.md`, the highest N) in `dir`, read as a
+/// plan file is; `None` if there is none.
+fn newest_copy(dir: &Path) -> Option<Result<String, SourceError>> {
+    let newest = entries(dir)
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?;
+            let version: u64 = name.strip_prefix('v')?.strip_suffix(".md")?.parse().ok()?;
+            Some((version, path))
+        })
+        .max_by_key(|(version, _)| *version)?;
+    Some(read_plan_file(&newest.1))
 }
 
 /// Whether `name` names a file in a folder, and nothing else (no `..`, no `/`).

@@ -1,4 +1,4 @@
-//! Kimi Code's hook on real files: the plan Kimi Code recorded found (and nothing followed to
+//! Kimi Code's hook on real files: the plan Kimi Code presented found (and nothing followed to
 //! it), the answers, the timeout read from its `config.toml`, and what its after-tool hooks
 //! record.
 
@@ -26,23 +26,28 @@ fn agent(home: &Path, agent: &str) -> PathBuf {
     dir
 }
 
-/// Writes plan `id` of an agent (folder `dir`) as Kimi Code does when ExitPlanMode is called:
-/// the file, and a `plan.revision` line at `time` in its `wire.jsonl`, after some other line.
-fn present(dir: &Path, id: &str, text: &str, time: i64) {
-    std::fs::write(dir.join("plans").join(format!("{id}.md")), text).unwrap();
-    let sha = hex::encode(Sha256::digest(text.as_bytes()));
-    let lines = [
-        json!({"type": "plan_mode.enter", "agentId": "main", "id": id, "time": time - 5}),
-        json!({"type": "plan.revision", "agentId": "main", "id": id, "version": 1,
-               "key": format!("plan/{id}/v1.md"), "sha256": sha, "bytes": text.len(), "time": time}),
-        json!({"type": "turn.step", "text": "a later line, \"plan.revision\" named in it"}),
-    ];
+/// Enters plan mode in an agent (folder `dir`) for plan `id`, as Kimi Code records it.
+fn enter(dir: &Path, id: &str) {
+    log(
+        dir,
+        json!({"type": "plan_mode.enter", "agentId": "main", "id": id, "time": 1}),
+    );
+}
+
+fn log(dir: &Path, entry: Value) {
     let mut wire = std::fs::read_to_string(dir.join("wire.jsonl")).unwrap_or_default();
-    for line in lines {
-        wire.push_str(&line.to_string());
-        wire.push('\n');
-    }
+    wire.push_str(&entry.to_string());
+    wire.push('\n');
     std::fs::write(dir.join("wire.jsonl"), wire).unwrap();
+}
+
+/// Presents plan `id` of an agent (folder `dir`) as Kimi Code does when ExitPlanMode is
+/// called: the plan file, and its copy `plan/<id>/v<version>.md`.
+fn present(dir: &Path, id: &str, text: &str, version: u32) {
+    std::fs::write(dir.join("plans").join(format!("{id}.md")), text).unwrap();
+    let copies = dir.join("plan").join(id);
+    std::fs::create_dir_all(&copies).unwrap();
+    std::fs::write(copies.join(format!("v{version}.md")), text).unwrap();
 }
 
 fn unusable(home: &Path, session: &str) -> String {
@@ -52,22 +57,31 @@ fn unusable(home: &Path, session: &str) -> String {
     }
 }
 
-/// The plan reviewed is the one Kimi Code recorded last for the session, whichever of its
-/// agents presented it, not a file that is merely newer.
+/// The plan reviewed is Kimi Code's newest copy of the plan of the agent in plan mode, not a
+/// file that is merely newer or an earlier plan mode's.
 #[test]
-fn the_plan_is_the_one_kimi_code_recorded_last() {
+fn the_plan_is_the_copy_kimi_code_made_of_the_agents_plan() {
     let home = tempfile::tempdir().unwrap();
     let main = agent(home.path(), "main");
-    present(&main, "old-hero-slug", "# Old\n\nfirst plan mode", 1_000);
-    present(&main, "new-hero-slug", "# Cache\n\n1. Add a cache", 2_000);
+    enter(&main, "old-hero-slug");
+    present(&main, "old-hero-slug", "# Old\n\nfirst plan mode", 1);
+    log(&main, json!({"type": "plan_mode.exit", "agentId": "main"}));
+    enter(&main, "new-hero-slug");
+    present(&main, "new-hero-slug", "# Cache\n\n1. Add a cache", 1);
+    present(&main, "new-hero-slug", "# Cache\n\n1. Add an LRU cache", 2);
     let sub = agent(home.path(), "agent-7");
-    present(&sub, "sub-slug", "# Sub\n\nearlier", 1_500);
-    // A decoy written later (its time is the newest) that Kimi Code never recorded.
+    enter(&sub, "sub-slug");
+    present(&sub, "sub-slug", "# Sub", 1);
+    log(
+        &sub,
+        json!({"type": "plan_mode.cancel", "agentId": "agent-7"}),
+    );
+    // A decoy written later that Kimi Code never presented.
     std::fs::write(main.join("plans/decoy.md"), "# Decoy").unwrap();
     let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
         panic!("a plan to review");
     };
-    assert_eq!(plan.text, "# Cache\n\n1. Add a cache");
+    assert_eq!(plan.text, "# Cache\n\n1. Add an LRU cache");
     assert_eq!(plan.source.kind, SourceKind::KimiCode);
     assert_eq!(plan.source.session.as_deref(), Some(SESSION));
     assert_eq!(plan.cwd, "/w/proj");
@@ -78,12 +92,10 @@ fn the_plan_is_the_one_kimi_code_recorded_last() {
         (file.root, file.name.as_str()),
         (main.join("plans"), "new-hero-slug.md")
     );
-    // A subagent's plan, recorded later, is the one.
-    present(&sub, "sub-slug", "# Sub\n\nlater", 3_000);
-    let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
-        panic!("a plan to review");
-    };
-    assert_eq!(plan.text, "# Sub\n\nlater");
+    // Two agents in plan mode at once: whose plan this is cannot be told.
+    enter(&sub, "sub-slug-2");
+    present(&sub, "sub-slug-2", "# Sub 2", 1);
+    assert!(unusable(home.path(), SESSION).contains("More than one agent"));
     // Another tool is let through; another event is refused.
     assert!(matches!(
         parse(&payload("Bash", SESSION), Some(home.path())).unwrap(),
@@ -94,27 +106,25 @@ fn the_plan_is_the_one_kimi_code_recorded_last() {
 }
 
 #[test]
-fn no_plan_recorded_or_a_file_changed_since_is_denied_with_what_to_do() {
+fn no_plan_mode_no_copy_or_a_file_changed_since_is_denied_with_what_to_do() {
     let home = tempfile::tempdir().unwrap();
-    assert!(unusable(home.path(), SESSION).contains("No plan was recorded"));
+    assert!(unusable(home.path(), SESSION).contains("No plan was found"));
     let main = agent(home.path(), "main");
-    assert!(unusable(home.path(), SESSION).contains("No plan was recorded"));
-    present(&main, "hero", "  \n", 1_000);
+    assert!(unusable(home.path(), SESSION).contains("No plan was found"));
+    enter(&main, "hero");
+    std::fs::write(main.join("plans/hero.md"), "# Plan").unwrap();
+    assert!(unusable(home.path(), SESSION).contains("kept no copy"));
+    present(&main, "hero", "  \n", 1);
     assert!(unusable(home.path(), SESSION).contains("complete plan in the plan file"));
-    present(&main, "hero", "# Plan\n\n1. Step", 2_000);
-    // Changed after Kimi Code recorded it (a background command, say): not reviewed.
+    present(&main, "hero", "# Plan\n\n1. Step", 2);
+    // Changed after Kimi Code copied it (a background command, say): not reviewed.
     std::fs::write(main.join("plans/hero.md"), "# Plan\n\n1. Something else").unwrap();
     assert!(unusable(home.path(), SESSION).contains("changed after ExitPlanMode was called"));
-    // Kimi Code's newest record cannot be read: no older one stands in for it.
-    let mut wire = std::fs::read_to_string(main.join("wire.jsonl")).unwrap();
-    wire.push_str("{\"type\":\"plan.revision\",\"id\":\"hero\",\"time\":3000}\n");
-    std::fs::write(main.join("wire.jsonl"), wire).unwrap();
-    assert!(parse(&payload(TOOL, SESSION), Some(home.path())).is_err());
 }
 
-/// Nothing a session or its files name is followed: a session id or a recorded plan id that
-/// climbs out, a session, agent or plans folder that is a link, a plan file that is a link or a
-/// FIFO (it would block).
+/// Nothing a session or its files name is followed: a session id or a plan id that climbs
+/// out, a session or plans folder that is a link, a plan file or log that is a link or a FIFO
+/// (it would block).
 #[test]
 fn the_worst_session_and_plan_files_are_refused_without_blocking() {
     let home = tempfile::tempdir().unwrap();
@@ -125,40 +135,53 @@ fn the_worst_session_and_plan_files_are_refused_without_blocking() {
         );
     }
     let main = agent(home.path(), "main");
-    present(&main, "../../../outside", "# Out", 1_000);
+    enter(&main, "../../../outside");
     assert!(parse(&payload(TOOL, SESSION), Some(home.path())).is_err());
     std::fs::remove_file(main.join("wire.jsonl")).unwrap();
 
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.md"), "# Secret").unwrap();
-    present(&main, "link", "# Secret", 2_000);
+    enter(&main, "link");
+    present(&main, "link", "# Secret", 1);
     std::fs::remove_file(main.join("plans/link.md")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret.md"), main.join("plans/link.md"))
         .unwrap();
     assert!(unusable(home.path(), SESSION).contains("Write the plan again"));
     // A FIFO where the plan is: refused, not read.
-    present(&main, "fifo", "# F", 3_000);
+    enter(&main, "fifo");
+    present(&main, "fifo", "# F", 1);
     std::fs::remove_file(main.join("plans/fifo.md")).unwrap();
-    assert!(std::process::Command::new("mkfifo")
-        .arg(main.join("plans/fifo.md"))
-        .status()
-        .unwrap()
-        .success());
+    let mkfifo = |path: PathBuf| {
+        assert!(std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap()
+            .success())
+    };
+    mkfifo(main.join("plans/fifo.md"));
     let started = std::time::Instant::now();
     assert!(unusable(home.path(), SESSION).contains("Write the plan again"));
     assert!(started.elapsed() < Duration::from_secs(5));
     // A plans folder that is a link.
     let elsewhere = tempfile::tempdir().unwrap();
-    present(&main, "moved", "# Moved", 4_000);
+    enter(&main, "moved");
+    present(&main, "moved", "# Moved", 1);
     std::fs::rename(main.join("plans"), elsewhere.path().join("plans")).unwrap();
     std::os::unix::fs::symlink(elsewhere.path().join("plans"), main.join("plans")).unwrap();
-    assert!(unusable(home.path(), SESSION).contains("No plans folder"));
+    assert!(unusable(home.path(), SESSION).contains("kept no copy"));
+    // A log that is a FIFO is an error, not passed over for another agent's.
+    let sub = agent(home.path(), "agent-2");
+    mkfifo(sub.join("wire.jsonl"));
+    let started = std::time::Instant::now();
+    assert!(parse(&payload(TOOL, SESSION), Some(home.path())).is_err());
+    assert!(started.elapsed() < Duration::from_secs(5));
     // A session folder that is a link to another's is not followed.
     let other = tempfile::tempdir().unwrap();
     let linked = "session_linked";
     let theirs = other.path().join("agents/main");
     std::fs::create_dir_all(theirs.join("plans")).unwrap();
-    present(&theirs, "p", "# P", 1_000);
+    enter(&theirs, "p");
+    present(&theirs, "p", "# P", 1);
     std::os::unix::fs::symlink(
         other.path(),
         home.path()
@@ -166,7 +189,7 @@ fn the_worst_session_and_plan_files_are_refused_without_blocking() {
             .join(linked),
     )
     .unwrap();
-    assert!(unusable(home.path(), linked).contains("No plan was recorded"));
+    assert!(unusable(home.path(), linked).contains("No plan was found"));
 }
 
 #[test]

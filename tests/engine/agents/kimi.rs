@@ -6,25 +6,25 @@
 use std::path::{Path, PathBuf};
 use std::process::Child;
 
-use sha2::{Digest, Sha256};
-
 use super::*;
 
 const SESSION: &str = "session_0b7c";
 
-/// A Kimi Code home (`$KIMI_CODE_HOME`) whose session's main agent presented `text`: its plan
-/// file, and the `plan.revision` line Kimi Code writes before its hook runs. Returns the file.
+/// A Kimi Code home (`$KIMI_CODE_HOME`) whose session's main agent, in plan mode, presented
+/// `text`: its plan file, Kimi Code's copy of it, and the log saying which plan it is. Returns
+/// the file.
 fn presented(home: &Path, text: &str) -> PathBuf {
     let agent = home
         .join("sessions/wd_w_5f3a/")
         .join(SESSION)
         .join("agents/main");
     std::fs::create_dir_all(agent.join("plans")).unwrap();
+    std::fs::create_dir_all(agent.join("plan/iron-fist-storm-hulk")).unwrap();
     let file = agent.join("plans/iron-fist-storm-hulk.md");
     std::fs::write(&file, text).unwrap();
-    let sha = hex::encode(Sha256::digest(text.as_bytes()));
-    let line = json!({"type": "plan.revision", "agentId": "main", "id": "iron-fist-storm-hulk",
-                      "version": 1, "sha256": sha, "bytes": text.len(), "time": 1_796_652_810_603_i64});
+    std::fs::write(agent.join("plan/iron-fist-storm-hulk/v1.md"), text).unwrap();
+    let line = json!({"type": "plan_mode.enter", "agentId": "main",
+                      "id": "iron-fist-storm-hulk", "time": 1_796_652_810_603_i64});
     std::fs::write(agent.join("wire.jsonl"), format!("{line}\n")).unwrap();
     file
 }

@@ -364,10 +364,7 @@ pub async fn review_plan(
             // An agent that reads its plan file once approved goes on with what it holds
             // then: changed while the person reviewed it, that is not what they approved.
             None if reads_file_once_approved(plan.source.kind)
-                && plan
-                    .file
-                    .as_ref()
-                    .is_some_and(|file| !file.holds(&revision.sha256)) =>
+                && !file_holds(&plan, &revision.sha256) =>
             {
                 answer = Answer::Revise(changed_file_text(&plan.path));
             }
@@ -413,6 +410,19 @@ fn reads_file_once_approved(kind: SourceKind) -> bool {
         kind,
         SourceKind::Gemini | SourceKind::OpenCode | SourceKind::Kilo | SourceKind::KimiCode
     )
+}
+
+/// Whether the plan file an agent reads once approved holds the plan whose hash is `sha`:
+/// through its [`PlanFile`] (read inside the root an edit may be written to), or, where it lies
+/// outside every such root, read as any file an agent names. One that cannot be read does not.
+fn file_holds(plan: &ExternalPlan, sha: &str) -> bool {
+    match &plan.file {
+        Some(file) => file.holds(sha),
+        None => read_plan_file(std::path::Path::new(&plan.path)).is_ok_and(|text| {
+            let split = crate::tool::submit_plan::split_plan(&text);
+            crate::review::plan_sha256(&split.title, &split.plan) == sha
+        }),
+    }
 }
 
 /// What an agent reads when its plan file changed while the person reviewed it.

@@ -158,7 +158,7 @@ test('a plan of more invisible characters than are marked shows its source, cut 
       return { marked: p.querySelectorAll('span.invisible').length, cut: p.querySelector('.render-cut')?.textContent,
                rest: p.querySelector('code').textContent.includes('⟨U+200B ×10,000⟩end') };`);
     assert.deepEqual(shown, { marked: 20000, rest: true,
-      cut: '(past the first 20,000 invisible characters, each run of one is shown as ⟨U+XXXX ×count⟩)' });
+      cut: '(past the first 20,000 invisible characters, each run of them is shown as one: ⟨U+XXXX ×count⟩)' });
     assert.match(await app.text('#hidden-warning'), /ZERO WIDTH SPACE/, 'the warning above the plan names them');
     await app.exec("document.querySelector('#plan .render-cut').scrollIntoView({ block: 'center' }); return true;");
     await app.screenshot(join(ARTIFACTS, 'source-cut.png'));

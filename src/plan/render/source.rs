@@ -12,8 +12,9 @@ use crate::text;
 pub const MAX_NUMBERED_LINES: usize = 20_000;
 /// The most invisible characters a source view marks as a boxed element (~80 bytes each): a
 /// plan of nothing else (up to [`MAX_INPUT_BYTES`] / 3 of them) would be ~56 MB of HTML and
-/// hundreds of thousands of elements. Past them each run of one character is plain text,
-/// `⟨U+200B ×12,345⟩`: every character still shown, nothing after them hidden.
+/// hundreds of thousands of elements. Past them each run of hidden characters is plain text,
+/// `⟨U+200B ×12,345⟩`: every one still counted, nothing after them hidden, and the HTML at
+/// most ~7 times the plan (a hidden character between two visible ones is the worst).
 pub const MAX_MARKED: usize = 20_000;
 
 const LINE: &str = "<span class=\"line\">";
@@ -23,7 +24,7 @@ const LINE: &str = "<span class=\"line\">";
 /// character shown as a marker (see [`super::Rendered::html`]): what is not marked is the
 /// source. Sources over [`MAX_INPUT_BYTES`] are cut there, with `…`; one of more than
 /// [`MAX_NUMBERED_LINES`] lines is shown unnumbered; past [`MAX_MARKED`] invisible
-/// characters, each run of one is a plain marker with its count, and a note says so.
+/// characters, each run of them is a plain marker with its count, and a note says so.
 pub fn render_source(markdown: &str) -> String {
     let shown = text::head(markdown, MAX_INPUT_BYTES);
     let escaped = text::escape_html(shown);
@@ -62,7 +63,7 @@ pub fn render_source(markdown: &str) -> String {
         let _ = write!(
             html,
             "\n<span class=\"render-cut\">(past the first {} invisible characters, each run of \
-             one is shown as ⟨U+XXXX ×count⟩)</span>",
+             them is shown as one: ⟨U+XXXX ×count⟩)</span>",
             text::grouped(MAX_MARKED)
         );
     }
@@ -71,8 +72,8 @@ pub fn render_source(markdown: &str) -> String {
 }
 
 /// Appends escaped text to `html`, each hidden character as a boxed marker while `boxed`
-/// lasts (one each), then each run of one as a plain marker with its count; true if it wrote a
-/// plain one.
+/// lasts (one each), then each run of them as a plain marker with its count; true if it wrote
+/// a plain one.
 fn push_marked(html: &mut String, escaped: &str, boxed: &mut usize) -> bool {
     let mut plain = false;
     let mut prev = None;
@@ -85,19 +86,49 @@ fn push_marked(html: &mut String, escaped: &str, boxed: &mut usize) -> bool {
             *boxed = left;
             push_marker(html, c);
         } else {
-            let mut run = 1;
-            while chars.next_if_eq(&c).is_some() {
-                run += 1;
+            // Past the boxed markers, the run of hidden characters from here is one marker.
+            let (mut count, mut last, mut kinds) = (1, c, vec![c]);
+            while let Some(&more) = chars.peek() {
+                let after = chars.clone().nth(1);
+                if more == '\n' || !is_marked(more, Some(last), after) {
+                    break;
+                }
+                chars.next();
+                count += 1;
+                last = more;
+                if kinds.len() <= 3 && !kinds.contains(&more) {
+                    kinds.push(more);
+                }
             }
-            let _ = match run {
-                1 => write!(html, "⟨U+{:04X}⟩", c as u32),
-                _ => write!(html, "⟨U+{:04X} ×{}⟩", c as u32, text::grouped(run)),
-            };
+            push_run(html, count, &kinds);
             plain = true;
+            prev = Some(last);
+            continue;
         }
         prev = Some(c);
     }
     plain
+}
+
+/// A run of `count` hidden characters as a plain marker: `⟨U+200B⟩`, `⟨U+200B ×1,000⟩` for
+/// one character again and again, `⟨1,000 invisible: U+0001 U+0002 …⟩` for several (the first
+/// three of `kinds`, those it holds).
+fn push_run(html: &mut String, count: usize, kinds: &[char]) {
+    let code = |c: &char| format!("U+{:04X}", *c as u32);
+    let _ = match kinds {
+        [one] if count == 1 => write!(html, "⟨{}⟩", code(one)),
+        [one] => write!(html, "⟨{} ×{}⟩", code(one), text::grouped(count)),
+        _ => {
+            let named: Vec<String> = kinds.iter().take(3).map(code).collect();
+            let more = if kinds.len() > 3 { " …" } else { "" };
+            write!(
+                html,
+                "⟨{} invisible: {}{more}⟩",
+                text::grouped(count),
+                named.join(" ")
+            )
+        }
+    };
 }
 
 /// How many characters of `text` a view marks.

@@ -47,19 +47,20 @@ fn the_source_view_shows_every_character() {
 }
 
 /// The worst input for the source view, a plan of nothing but invisible characters (each
-/// boxed marker ~25 times its size): past [`MAX_MARKED`] boxed ones, each run of one character
-/// is a plain marker with its count, so the HTML stays near the plan's size, and nothing after
-/// them is hidden. What is shown is whole HTML, every marker and line closed.
+/// boxed marker ~25 times its size): past [`MAX_MARKED`] boxed ones, each run of them is a
+/// plain marker with its count, so the HTML stays within ~7 times the plan (one between
+/// visible characters is the worst), and nothing after them is hidden. What is shown is whole HTML, every marker and line closed.
 #[test]
 fn past_the_most_marked_a_run_of_invisible_characters_is_one_marker() {
     let one_line = format!("{}end", "\u{200b}".repeat(MAX_INPUT_BYTES / 3 - 1));
     let many_lines = "\u{200b}\u{2066}x\n".repeat(MAX_INPUT_BYTES / 8);
-    let alternating = "a\u{200b}".repeat(MAX_INPUT_BYTES / 4);
-    for source in [&one_line, &many_lines, &alternating] {
+    let alternating = "a\u{1}".repeat(MAX_INPUT_BYTES / 2);
+    let mixed = "\u{1}\u{2}".repeat(MAX_INPUT_BYTES / 2);
+    for source in [&one_line, &many_lines, &alternating, &mixed] {
         let html = render_source(source);
         assert_eq!(html.matches("class=\"invisible\"").count(), MAX_MARKED);
         assert!(
-            html.len() < MAX_MARKED * 100 + 6 * source.len(),
+            html.len() < MAX_MARKED * 100 + 7 * source.len(),
             "{} bytes",
             html.len()
         );
@@ -80,7 +81,16 @@ fn past_the_most_marked_a_run_of_invisible_characters_is_one_marker() {
         html.contains(&format!("⟨U+200B ×{}⟩end", crate::text::grouped(rest))),
         "the run past the boxed markers is one marker, and what follows it is shown"
     );
-    assert!(render_source(&many_lines).contains("⟨U+200B⟩⟨U+2066⟩x\n"));
+    assert!(render_source(&many_lines).contains("⟨2 invisible: U+200B U+2066⟩x\n"));
+    assert!(render_source(&alternating).ends_with(
+        "a⟨U+0001⟩</span>\n<span class=\"render-cut\">(past the first 20,000 invisible characters, \
+         each run of them is shown as one: ⟨U+XXXX ×count⟩)</span></code></pre>\n"
+    ));
+    let rest = MAX_INPUT_BYTES - MAX_MARKED;
+    assert!(render_source(&mixed).contains(&format!(
+        "⟨{} invisible: U+0001 U+0002⟩",
+        crate::text::grouped(rest)
+    )));
     let rendered = render(&one_line);
     assert_eq!(
         rendered.fallback,

@@ -46,7 +46,7 @@ impl Report {
 /// Claude Code's `PostToolUse` and `PostToolUseFailure` (a file written or edited, a command
 /// run, the plan's own tool gone on) and `Stop` (its turn ended). `None`: another event.
 pub fn claude(stdin: &str) -> Result<Option<Report>, SourceError> {
-    let input = hook_input("Claude Code", stdin)?;
+    let input: HookInput = super::hook_input("Claude Code", stdin)?;
     let tool = input.tool_name.as_deref().unwrap_or("");
     let done = match (input.hook_event_name.as_str(), tool) {
         ("Stop", _) => Some(finished()),
@@ -121,13 +121,6 @@ struct HookInput {
     error: Option<String>,
 }
 
-fn hook_input(agent: &'static str, stdin: &str) -> Result<HookInput, SourceError> {
-    serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent,
-        message: e.to_string(),
-    })
-}
-
 /// A file a hook reports: kept absolute when `cwd` is (the payload's `cwd`
 /// follows the agent's `cd`; the run's own workspace is what progress reads it against).
 pub(crate) fn file_work(cwd: &str, named: &str, tool: &str) -> Option<Work> {
@@ -156,7 +149,7 @@ pub(crate) fn finished() -> Work {
 /// its exit code read from the `Exit Code: N` line of its output, absent when it succeeded)
 /// and `AfterAgent` (its turn ended). `None`: another event.
 pub fn gemini(stdin: &str) -> Result<Option<Report>, SourceError> {
-    let input = hook_input("Gemini CLI", stdin)?;
+    let input: HookInput = super::hook_input("Gemini CLI", stdin)?;
     let tool = input.tool_name.as_deref().unwrap_or("");
     let response = &input.tool_response;
     let failed = response.get("error").is_some_and(|e| !e.is_null());
@@ -207,7 +200,7 @@ fn exit_code_line(output: &str) -> Option<i64> {
 /// command that failed, its exit code in its error) and `Stop` (its turn ended). `None`: another
 /// event.
 pub fn qwen(stdin: &str) -> Result<Option<Report>, SourceError> {
-    let input = hook_input("Qwen Code", stdin)?;
+    let input: HookInput = super::hook_input("Qwen Code", stdin)?;
     let tool = input.tool_name.as_deref().unwrap_or("");
     let event = input.hook_event_name.as_str();
     let work = match (event, tool) {
@@ -243,7 +236,7 @@ pub fn qwen(stdin: &str) -> Result<Option<Report>, SourceError> {
 /// with; `ExitSpecMode`: a plan approved in its own dialog) and `Stop` (its turn ended). Droid
 /// reports only tools that succeeded, each `tool_response` a string. `None`: another event.
 pub fn droid(stdin: &str) -> Result<Option<Report>, SourceError> {
-    let input = hook_input("Factory Droid", stdin)?;
+    let input: HookInput = super::hook_input("Factory Droid", stdin)?;
     let tool = input.tool_name.as_deref().unwrap_or("");
     let event = input.hook_event_name.as_str();
     let response = input.tool_response.as_str().unwrap_or_default();
@@ -282,10 +275,7 @@ pub fn droid(stdin: &str) -> Result<Option<Report>, SourceError> {
 /// camelCase and name no event: a `toolResult` is a tool's, a `stopReason` the end of a turn.
 /// `None`: anything else.
 pub fn copilot(stdin: &str) -> Result<Option<Report>, SourceError> {
-    let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: "Copilot CLI",
-        message: e.to_string(),
-    })?;
+    let input: Value = super::hook_input("Copilot CLI", stdin)?;
     let (Some(session), Some(cwd)) = (input["sessionId"].as_str(), input["cwd"].as_str()) else {
         return Err(SourceError::Input {
             agent: "Copilot CLI",
@@ -335,10 +325,7 @@ pub fn copilot(stdin: &str) -> Result<Option<Report>, SourceError> {
 /// extension sends the same (`kind`: which of them).
 pub fn plugin(stdin: &str, kind: SourceKind) -> Result<Option<Vec<Report>>, SourceError> {
     let agent = super::agent_name(kind);
-    let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent,
-        message: e.to_string(),
-    })?;
+    let input: Value = super::hook_input(agent, stdin)?;
     let (Some(session), Some(cwd)) = (input["session_id"].as_str(), input["cwd"].as_str()) else {
         return Err(SourceError::Input {
             agent,
@@ -387,7 +374,7 @@ pub fn plugin(stdin: &str, kind: SourceKind) -> Result<Option<Vec<Report>>, Sour
 /// `Bash`: a command, whose exit code Codex does not report) and `Stop` (its turn ended).
 /// `None`: another event.
 pub fn codex(stdin: &str) -> Result<Option<Vec<Report>>, SourceError> {
-    let input = hook_input("Codex", stdin)?;
+    let input: HookInput = super::hook_input("Codex", stdin)?;
     let tool = input.tool_name.as_deref().unwrap_or("");
     let works: Vec<Work> = match (input.hook_event_name.as_str(), tool) {
         ("Stop", _) => vec![finished()],

@@ -124,21 +124,11 @@ const MAX_REMOTE_PATH: usize = 512;
 
 /// The hook's input, if it is a plan (`None`: another tool).
 fn read_input(json: &str) -> Result<Option<Input>, SourceError> {
-    let input: Input = serde_json::from_str(json).map_err(|e| SourceError::Input {
-        agent: AGENT,
-        message: e.to_string(),
-    })?;
+    let input: Input = super::hook_input(AGENT, json)?;
     if input.tool_name != TOOL {
         return Ok(None);
     }
-    if let Some(event) = input.hook_event_name.as_deref() {
-        if event != "PermissionRequest" {
-            return Err(SourceError::Input {
-                agent: AGENT,
-                message: format!("hook event {event}; install it as a PermissionRequest hook"),
-            });
-        }
-    }
+    super::check_event(AGENT, input.hook_event_name.as_deref(), "PermissionRequest")?;
     Ok(Some(input))
 }
 

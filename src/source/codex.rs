@@ -33,20 +33,8 @@ struct Input {
 
 /// Parses the hook's stdin; `Ok(None)`: no plan to review, let the stop happen.
 pub fn parse(stdin: &str) -> Result<Option<ExternalPlan>, SourceError> {
-    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: AGENT,
-        message: e.to_string(),
-    })?;
-    if input
-        .hook_event_name
-        .as_deref()
-        .is_some_and(|e| e != "Stop")
-    {
-        return Err(SourceError::Input {
-            agent: AGENT,
-            message: "not a Stop hook call; install it on Codex's Stop event".into(),
-        });
-    }
+    let input: Input = super::hook_input(AGENT, stdin)?;
+    super::check_event(AGENT, input.hook_event_name.as_deref(), "Stop")?;
     let from_transcript = input
         .transcript_path
         .as_deref()

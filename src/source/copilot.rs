@@ -38,10 +38,7 @@ pub fn state_dir(env: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 
 /// Parses the hook's stdin; the plan is read from the session's `plan.md` under `state`.
 pub fn parse(stdin: &str, state: Option<&Path>) -> Result<Call, SourceError> {
-    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: AGENT,
-        message: e.to_string(),
-    })?;
+    let input: Input = super::hook_input(AGENT, stdin)?;
     if input.tool_name != TOOL {
         return Ok(Call::NotOurs);
     }

@@ -32,24 +32,11 @@ struct Input {
 
 /// Parses the hook's stdin, with `plans_dir` from `$GEMINI_PLANS_DIR`.
 pub fn parse(stdin: &str, plans_dir: Option<&Path>) -> Result<Call, SourceError> {
-    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: AGENT,
-        message: e.to_string(),
-    })?;
+    let input: Input = super::hook_input(AGENT, stdin)?;
     if input.tool_name != TOOL {
         return Ok(Call::NotOurs);
     }
-    if input
-        .hook_event_name
-        .as_deref()
-        .is_some_and(|e| e != "BeforeTool")
-    {
-        return Err(SourceError::Input {
-            agent: AGENT,
-            message: "not a BeforeTool hook call; install it as BeforeTool on exit_plan_mode"
-                .into(),
-        });
-    }
+    super::check_event(AGENT, input.hook_event_name.as_deref(), "BeforeTool")?;
     let name = input
         .tool_input
         .get("plan_filename")

@@ -159,25 +159,15 @@ struct Input {
 
 /// Parses the hook's stdin.
 pub fn parse(agent: Agent, stdin: &str) -> Result<Call, SourceError> {
-    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: agent.name(),
-        message: e.to_string(),
-    })?;
+    let input: Input = super::hook_input(agent.name(), stdin)?;
     if input.tool_name != agent.tool() {
         return Ok(Call::NotOurs);
     }
-    if let Some(event) = input.hook_event_name.as_deref() {
-        if event != agent.event() {
-            return Err(SourceError::Input {
-                agent: agent.name(),
-                message: format!(
-                    "hook event {}; install it as a {} hook",
-                    crate::text::short(event, 60),
-                    agent.event()
-                ),
-            });
-        }
-    }
+    super::check_event(
+        agent.name(),
+        input.hook_event_name.as_deref(),
+        agent.event(),
+    )?;
     let plan = input.tool_input["plan"].as_str().unwrap_or_default();
     if let Some(why) = super::unusable_plan(plan, agent.tool(), "in `plan`") {
         return Ok(Call::Unusable(why));

@@ -56,22 +56,11 @@ pub fn home(env: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 
 /// Parses the hook's stdin; the plan is read from the session's plan file under `home`.
 pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
-    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: AGENT,
-        message: e.to_string(),
-    })?;
+    let input: Input = super::hook_input(AGENT, stdin)?;
     if input.tool_name != TOOL {
         return Ok(Call::NotOurs);
     }
-    if let Some(event) = input.hook_event_name.as_deref().filter(|e| *e != EVENT) {
-        return Err(SourceError::Input {
-            agent: AGENT,
-            message: format!(
-                "hook event {}; install it as a {EVENT} hook",
-                crate::text::short(event, 60)
-            ),
-        });
-    }
+    super::check_event(AGENT, input.hook_event_name.as_deref(), EVENT)?;
     let home =
         home.ok_or_else(|| SourceError::NoPlan(format!("neither ${HOME_ENV} nor $HOME is set")))?;
     let current = match current_plan(home, &input.session_id)? {
@@ -351,10 +340,7 @@ pub fn report(
     home: Option<&Path>,
 ) -> Result<Option<super::after::Report>, SourceError> {
     use super::after::{command_work, file_work, finished};
-    let input: Value = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: AGENT,
-        message: e.to_string(),
-    })?;
+    let input: Value = super::hook_input(AGENT, stdin)?;
     let (Some(session), Some(cwd)) = (input["session_id"].as_str(), input["cwd"].as_str()) else {
         return Err(SourceError::Input {
             agent: AGENT,

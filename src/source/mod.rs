@@ -74,6 +74,36 @@ pub(crate) fn unusable_plan(plan: &str, tool: &str, place: &str) -> Option<Strin
     })
 }
 
+/// A hook call's payload (`stdin`) read as `T`; what cannot be is an error naming `agent`.
+pub(crate) fn hook_input<T: serde::de::DeserializeOwned>(
+    agent: &'static str,
+    stdin: &str,
+) -> Result<T, SourceError> {
+    serde_json::from_str(stdin).map_err(|e| SourceError::Input {
+        agent,
+        message: e.to_string(),
+    })
+}
+
+/// Refuses a call made on another hook event than `event`, the one Plandesk is installed on
+/// (a hook someone moved by hand). A payload that names no event is taken.
+pub(crate) fn check_event(
+    agent: &'static str,
+    named: Option<&str>,
+    event: &str,
+) -> Result<(), SourceError> {
+    match named.filter(|named| *named != event) {
+        Some(named) => Err(SourceError::Input {
+            agent,
+            message: format!(
+                "hook event {}; install it as a {event} hook",
+                crate::text::short(named, 60)
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// An agent's folder: `$VAR` when set (not empty), else `SUB` in the home folder. `env` reads
 /// the environment.
 pub(crate) fn agent_dir(
@@ -555,5 +585,18 @@ mod tests {
             Some(REJECTED_NO_FEEDBACK_TEXT)
         );
         assert_eq!(Answer::Approve(Approval::default()).denial(), None);
+    }
+
+    #[test]
+    fn a_call_on_another_hook_event_is_refused_and_named_briefly() {
+        assert!(check_event("Gemini CLI", None, "BeforeTool").is_ok());
+        assert!(check_event("Gemini CLI", Some("BeforeTool"), "BeforeTool").is_ok());
+        let named = format!("AfterTool\n{}", "x".repeat(100_000));
+        let err = check_event("Gemini CLI", Some(&named), "BeforeTool")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("hook event AfterTool x"), "{err}");
+        assert!(err.ends_with("install it as a BeforeTool hook"), "{err}");
+        assert!(err.len() < 300, "bounded: {} bytes", err.len());
     }
 }

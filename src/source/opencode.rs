@@ -97,10 +97,7 @@ struct Input {
 /// Parses what the plugin sends from `host`; the plan is read from the file it names (a regular
 /// `.md` file, never through a link).
 pub fn parse(stdin: &str, host: Host) -> Result<Call, SourceError> {
-    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: host.name(),
-        message: e.to_string(),
-    })?;
+    let input: Input = super::hook_input(host.name(), stdin)?;
     let path = Path::new(&input.plan_file);
     if !path.is_absolute() || path.extension().is_none_or(|e| e != "md") {
         return Err(SourceError::Input {

@@ -76,10 +76,7 @@ struct Input {
 
 /// Parses what the extension sends: the plan is `submit_plan`'s argument.
 pub fn parse(stdin: &str) -> Result<Call, SourceError> {
-    let input: Input = serde_json::from_str(stdin).map_err(|e| SourceError::Input {
-        agent: AGENT,
-        message: e.to_string(),
-    })?;
+    let input: Input = super::hook_input(AGENT, stdin)?;
     if input.session_id.trim().is_empty() || input.session_id.len() > 200 {
         return Err(SourceError::Input {
             agent: AGENT,

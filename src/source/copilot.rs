@@ -5,7 +5,9 @@
 //! `permissionDecision` allow / deny with `permissionDecisionReason`, which the model reads as
 //! "Denied by preToolUse hook: …". Copilot sends the plan to its own menu when a hook prints
 //! nothing or times out (30 s unless its `timeout` says otherwise), so every answer is explicit
-//! and comes before that; after an allow, Copilot's own "Plan Ready for Review" menu still asks.
+//! and comes before that; after an allow, Copilot's own "Plan Ready for Review" menu still asks,
+//! showing `plan.md` read again then: an allow goes out only while it holds the approved plan
+//! (see `review_plan`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -423,7 +423,8 @@ pub async fn review_plan(
 /// (Claude Code's plan handed back, an MCP result, the message of Pi's extension), or in its
 /// plan file `file`, which the agents of [`reads_file_once_approved`] read, if that holds the
 /// approved revision (`sha`). Codex, Factory Droid, Qwen Code and Copilot CLI go on with the
-/// plan as they wrote it, which the person did not approve.
+/// plan as they wrote it, which the person did not approve (Copilot's model is told only
+/// "Plan approved!": its plan file is never written).
 fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
     match kind {
         SourceKind::Engine | SourceKind::ClaudeCode | SourceKind::Mcp | SourceKind::Pi => true,
@@ -432,13 +433,18 @@ fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
     }
 }
 
-/// Whether an agent of `kind` goes on with what its plan file holds once the plan is approved,
-/// read then (Gemini CLI, OpenCode, Kimi Code; Kilo CLI's building session): an approval
-/// reaches it only while the file holds the approved plan.
+/// Whether an agent of `kind` reads its plan file again once the plan is approved: to go on
+/// with what it holds then (Gemini CLI, OpenCode, Kimi Code; Kilo CLI's building session), or
+/// to show it as the plan approved (Copilot CLI's own "Plan Ready for Review" menu, and the
+/// approval it records). An approval reaches it only while the file holds the approved plan.
 fn reads_file_once_approved(kind: SourceKind) -> bool {
     matches!(
         kind,
-        SourceKind::Gemini | SourceKind::OpenCode | SourceKind::Kilo | SourceKind::KimiCode
+        SourceKind::Gemini
+            | SourceKind::OpenCode
+            | SourceKind::Kilo
+            | SourceKind::KimiCode
+            | SourceKind::Copilot
     )
 }
 

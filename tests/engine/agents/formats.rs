@@ -324,6 +324,25 @@ fn a_copilot_plan_is_read_from_its_session_state_and_answered_explicitly() {
     std::fs::write(session.join("plan.md"), "# Cache\n\n1. Add an LRU cache\n").unwrap();
     let second = copilot();
     assert_eq!(wait_pending(&fx, 1)[0]["runId"], run.as_str());
+    // Copilot reads plan.md again once the plan is allowed, for its own menu and the approval
+    // it records: changed while the person reviewed it, the approval does not go out.
+    std::fs::write(
+        session.join("plan.md"),
+        "# Cache\n\n1. Add an LRU cache\n2. Drop the old tables\n",
+    )
+    .unwrap();
     fx.ok(&["approve", &run]);
-    assert_eq!(answer(second), json!({"permissionDecision": "allow"}));
+    let changed = answer(second);
+    assert_eq!(changed["permissionDecision"], "deny");
+    assert!(
+        changed["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("was changed while the user reviewed the plan"),
+        "{changed}"
+    );
+    let third = copilot();
+    assert_eq!(wait_pending(&fx, 1)[0]["runId"], run.as_str());
+    fx.ok(&["approve", &run]);
+    assert_eq!(answer(third), json!({"permissionDecision": "allow"}));
 }

@@ -106,12 +106,15 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
     if let Some(why) = super::unusable_plan(&text, TOOL, "in the plan file") {
         return Ok(Call::Unusable(why));
     }
+    // What the person typed is in the main agent's log, whichever agent plans.
+    let main = current.agent.with_file_name("main").join("wire.jsonl");
+    let request = super::first_user_request(&main, MAX_WIRE_TAIL);
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
             kind: SourceKind::KimiCode,
             session: Some(input.session_id),
         },
-        prompt: super::plan_prompt(None, AGENT, &input.cwd),
+        prompt: super::plan_prompt(request.as_deref(), AGENT, &input.cwd),
         cwd: input.cwd,
         tool_name: TOOL.into(),
         path: path.display().to_string(),

@@ -535,8 +535,9 @@ pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<Str
 
 /// The user's first request in a session's transcript (JSON lines, Claude Code's, Droid's or
 /// Qwen Code's: a `user` entry's, or a user `message`'s, `message.content`, a string or blocks,
-/// or its `message.parts`; the reminders an agent adds are not the request), for the inbox;
-/// read as [`read_tail`] reads, at most `max` bytes.
+/// or its `message.parts`; the reminders an agent adds are not the request; Copilot CLI's
+/// `user.message`; Kimi Code's `turn.prompt` typed by the person), for the inbox; read as
+/// [`read_tail`] reads, at most `max` bytes.
 pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Option<String> {
     use serde_json::Value;
     let text = read_tail(transcript, max).ok()?;
@@ -554,7 +555,8 @@ pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Opti
         .filter(|e| {
             let user = e["type"] == "user"
                 || e["type"] == "user.message"
-                || (e["type"] == "message" && e["message"]["role"] == "user");
+                || (e["type"] == "message" && e["message"]["role"] == "user")
+                || (e["type"] == "turn.prompt" && e["origin"]["kind"] == "user");
             user && e["provenance"].as_str().is_none_or(|p| p == "real_user")
         })
         .find_map(|e| match &e["message"]["content"] {
@@ -563,11 +565,30 @@ pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Opti
                 .as_str()
                 .filter(|s| !s.trim().is_empty())
                 .map(str::to_owned),
+            _ if e["type"] == "turn.prompt" => kimi_prompt_text(&e),
             Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
             Value::Array(_) => first_text(&e["message"]["content"]),
             _ => first_text(&e["message"]["parts"]),
         })
         .map(|s| crate::text::short(&s, 200))
+}
+
+/// What the person typed in Kimi Code's `turn.prompt` (`{"input": [parts], "origin": {"kind":
+/// "user", "skillActivations": [..]}}`): its text parts, joined as Kimi Code shows them (an
+/// image between two splits the text), but for the first ones, the bodies of the skills the
+/// person added (one per `skillActivations` entry).
+fn kimi_prompt_text(entry: &serde_json::Value) -> Option<String> {
+    let skills = entry["origin"]["skillActivations"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let text: String = entry["input"]
+        .as_array()?
+        .iter()
+        .filter(|part| part["type"] == "text")
+        .skip(skills)
+        .filter_map(|part| part["text"].as_str())
+        .collect();
+    (!text.trim().is_empty()).then_some(text)
 }
 
 /// A person's settings file for an agent (JSON), never blocking on it: `None` if it is missing,

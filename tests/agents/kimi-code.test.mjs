@@ -142,6 +142,7 @@ test('Kimi Code: plan → pending → reject with feedback → revision 2 → ap
   const run = first.runId;
   assert.equal(first.toolName, 'ExitPlanMode');
   assert.equal(first.workspace, w.ws);
+  assert.equal(first.prompt, PROMPT, 'the inbox shows the request typed (from the main agent\'s wire.jsonl)');
   assert.equal(first.revision.revisionNo, 1);
   assert.equal(first.revision.title, 'Cache user lookups');
   assert.match(first.revision.body, /Invalidate it on writes/);
@@ -258,6 +259,7 @@ async function typeFirstPlan({ w, tmux, diagnose }) {
 test('Kimi Code (its terminal UI): approved in Plandesk, then Kimi Code asks "Ready to build?"', { timeout: 120_000 }, () => kimiTui('kimi-tui', async (ctx) => {
   const { w, fake, tmux, diagnose } = ctx;
   const item = await typeFirstPlan(ctx);
+  assert.equal(item.prompt, PROMPT, 'the inbox shows the request typed in the terminal UI');
   await sleep(1000);
   assert.doesNotMatch(tmux.screen(), /Ready to build with this plan\?/, 'Kimi Code asks only after Plandesk\'s answer');
   plandesk(w, ['approve', item.runId]);

@@ -105,6 +105,78 @@ fn the_plan_is_the_copy_kimi_code_made_of_the_agents_plan() {
     assert!(parse(&stop, Some(home.path())).is_err());
 }
 
+/// The inbox shows what the person typed, from the main agent's log (Kimi Code's `turn.prompt`
+/// of a person), even for a subagent's plan: not a reminder Kimi Code added, not what the main
+/// agent told its subagent, not the body of a skill, and an image between words leaves the
+/// words.
+#[test]
+fn the_inbox_shows_the_request_the_person_typed() {
+    let home = tempfile::tempdir().unwrap();
+    let main = agent(home.path(), "main");
+    let prompt = |input: Value, origin: Value| {
+        json!({"type": "turn.prompt", "agentId": "main", "input": input, "origin": origin,
+               "promptId": "msg_01", "turnId": 0, "time": 1})
+    };
+    log(
+        &main,
+        prompt(
+            json!([{"type": "text", "text": "<system-reminder>plan mode</system-reminder>"}]),
+            json!({"kind": "injection"}),
+        ),
+    );
+    log(
+        &main,
+        prompt(
+            json!([{"type": "image_url", "imageUrl": {"url": "kimi-file://f_1"}}]),
+            json!({"kind": "user"}),
+        ),
+    );
+    log(
+        &main,
+        prompt(
+            json!([{"type": "text", "text": "SKILL BODY: always test"},
+                   {"type": "text", "text": "Plan this from the screenshot "},
+                   {"type": "image_url", "imageUrl": {"url": "data:image/png;base64,iVBO"}},
+                   {"type": "text", "text": " and\nkeep it small"}]),
+            json!({"kind": "user", "skillActivations": [{"name": "tests"}]}),
+        ),
+    );
+    log(
+        &main,
+        prompt(
+            json!([{"type": "text", "text": "Also add tests"}]),
+            json!({"kind": "user"}),
+        ),
+    );
+    let sub = agent(home.path(), "agent-1");
+    log(
+        &sub,
+        prompt(
+            json!([{"type": "text", "text": "Plan the cache, as the main agent asks"}]),
+            json!({"kind": "system_trigger", "name": "subagent"}),
+        ),
+    );
+    enter(&sub, "sub-slug");
+    present(&sub, "sub-slug", "# Cache\n\n1. Add a cache", 1);
+    let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
+        panic!("a plan to review");
+    };
+    assert_eq!(
+        plan.prompt,
+        "Plan this from the screenshot and keep it small"
+    );
+    // With no request typed (or none that can be read), the session and its folder.
+    std::fs::write(
+        main.join("wire.jsonl"),
+        "{\"type\": \"turn.prompt\", \"input\": [{\"ty",
+    )
+    .unwrap();
+    let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
+        panic!("a plan to review");
+    };
+    assert_eq!(plan.prompt, "Kimi Code session in /w/proj");
+}
+
 #[test]
 fn no_plan_mode_no_copy_or_a_file_changed_since_is_denied_with_what_to_do() {
     let home = tempfile::tempdir().unwrap();

@@ -156,7 +156,16 @@ fn current_plan(home: &Path, session: &str) -> Result<Current, SourceError> {
             message: "session_id is not a plain name".into(),
         });
     }
-    let Some(dir) = folders(&home.join("sessions"))
+    let sessions = home.join("sessions");
+    if std::fs::symlink_metadata(&sessions).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(SourceError::NoPlan(format!(
+            "Kimi Code's sessions folder {} is a symbolic link, which Plandesk does not \
+             follow; link Kimi Code's whole home folder instead (that link is followed), or \
+             set ${HOME_ENV} to the folder on the other disk",
+            sessions.display()
+        )));
+    }
+    let Some(dir) = folders(&sessions)
         .map(|work| work.join(session))
         .find(|dir| is_folder(dir))
     else {

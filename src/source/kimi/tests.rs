@@ -262,6 +262,22 @@ fn the_worst_session_and_plan_files_are_refused_without_blocking() {
     )
     .unwrap();
     assert!(unusable(home.path(), linked).contains("No plan was found"));
+    // A sessions folder that is a link (to another disk, say) is not followed, and the error
+    // says so rather than that there is no plan.
+    let moved = tempfile::tempdir().unwrap();
+    let linked_home = tempfile::tempdir().unwrap();
+    let main = agent(moved.path(), "main");
+    enter(&main, "p");
+    present(&main, "p", "# P", 1);
+    std::os::unix::fs::symlink(
+        moved.path().join("sessions"),
+        linked_home.path().join("sessions"),
+    )
+    .unwrap();
+    let err = parse(&payload(TOOL, SESSION), Some(linked_home.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is a symbolic link"), "{err}");
 }
 
 #[test]

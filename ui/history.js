@@ -144,19 +144,27 @@ const KIND_WORDS = {
   'step-marked': 'Marked a step',
 };
 
+/** A comment's lines and words, as its `commented` entry recorded them. */
+function commentWords(d) {
+  const [start, end] = d.lines || [];
+  return `${start === end ? `line ${start}` : `lines ${start}–${end}`}: “${shorten(d.text, 120)}”`;
+}
+
 /** What an audit entry says, in a line. The revision it is about is the Revision column's: the
- * store's own numbering of revisions is not the plan's ("revision 2"), and is left out. */
-function detail(entry) {
+ * store's own numbering of revisions is not the plan's ("revision 2"), and is left out; nor is
+ * a comment's id: a comment resolved or reopened is named by its lines and words, from the
+ * entry that recorded it (`comments`, by id), where the trail shown holds it. */
+function detail(entry, comments) {
   const d = entry.data || {};
   switch (entry.kind) {
     case 'submitted': return d.title || d.path || '';
     case 'decided': return `${d.action}${d.feedback ? `: “${shorten(d.feedback, 120)}”` : ''}`;
-    case 'commented': {
-      const [start, end] = d.lines || [];
-      return `${start === end ? `line ${start}` : `lines ${start}–${end}`}: “${shorten(d.text, 120)}”`;
-    }
+    case 'commented': return commentWords(d);
     case 'mode-switched': return `${d.from} → ${d.to}`;
-    case 'comment-resolved': case 'comment-reopened': return `comment #${d.commentId}`;
+    case 'comment-resolved': case 'comment-reopened': {
+      const comment = comments.get(d.commentId);
+      return comment ? `the comment on ${commentWords(comment)}` : 'a comment';
+    }
     case 'edited': return d.path || '';
     case 'answered': return shorten(d.answer, 140);
     case 'step-marked': return `step ${d.step}: ${d.mark === 'clear' ? 'mark cleared' : d.mark.replace(/-/g, ' ')}`;
@@ -200,13 +208,14 @@ async function showAudit() {
   } }, 'Export as JSON lines');
   // Roles spelled out: on a phone the table is laid out as blocks (style.css), which takes a
   // table's meaning away in some browsers' accessibility trees.
+  const comments = new Map(audit.entries.filter((e) => e.kind === 'commented').map((e) => [e.data?.commentId, e.data]));
   const rows = audit.entries.slice().reverse().map((e) => h('tr', { role: 'row', dataset: { kind: e.kind } },
     h('td', { role: 'cell' }, when(e.at)),
     h('td', { role: 'cell' }, e.actor),
     h('td', { role: 'cell' }, e.process),
     h('td', { role: 'cell' }, KIND_WORDS[e.kind] || e.kind),
     h('td', { role: 'cell', title: e.revisionSha || '' }, e.revisionSha ? e.revisionSha.slice(0, 10) : ''),
-    h('td', { role: 'cell', class: 'detail' }, detail(e))));
+    h('td', { role: 'cell', class: 'detail' }, detail(e, comments))));
   clear(viewEl()).append(
     h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Audit trail'),
       h('div', { class: 'meta-line' }, 'Every submission, comment, edit, decision and mode switch. Append-only; each entry carries the hash of the one before.')),

@@ -115,6 +115,8 @@ test('comment on selected lines, reject, see them addressed on the revision; com
     await app.click('#open-audit');
     await app.find('#audit-table');
     assert.match(await app.text('#audit-chain'), /chain intact\. None was changed or removed/);
+    const resolved = await app.text('#audit-table tr[data-kind="comment-resolved"] td.detail');
+    assert.match(resolved, /^the comment on lines 5–6: “/, 'a resolved comment is named by its lines and words, not its id');
     await app.screenshot(join(ARTIFACTS, 'audit.png'));
   } finally {
     await app.close();

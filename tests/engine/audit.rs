@@ -278,6 +278,31 @@ fn removing_the_newest_entries_is_found() {
     );
 }
 
+/// `plandesk audit` names a comment resolved by its lines and words (and the id `resolve`
+/// takes), as the entry that recorded it has them, made safe for a terminal.
+#[test]
+fn the_trail_names_a_resolved_comment_by_its_lines_and_words() {
+    let (fx, run) = audited_run();
+    let made = fx.ok(&[
+        "--json",
+        "comment",
+        "#2",
+        "--lines",
+        "1",
+        "Looks\u{1b}[31m fine",
+    ]);
+    let id = serde_json::from_slice::<Value>(&made.stdout).unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    fx.ok(&["resolve", &id.to_string()]);
+    let human = String::from_utf8(fx.ok(&["audit", &run]).stdout).unwrap();
+    assert!(
+        human.contains(&format!("comment #{id} on line 1: \"Looks")),
+        "{human}"
+    );
+    assert!(!human.contains('\u{1b}'), "{human}");
+}
+
 /// Deleting the newest entries and writing others in their place (the hash is not secret:
 /// anyone can chain entries) is found too: the entry where the recorded head was is another.
 #[test]

@@ -303,6 +303,12 @@ pub fn audit(entries: &[AuditRow], json: bool) {
         say!("The audit trail is empty.");
         return;
     }
+    // A comment resolved or reopened is named by what its `commented` entry recorded.
+    let comments: std::collections::HashMap<i64, String> = entries
+        .iter()
+        .filter(|e| e.kind.as_str() == "commented")
+        .filter_map(|e| Some((e.data["commentId"].as_i64()?, comment_words(&e.data))))
+        .collect();
     let mut table = Table::new(&[]);
     for e in entries {
         let sha = e
@@ -319,6 +325,15 @@ pub fn audit(entries: &[AuditRow], json: bool) {
                     .unwrap_or_default()
             ),
             "submitted" => short(e.data["title"].as_str().unwrap_or(""), 60),
+            "commented" => comment_words(&e.data),
+            // By its id too: `plandesk resolve` takes it.
+            "comment-resolved" | "comment-reopened" => {
+                let id = e.data["commentId"].as_i64().unwrap_or_default();
+                match comments.get(&id) {
+                    Some(words) => format!("comment #{id} on {words}"),
+                    None => format!("comment #{id}"),
+                }
+            }
             "mode-switched" => format!(
                 "{} -> {}",
                 safe(e.data["from"].as_str().unwrap_or("?")),
@@ -337,6 +352,19 @@ pub fn audit(entries: &[AuditRow], json: bool) {
         ]);
     }
     print_table(&table, "");
+}
+
+/// A comment's lines and words, as its `commented` entry's data records them.
+fn comment_words(data: &serde_json::Value) -> String {
+    let line = |i: usize| data["lines"][i].as_i64().unwrap_or_default();
+    let lines = match (line(0), line(1)) {
+        (start, end) if start == end => format!("line {start}"),
+        (start, end) => format!("lines {start}-{end}"),
+    };
+    format!(
+        "{lines}: \"{}\"",
+        short(data["text"].as_str().unwrap_or(""), 50)
+    )
 }
 
 /// The result of `audit --verify` (of the store, or of an export): what was checked and found,

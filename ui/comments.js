@@ -39,12 +39,20 @@ export function commentsFor(revision, plan, { onCount } = {}) {
   const selected = h('span', { id: 'selected-lines' });
   const commentButton = h('button', { type: 'button', id: 'comment', disabled: true, onclick: () => start(), key: 'c' },
     'Comment');
-  const bar = h('div', { class: 'select-bar' }, selected, commentButton);
-  const panel = h('aside', { class: 'comments', 'aria-label': 'Comments' },
-    h('h3', {}, 'Comments'), form, list,
-    h('p', { class: 'muted comment-hint', id: 'comment-hint' }, touchOnly()
-      ? 'Tap a paragraph or list item of the plan, then Comment.'
-      : 'Select lines of the plan (click a paragraph or list item, shift-click for more), then press c.'));
+  // How to comment, said in the bar above the plan; where the comments go below the plan (a
+  // phone, a narrow window: style.css), in their panel instead.
+  const words = touchOnly()
+    ? 'Tap a paragraph or list item of the plan, then Comment.'
+    : 'Select lines of the plan (click a paragraph or list item, shift-click for more), then press c.';
+  const hints = [h('span', { class: 'muted comment-hint', id: 'comment-hint' }, words), h('p', { class: 'muted comment-hint' }, words)];
+  const bar = h('div', { class: 'select-bar' }, hints[0], selected, commentButton);
+  const panel = h('aside', { class: 'comments', 'aria-label': 'Comments' }, h('h3', {}, 'Comments'), form, list, hints[1]);
+  /** Beside the plan, the panel takes its column only while it holds something (a comment, or
+   * one being written): until then the plan has the width. */
+  function fit() {
+    panel.classList.toggle('empty', !comments.length && form.hidden);
+    for (const hint of hints) hint.hidden = comments.length > 0 || Boolean(selection);
+  }
 
   /** Marks the blocks under `root` that are selected, or commented on. */
   function decorate(root) {
@@ -66,6 +74,7 @@ export function commentsFor(revision, plan, { onCount } = {}) {
     commentButton.disabled = !lines;
     // Kept in sight while something is selected (style.css), however far down the plan.
     bar.classList.toggle('active', Boolean(lines));
+    fit();
   }
 
   // Clicking a block selects its lines; shift-click extends; a click on a link does not select.
@@ -126,13 +135,15 @@ export function commentsFor(revision, plan, { onCount } = {}) {
       select(null);
       await load();
     };
+    const cancel = () => { form.hidden = true; clear(form); fit(); };
     clear(form).append(
       h('div', { class: 'comment-form-head' }, label(lines)),
       text,
       h('div', { class: 'actions' },
         h('button', { type: 'button', class: 'primary', id: 'comment-save', onclick: save }, 'Save comment'),
-        h('button', { type: 'button', id: 'comment-cancel', onclick: () => { form.hidden = true; clear(form); } }, 'Cancel')));
+        h('button', { type: 'button', id: 'comment-cancel', onclick: cancel }, 'Cancel')));
     form.hidden = false;
+    fit();
     text.focus();
   }
 
@@ -166,10 +177,12 @@ export function commentsFor(revision, plan, { onCount } = {}) {
     comments = answer;
     clear(list).append(...comments.map(item));
     list.hidden = !comments.length;
+    fit();
     decorate(plan.rendered);
     if (onCount) onCount(comments.filter((c) => c.state === 'open').length);
   }
 
+  fit();
   active = { start };
   return { panel, bar, load };
 }

@@ -40,6 +40,10 @@ test('a demo run: plan, reject with feedback, revised plan with the diff, approv
     const plan = await app.text('#plan');
     assert.match(plan, /Steps/, 'the plan is rendered');
     await app.waitFor("document.querySelector('#inbox-count').textContent === '1'", { what: 'inbox count 1' });
+    // No comment yet: the plan has the card's width, and the bar above it says how to comment.
+    assert.equal(await app.exec("return document.querySelector('.review-main aside.comments').offsetWidth"), 0);
+    assert.equal(await app.exec("const m = document.querySelector('.review-main'); return m.querySelector('.review-plan').offsetWidth === m.clientWidth"), true);
+    assert.match(await app.text('#comment-hint'), /^Select lines of the plan/);
     await app.screenshot(join(ARTIFACTS, 'review.png'));
 
     await app.type('#feedback', 'Also log to a file under logs/');

@@ -106,9 +106,12 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
     if let Some(why) = super::unusable_plan(&text, TOOL, "in the plan file") {
         return Ok(Call::Unusable(why));
     }
-    // What the person typed is in the main agent's log, whichever agent plans.
-    let main = current.agent.with_file_name("main").join("wire.jsonl");
-    let request = super::first_user_request(&main, MAX_WIRE_TAIL);
+    // What the person typed is in the main agent's log, whichever agent plans (its folder, not
+    // a link to one).
+    let main = current.agent.with_file_name("main");
+    let request = is_folder(&main)
+        .then(|| super::first_user_request(&main.join("wire.jsonl"), MAX_WIRE_TAIL))
+        .flatten();
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
             kind: SourceKind::KimiCode,

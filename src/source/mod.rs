@@ -428,6 +428,8 @@ pub async fn review_plan(
 fn edit_reaches(kind: SourceKind, file: Option<&PlanFile>, sha: &str) -> bool {
     match kind {
         SourceKind::Engine | SourceKind::ClaudeCode | SourceKind::Mcp | SourceKind::Pi => true,
+        // Copilot's model is never handed the file, whatever it holds.
+        SourceKind::Copilot => false,
         kind if reads_file_once_approved(kind) => file.is_some_and(|file| file.holds(sha)),
         _ => false,
     }
@@ -556,7 +558,7 @@ pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Opti
             let user = e["type"] == "user"
                 || e["type"] == "user.message"
                 || (e["type"] == "message" && e["message"]["role"] == "user")
-                || (e["type"] == "turn.prompt" && e["origin"]["kind"] == "user");
+                || (e["type"] == "turn.prompt" && kimi_typed(&e["origin"]));
             user && e["provenance"].as_str().is_none_or(|p| p == "real_user")
         })
         .find_map(|e| match &e["message"]["content"] {
@@ -573,11 +575,25 @@ pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Opti
         .map(|s| crate::text::short(&s, 200))
 }
 
+/// Whether a Kimi Code `turn.prompt` of this `origin` is one the person typed: a message, or a
+/// skill started with its slash command.
+fn kimi_typed(origin: &serde_json::Value) -> bool {
+    origin["kind"] == "user"
+        || (origin["kind"] == "skill_activation" && origin["trigger"] == "user-slash")
+}
+
 /// What the person typed in Kimi Code's `turn.prompt` (`{"input": [parts], "origin": {"kind":
 /// "user", "skillActivations": [..]}}`): its text parts, joined as Kimi Code shows them (an
 /// image between two splits the text), but for the first ones, the bodies of the skills the
-/// person added (one per `skillActivations` entry).
+/// person added (one per `skillActivations` entry); a skill's slash command as typed
+/// (`/name args`: its input is the skill's body).
 fn kimi_prompt_text(entry: &serde_json::Value) -> Option<String> {
+    let origin = &entry["origin"];
+    if origin["kind"] == "skill_activation" {
+        let name = origin["skillName"].as_str()?;
+        let args = origin["skillArgs"].as_str().unwrap_or_default();
+        return Some(format!("/{name} {args}"));
+    }
     let skills = entry["origin"]["skillActivations"]
         .as_array()
         .map_or(0, Vec::len);
@@ -612,6 +628,23 @@ mod tests {
             Some(REJECTED_NO_FEEDBACK_TEXT)
         );
         assert_eq!(Answer::Approve(Approval::default()).denial(), None);
+    }
+
+    /// Copilot CLI's model never reads its plan file once approved: an edit does not reach it
+    /// even through a file that holds the edit.
+    #[test]
+    fn an_edit_reaches_copilot_cli_never_and_a_plan_file_reader_through_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("plan.md"), "# Cache\n\n1. Bound it\n").unwrap();
+        let split = crate::tool::submit_plan::split_plan("# Cache\n\n1. Bound it\n");
+        let sha = crate::review::plan_sha256(&split.title, &split.plan);
+        let file = PlanFile {
+            root: dir.path().into(),
+            name: "plan.md".into(),
+        };
+        assert!(edit_reaches(SourceKind::Gemini, Some(&file), &sha));
+        assert!(!edit_reaches(SourceKind::Copilot, Some(&file), &sha));
+        assert!(!edit_reaches(SourceKind::Gemini, Some(&file), "another"));
     }
 
     #[test]

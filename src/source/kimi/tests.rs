@@ -148,6 +148,10 @@ fn the_inbox_shows_the_request_the_person_typed() {
             json!({"kind": "user"}),
         ),
     );
+    // A main agent's folder that is a link is not read.
+    let linked = home.path().join("linked-main");
+    std::fs::rename(&main, &linked).unwrap();
+    std::os::unix::fs::symlink(&linked, &main).unwrap();
     let sub = agent(home.path(), "agent-1");
     log(
         &sub,
@@ -161,10 +165,27 @@ fn the_inbox_shows_the_request_the_person_typed() {
     let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
         panic!("a plan to review");
     };
+    assert_eq!(plan.prompt, "Kimi Code session in /w/proj");
+    std::fs::remove_file(&main).unwrap();
+    std::fs::rename(&linked, &main).unwrap();
+    let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
+        panic!("a plan to review");
+    };
     assert_eq!(
         plan.prompt,
         "Plan this from the screenshot and keep it small"
     );
+    // A skill started with its slash command is shown as typed (its input is the skill's body).
+    let slash = json!({"type": "turn.prompt", "agentId": "main",
+        "input": [{"type": "text", "text": "User activated the skill \"review\". ..."}],
+        "origin": {"kind": "skill_activation", "trigger": "user-slash", "skillName": "review",
+                   "skillArgs": "the cache"}, "promptId": "p0", "turnId": 0, "time": 0});
+    let wire = std::fs::read_to_string(main.join("wire.jsonl")).unwrap();
+    std::fs::write(main.join("wire.jsonl"), format!("{slash}\n{wire}")).unwrap();
+    let Call::Review(plan) = parse(&payload(TOOL, SESSION), Some(home.path())).unwrap() else {
+        panic!("a plan to review");
+    };
+    assert_eq!(plan.prompt, "/review the cache");
     // With no request typed (or none that can be read), the session and its folder.
     std::fs::write(
         main.join("wire.jsonl"),

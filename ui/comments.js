@@ -130,10 +130,11 @@ export function commentsFor(revision, plan, { onCount } = {}) {
       try {
         await call('add_comment', { revisionId: revision.id, lines, text: text.value });
       } catch (e) { showError(e); return; }
+      // The list first: the panel stays while the comment goes from the form to the list.
+      await load();
       form.hidden = true;
       clear(form);
       select(null);
-      await load();
     };
     const cancel = () => { form.hidden = true; clear(form); fit(); };
     clear(form).append(

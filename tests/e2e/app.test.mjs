@@ -43,6 +43,7 @@ test('a demo run: plan, reject with feedback, revised plan with the diff, approv
     // No comment yet: the plan has the card's width, and the bar above it says how to comment.
     assert.equal(await app.exec("return document.querySelector('.review-main aside.comments').offsetWidth"), 0);
     assert.equal(await app.exec("const m = document.querySelector('.review-main'); return m.querySelector('.review-plan').offsetWidth === m.clientWidth"), true);
+    assert.ok(await app.exec("return document.querySelector('#comment-hint').offsetWidth > 0"), 'the hint shows in the bar');
     assert.match(await app.text('#comment-hint'), /^Select lines of the plan/);
     await app.screenshot(join(ARTIFACTS, 'review.png'));
 

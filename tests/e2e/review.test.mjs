@@ -185,6 +185,8 @@ test('a 200 KB plan in the real window: only the pages near the screen are built
     assert.ok(end.filled <= 6 && end.elements < 3000, JSON.stringify(end));
     await app.exec(`[...document.querySelectorAll('#plan h2')].find((h) => h.textContent === '${last}').click(); return true;`);
     assert.match(await app.text('#selected-lines'), /^Line \d+ selected$/);
+    // Kept at the very top of the view, however far down: no strip of the plan shows above it.
+    assert.equal(await app.exec("return Math.round(document.querySelector('.select-bar').getBoundingClientRect().top - document.getElementById('view').getBoundingClientRect().top)"), 0);
     await app.screenshot(join(ARTIFACTS, 'long-plan.png'));
     // The way here, folded below the plan: the 200 KB write shows its start, and all of it when opened.
     const write = "[...document.querySelectorAll('details.tool')].find((d) => d.querySelector('.name').textContent === 'write_file')";

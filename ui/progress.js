@@ -40,7 +40,9 @@ function draw(slot, progress) {
   const working = progress.finished
     ? h('span', { class: 'badge finished' }, 'finished')
     : h('span', { class: 'badge running' }, 'working');
-  const steps = progress.steps.map((step) => stepItem(slot, progress, step));
+  // What the plan lists under Context, Risks and the like is not work to do: left out, said so.
+  const steps = progress.steps.filter((step) => !step.context).map((step) => stepItem(slot, progress, step));
+  const context = progress.steps.length - steps.length;
   const unplanned = progress.files.filter((f) => f.changed && !f.planned);
   const commands = progress.commands;
   clear(slot).append(h('section', { class: 'card progress', id: 'progress', 'aria-label': 'Progress of the approved plan' },
@@ -56,6 +58,8 @@ function draw(slot, progress) {
     steps.length
       ? h('ol', { class: 'steps', id: 'progress-steps' }, steps)
       : h('p', { class: 'hint' }, 'The plan has no list of steps: every changed file is listed below.'),
+    context ? h('p', { class: 'hint', id: 'progress-context' },
+      `Not counted as steps: ${context === 1 ? '1 list item' : `${context} list items`} under headings such as Context or Risks.`) : '',
     unplanned.length ? h('div', { class: 'unplanned', id: 'unplanned' },
       h('h3', {}, `Changed outside the plan (${unplanned.length})`),
       h('ul', {}, unplanned.map((f) => changedFile(progress, f)))) : '',

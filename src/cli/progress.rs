@@ -107,9 +107,9 @@ fn print(progress: &Progress) {
         "the agent is still working (or has not said it finished)"
     };
     println!("{}; {working}.", progress.summary);
-    if !progress.steps.is_empty() {
+    if progress.work().next().is_some() {
         let mut table = Table::new(&["", "STEP", "STATE", "SHOWN BY"]);
-        for step in &progress.steps {
+        for step in progress.work() {
             let state = match (step.state, step.by_hand) {
                 (StepState::Done, false) => "done",
                 (StepState::Done, true) => "done (by hand)",
@@ -133,6 +133,10 @@ fn print(progress: &Progress) {
         for line in table.lines("") {
             println!("{line}");
         }
+    }
+    let context = progress.steps.len() - progress.work().count();
+    if context > 0 {
+        println!("\n{}", not_counted(context));
     }
     let unplanned: Vec<_> = progress.unplanned().collect();
     if !unplanned.is_empty() {
@@ -159,4 +163,10 @@ fn print(progress: &Progress) {
             terminal_safe(err)
         );
     }
+}
+
+/// What is said of the `n` list items under headings such as Context or Risks.
+fn not_counted(n: usize) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("Not counted as steps: {n} list item{s} under headings such as Context or Risks.")
 }

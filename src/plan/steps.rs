@@ -2,7 +2,10 @@
 //! plan's list items, and the sections under a heading (below the title) that have no list
 //! items of their own. A step names files (paths in code spans or plain text) and commands
 //! (code spans, or lines of a shell code block, that begin with a program); whether a named
-//! path is a file is for whoever knows the workspace to say (see `review::progress`).
+//! path is a file is for whoever knows the workspace to say (see `review::progress`). Items
+//! under a heading that says they are no work to do ("Context", "Risks", "Open questions": see
+//! [`NOT_WORK`]) are steps too, numbered in turn (a step's number is what a mark names), but
+//! marked [`Step::context`]: they are not counted as work to do.
 
 use comrak::arena_tree::Node;
 use comrak::nodes::{Ast, NodeValue};
@@ -27,6 +30,55 @@ pub struct Step {
     pub paths: Vec<String>,
     /// Commands it names.
     pub commands: Vec<String>,
+    /// It is under a heading that says it is no work to do ("Context", "Risks"…), in a plan
+    /// that has other steps.
+    pub context: bool,
+}
+
+/// Headings whose sections say what the work is about, not what to do: one of these, or
+/// several joined by "and", "&" or "," ("Risks and mitigations"), case and numbering aside.
+const NOT_WORK: &[&str] = &[
+    "alternatives",
+    "alternatives considered",
+    "assumptions",
+    "background",
+    "context",
+    "goal",
+    "goals",
+    "mitigations",
+    "motivation",
+    "non-goals",
+    "notes",
+    "objective",
+    "objectives",
+    "open questions",
+    "out of scope",
+    "overview",
+    "problem",
+    "problem statement",
+    "questions",
+    "references",
+    "risk",
+    "risks",
+    "trade-offs",
+    "tradeoffs",
+    "why",
+];
+
+/// Whether a heading's text names a section of no work to do ([`NOT_WORK`]).
+fn is_not_work(heading: &str) -> bool {
+    let text = heading
+        .trim()
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ')')
+        .trim()
+        .trim_end_matches(':')
+        .to_lowercase();
+    !text.is_empty()
+        && text
+            .split([',', '&'])
+            .flat_map(|part| part.split(" and "))
+            .map(str::trim)
+            .all(|part| NOT_WORK.contains(&part))
 }
 
 /// The programs a code span must begin with to be taken for a command.
@@ -104,7 +156,37 @@ pub fn steps(markdown: &str) -> Vec<Step> {
     options.extension.strikethrough = true;
     let root = comrak::parse_document(&arena, markdown, &options);
     let mut steps = Vec::new();
-    for node in root.descendants() {
+    // The headings the block at hand is under (level, no work to do).
+    let mut sections: Vec<(u8, bool)> = Vec::new();
+    for block in root.children() {
+        if let NodeValue::Heading(heading) = &block.data.borrow().value {
+            sections.retain(|(level, _)| *level < heading.level);
+            sections.push((heading.level, is_not_work(&text_of(block))));
+        }
+        let context = sections.iter().any(|(_, not_work)| *not_work);
+        steps_in(block, context, &mut steps);
+    }
+    // A plan all of whose steps are under such headings has them as its work all the same.
+    if steps.iter().all(|s| s.context) {
+        steps.iter_mut().for_each(|s| s.context = false);
+    }
+    steps
+}
+
+/// The words of a block, its code spans' included.
+fn text_of<'a>(node: Block<'a>) -> String {
+    node.descendants()
+        .filter_map(|n| match &n.data.borrow().value {
+            NodeValue::Text(text) => Some(text.to_string()),
+            NodeValue::Code(code) => Some(code.literal.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The steps in a top-level block, added to `steps` (`context`: under a heading of no work).
+fn steps_in<'a>(block: Block<'a>, context: bool, steps: &mut Vec<Step>) {
+    for node in block.descendants() {
         if steps.len() >= MAX_STEPS {
             break;
         }
@@ -115,7 +197,10 @@ pub fn steps(markdown: &str) -> Vec<Step> {
                     .children()
                     .filter(|c| !matches!(c.data.borrow().value, NodeValue::List(_)))
                     .collect();
-                steps.push(step(node, &parts));
+                steps.push(Step {
+                    context,
+                    ..step(node, &parts)
+                });
             }
             NodeValue::Heading(heading) if heading.level >= 2 => {
                 let section: Vec<_> =
@@ -141,7 +226,10 @@ pub fn steps(markdown: &str) -> Vec<Step> {
                 if !has_items && !has_subsections {
                     let mut parts = vec![node];
                     parts.extend(section.iter().copied());
-                    let found = step(node, &parts);
+                    let found = Step {
+                        context,
+                        ..step(node, &parts)
+                    };
                     if !found.paths.is_empty() || !found.commands.is_empty() {
                         steps.push(found);
                     }
@@ -150,7 +238,6 @@ pub fn steps(markdown: &str) -> Vec<Step> {
             _ => {}
         }
     }
-    steps
 }
 
 type Block<'a> = &'a Node<'a, std::cell::RefCell<Ast>>;
@@ -195,6 +282,7 @@ fn step<'a>(node: Block<'a>, parts: &[Block<'a>]) -> Step {
     dedup(&mut paths);
     dedup(&mut commands);
     Step {
+        context: false,
         line: node.data.borrow().sourcepos.start.line,
         text: crate::text::short(
             text.split_whitespace().collect::<Vec<_>>().join(" ").trim(),
@@ -343,5 +431,41 @@ mod tests {
         assert_eq!(command("Store"), None);
         assert_eq!(command("cargo  test").as_deref(), Some("cargo test"));
         assert!(steps("# Only a title\n\nNo steps here.").is_empty());
+    }
+
+    /// Items under "Context", "Risks and mitigations" and the like (their sub-headings too) are
+    /// kept in turn, so that a step's number stays what a mark names, but are not work to do;
+    /// a heading merely starting with such a word ("Summary of changes") is.
+    #[test]
+    fn items_under_headings_of_no_work_are_context() {
+        let plan = "# Add a cache\n\n## Context\n\n- `README.md`\n- `src/main.rs`\n\n\
+                    ## 1. Steps\n\n1. Add `src/cache.rs`.\n2. Run `cargo test`.\n\n\
+                    ## Risks and mitigations:\n\n### Data\n\n- Old rows stay.\n\n\
+                    ## Changes to make\n\n- Update `README.md`.\n\n\
+                    ## Open Questions\n\n- TTL?\n";
+        let listed = steps(plan);
+        let found: Vec<(&str, bool)> = listed
+            .iter()
+            .map(|s| (s.text.as_str(), s.context))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("`README.md`", true),
+                ("`src/main.rs`", true),
+                ("Add `src/cache.rs`.", false),
+                ("Run `cargo test`.", false),
+                ("Old rows stay.", true),
+                ("Update `README.md`.", false),
+                ("TTL?", true),
+            ]
+        );
+        // All of a plan's steps under such headings are its work all the same.
+        assert!(steps("# T\n\n## Goals\n\n- Fast\n- Small\n")
+            .iter()
+            .all(|s| !s.context));
+        assert!(is_not_work("Context & background"));
+        assert!(!is_not_work("Summary of changes"));
+        assert!(!is_not_work(""));
     }
 }

@@ -62,6 +62,8 @@ pub struct StepProgress {
     /// The changed files and the commands run that make it done.
     pub changed: Vec<String>,
     pub ran: Vec<String>,
+    /// Under a heading of no work to do ("Context", "Risks": [`Step::context`]): not counted.
+    pub context: bool,
 }
 
 /// A file a step names or the agent changed.
@@ -135,9 +137,13 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// The steps that are work to do (not [`StepProgress::context`]).
+    pub fn work(&self) -> impl Iterator<Item = &StepProgress> {
+        self.steps.iter().filter(|s| !s.context)
+    }
+
     pub fn done(&self) -> usize {
-        self.steps
-            .iter()
+        self.work()
             .filter(|s| s.state != StepState::NotDoneYet)
             .count()
     }
@@ -329,7 +335,7 @@ pub fn hold(
     progress.summary = format!(
         "{} of {} steps done, {}",
         progress.done(),
-        progress.steps.len(),
+        progress.work().count(),
         match unplanned {
             0 => "no file outside the plan".to_owned(),
             1 => "1 file outside the plan".to_owned(),
@@ -385,6 +391,7 @@ fn step_progress(
         commands: step.commands.clone(),
         changed: touched,
         ran,
+        context: step.context,
     }
 }
 

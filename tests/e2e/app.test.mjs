@@ -66,6 +66,10 @@ test('a demo run: plan, reject with feedback, revised plan with the diff, approv
     await app.waitFor("document.querySelector('.page-head .badge')?.textContent === 'finished'", { what: 'the run to finish' });
     assert.equal(await app.exec("return document.querySelector('#review-slot').children.length"), 0, 'nothing left to review');
     await app.waitFor("document.querySelector('#inbox-count').textContent === '0'");
+    // The demo plan's Context (its files) and Risks are not steps to do: only its Steps are.
+    await app.find('#progress-steps');
+    assert.match(await app.text('#progress-steps li:first-child .step-text'), /^Survey /);
+    assert.match(await app.text('#progress-context'), /^Not counted as steps: \d+ list items under headings such as Context or Risks\.$/);
     await app.screenshot(join(ARTIFACTS, 'approved.png'));
     const history = JSON.parse(cli(fx, ['--json', 'history']));
     assert.deepEqual(history.map((r) => r.decision?.action), ['rejected', 'approved']);

@@ -193,6 +193,43 @@ fn work_after_an_approval_is_held_against_the_plans_steps() {
     );
 }
 
+/// What a plan lists under Context or Risks is not counted as work to do, yet keeps its number
+/// (a mark names a step by it): the file it names changed does not make a step done.
+#[test]
+fn items_under_context_and_risks_are_not_counted_as_steps() {
+    let fx = Fixture::new(json!([]));
+    let plan = "# Add a cache\n\n## Context\n\n- `README.md` says how to build.\n\n\
+                ## Steps\n\n1. Add `src/cache.rs`.\n2. Run `cargo test`.\n\n\
+                ## Risks\n\n- Stale reads.\n";
+    let (hook, run) = plan_waiting(&fx, plan);
+    fx.ok(&["approve", &run]);
+    hook.wait_with_output().unwrap();
+    record(&fx, &write(&fx, "README.md"));
+    let progress = fx.listing(&["progress", &run]);
+    assert_eq!(
+        progress["summary"], "0 of 2 steps done, no file outside the plan",
+        "{progress}"
+    );
+    let context: Vec<(u64, bool)> = progress["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["number"].as_u64().unwrap(), s["context"] == true))
+        .collect();
+    assert_eq!(context, [(1, true), (2, false), (3, false), (4, true)]);
+    let marked = fx.listing(&["mark", &run, "2", "done"]);
+    assert_eq!(
+        marked["summary"],
+        "1 of 2 steps done, no file outside the plan"
+    );
+    let human = String::from_utf8(fx.ok(&["progress", &run]).stdout).unwrap();
+    assert!(
+        human.contains("Not counted as steps: 2 list items under headings such as Context"),
+        "{human}"
+    );
+    assert!(!human.contains("Stale reads"), "{human}");
+}
+
 #[test]
 fn a_record_hook_that_cannot_record_still_exits_at_once_and_says_why() {
     let fx = Fixture::new(json!([]));

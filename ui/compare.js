@@ -67,13 +67,15 @@ function decisionBar(revision) {
   // Its agent, from the inbox: Claude Code's plan offers the choice its review offers.
   const waiting = state.inbox.find((i) => i.runId === revision.runId && i.toolCallId === revision.toolCallId);
   const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan', source: waiting?.source };
-  const acceptEdits = acceptEditsBox(item);
   // What was typed in its review goes as the note, as an approval there would send it.
   const note = draft(decisionDraft(item));
-  const approve = () => decide(item, revision, true, note, { acceptEdits: Boolean(acceptEdits?.box.checked) });
+  const words = `Approve revision ${revision.revisionNo}`;
+  const approve = h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a',
+    onclick: () => decide(item, revision, true, note, { acceptEdits: Boolean(acceptEdits?.box.checked) }) }, words);
+  const acceptEdits = acceptEditsBox(item, approve, words);
   const review = () => Promise.resolve(go('run', revision.runId)).then(() => $('feedback')?.focus());
   return h('div', { class: 'review-foot compare-decide' }, h('div', { class: 'actions' },
-    h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a', onclick: approve }, `Approve revision ${revision.revisionNo}`),
+    approve,
     h('button', { id: 'reject', class: 'reject', type: 'button', key: 'r', onclick: review }, 'Reject…'),
     h('span', { class: 'hint' }, 'Reject, or approve with a note, from the review.')),
   note.trim() ? h('p', { class: 'hint', id: 'compare-note' }, `Your note from the review goes with the approval: “${shorten(note.trim(), 200)}”`) : '',

@@ -47,9 +47,9 @@ function planReview(item, revision, slot) {
     ? 'Feedback, or a note if you approve'
     : 'Rejecting: what should change? (empty: tell it in your next message) · Approving: an optional note for the agent';
   const feedback = decisionBox(item, { id: 'feedback', rows: '3', placeholder, 'aria-label': 'Feedback or approval note' });
-  const acceptEdits = acceptEditsBox(item);
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a',
     onclick: () => decide(item, revision, true, feedback.value, { acceptEdits: Boolean(acceptEdits?.box.checked) }) }, 'Approve');
+  const acceptEdits = acceptEditsBox(item, approve, 'Approve');
   // A rejection that says nothing (no feedback, no open comment) is asked about once: a stray
   // click, or a click meant for a button that was there a moment ago, sends the agent back
   // with nothing to go on.
@@ -112,11 +112,14 @@ const ACCEPT_EDITS = 'choice:accept-edits';
 
 /** For Claude Code's plan: the choice its own dialog offers with an approval, to edit files
  * without asking from then on (`box`, in its `label`), as last chosen in this window. Null for
- * others. */
-export function acceptEditsBox(item) {
+ * others. The `approve` button's label (its first words, `words`) says the choice while it is
+ * made: what a click grants is on the button clicked. */
+export function acceptEditsBox(item, approve, words) {
   if (item.source?.kind !== 'claude-code') return null;
   const box = h('input', { type: 'checkbox', id: 'accept-edits', checked: draft(ACCEPT_EDITS) === 'yes' });
-  box.addEventListener('change', () => setDraft(ACCEPT_EDITS, box.checked ? 'yes' : ''));
+  const say = () => { approve.firstChild.textContent = box.checked ? `${words}, auto-accept edits` : words; };
+  box.addEventListener('change', () => { setDraft(ACCEPT_EDITS, box.checked ? 'yes' : ''); say(); });
+  say();
   const label = h('label', { class: 'accept-edits', title: 'With your approval, as Claude Code\'s own “Yes, and auto-accept edits”: for the rest of its session' },
     box, ' Let Claude Code edit files without asking');
   return { box, label };

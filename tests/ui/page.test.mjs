@@ -487,7 +487,10 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
   await page.waitForSelector('#plan-title');
   assert.equal(await page.isChecked('#accept-edits'), false, 'asked for, never assumed');
   assert.match(await page.textContent('label.accept-edits'), /Let Claude Code edit files without asking/);
+  assert.equal(await page.evaluate(() => document.querySelector('#approve').firstChild.textContent), 'Approve');
   await page.check('#accept-edits');
+  // What a click grants is on the button clicked.
+  assert.equal(await page.evaluate(() => document.querySelector('#approve').firstChild.textContent), 'Approve, auto-accept edits');
   await page.screenshot({ path: join(ARTIFACTS, 'accept-edits-chromium.png') });
   await page.click('#approve');
   await page.waitForFunction(() => window.__calls.some((c) => c.cmd === 'decide'));
@@ -507,6 +510,7 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
   await page.click('#compare');
   await page.waitForSelector('table.diff');
   assert.equal(await page.isChecked('#accept-edits'), true);
+  assert.equal(await page.evaluate(() => document.querySelector('#approve').firstChild.textContent), 'Approve revision 2, auto-accept edits');
   await page.keyboard.press('a');
   await page.waitForFunction(() => window.__calls.filter((c) => c.cmd === 'decide').length === 3);
   assert.equal((await calls(page, 'decide'))[2].args.request.acceptEdits, true);

@@ -112,7 +112,7 @@ async function loadAgents() {
 }
 
 function agentRow(agent) {
-  const button = h('button', { type: 'button', dataset: { agent: agent.agent } }, agent.installed ? 'Remove' : 'Set up');
+  const button = h('button', { type: 'button', dataset: { agent: agent.agent } }, agent.installed ? 'Disconnect' : 'Connect');
   button.addEventListener('click', async () => {
     button.disabled = true;
     try {
@@ -125,7 +125,7 @@ function agentRow(agent) {
       button.disabled = false;
     }
   });
-  const state = agent.problem ? 'Cannot set up' : agent.installed ? 'Set up' : 'Not set up';
+  const state = agent.problem ? 'Cannot connect' : agent.installed ? 'Connected' : 'Not connected';
   const row = h('li', { dataset: { agent: agent.agent } },
     h('span', { class: 'name' }, agent.name),
     h('span', { class: `state ${agent.installed ? 'on' : 'off'}` }, state),

@@ -31,16 +31,16 @@ test('Settings → Agents: one click sets Claude Code up with the hook, another 
   try {
     await app.click('#settings-btn');
     await app.find(row('claude-code'));
-    assert.match(await app.text(`${row('claude-code')} .state`), /Not set up/);
-    assert.match(await app.text(`${row('gemini')} .state`), /Cannot set up/);
+    assert.match(await app.text(`${row('claude-code')} .state`), /Not connected/);
+    assert.match(await app.text(`${row('gemini')} .state`), /Cannot connect/);
     assert.match(await app.text(`${row('gemini')} .problem`), /not valid JSON/);
     assert.equal(await app.exec(`return document.querySelector('${row('gemini')} button').disabled`), true,
       'nothing to click for a file Plandesk would not change');
-    assert.match(await app.text(`${row('codex')} .state`), /Not set up/, 'the other agents are listed all the same');
+    assert.match(await app.text(`${row('codex')} .state`), /Not connected/, 'the other agents are listed all the same');
     await app.exec(`document.querySelector('${row('gemini')} .problem').scrollIntoView(); return true;`);
     await app.screenshot(join(ARTIFACTS, 'settings-agent-problem.png'));
     await app.click(`${row('claude-code')} button`);
-    await app.waitFor(`document.querySelector('${row('claude-code')} .state')?.textContent === 'Set up'`, { what: 'the hook to be set up' });
+    await app.waitFor(`document.querySelector('${row('claude-code')} .state')?.textContent === 'Connected'`, { what: 'the hook to be set up' });
     const settings = JSON.parse(readFileSync(join(claudeDir, 'settings.json'), 'utf8'));
     assert.equal(settings.theme, 'dark', 'other settings are kept');
     assert.deepEqual(settings.permissions, { allow: ['Bash(ls)'] });
@@ -49,7 +49,7 @@ test('Settings → Agents: one click sets Claude Code up with the hook, another 
     assert.ok(hooks.includes(`${CLI} --data-dir`) && hooks.includes('hook claude-code'), `the CLI beside the app, on this store: ${hooks}`);
     await app.screenshot(join(ARTIFACTS, 'settings-agents.png'));
     await app.click(`${row('claude-code')} button`);
-    await app.waitFor(`document.querySelector('${row('claude-code')} .state')?.textContent === 'Not set up'`, { what: 'the hook to be removed' });
+    await app.waitFor(`document.querySelector('${row('claude-code')} .state')?.textContent === 'Not connected'`, { what: 'the hook to be removed' });
     const after = JSON.parse(readFileSync(join(claudeDir, 'settings.json'), 'utf8'));
     assert.ok(!JSON.stringify(after).includes('hook claude-code'), 'the hook is gone');
     assert.equal(after.theme, 'dark');

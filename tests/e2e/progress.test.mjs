@@ -92,7 +92,7 @@ test('after approval the run shows its steps live, the changes outside the plan,
 
     // The agent says it is done: the badge turns, and a notification says how far it got.
     record(fx, 'Stop', undefined);
-    await app.waitFor("document.querySelector('#progress .badge').textContent === 'finished'", { what: 'finished' });
+    await app.waitFor("document.querySelector('#progress .badge').textContent === 'agent finished'", { what: 'finished' });
     await app.screenshot(join(ARTIFACTS, 'progress.png'));
     // The window is focused on this run: no notification for what the person is looking at.
     // Away from it, the next finish that says something new is told.

@@ -69,10 +69,10 @@ function decisionBar(revision) {
   const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan', source: waiting?.source };
   // What was typed in its review goes as the note, as an approval there would send it.
   const note = draft(decisionDraft(item));
-  const words = `Approve revision ${revision.revisionNo}`;
+  const words = `Approve revision ${revision.revisionNo}${note.trim() ? ' with note' : ''}`;
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a',
     onclick: () => decide(item, revision, true, note, { acceptEdits: Boolean(acceptEdits?.box.checked) }) }, words);
-  const acceptEdits = acceptEditsBox(item, approve, words);
+  const acceptEdits = acceptEditsBox(item, approve, () => words);
   const review = () => Promise.resolve(go('run', revision.runId)).then(() => $('feedback')?.focus());
   return h('div', { class: 'review-foot compare-decide' }, h('div', { class: 'actions' },
     approve,

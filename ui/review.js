@@ -49,7 +49,12 @@ function planReview(item, revision, slot) {
   const feedback = decisionBox(item, { id: 'feedback', rows: '3', placeholder, 'aria-label': 'Feedback or approval note' });
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a',
     onclick: () => decide(item, revision, true, feedback.value, { acceptEdits: Boolean(acceptEdits?.box.checked) }) }, 'Approve');
-  const acceptEdits = acceptEditsBox(item, approve, 'Approve');
+  // What a click on Approve sends is on it: the text in the box goes with it as a note.
+  const approveWords = () => (feedback.value.trim() ? 'Approve with note' : 'Approve');
+  const acceptEdits = acceptEditsBox(item, approve, approveWords);
+  const sayApprove = () => { approve.firstChild.textContent = approvalLabel(approveWords(), acceptEdits); };
+  feedback.addEventListener('input', sayApprove);
+  sayApprove();
   // A rejection that says nothing (no feedback, no open comment) is asked about once: a stray
   // click, or a click meant for a button that was there a moment ago, sends the agent back
   // with nothing to go on.
@@ -110,19 +115,25 @@ function planReview(item, revision, slot) {
  * for this window until it closes or its person signs out (never for the next launch). */
 const ACCEPT_EDITS = 'choice:accept-edits';
 
+/** The label of an Approve button whose own words are `words`, with the choice `acceptEdits`
+ * ([`acceptEditsBox`]) said while it is made: what a click grants is on the button clicked. */
+function approvalLabel(words, acceptEdits) {
+  return acceptEdits?.box.checked ? `${words}, auto-accept edits` : words;
+}
+
 /** For Claude Code's plan: the choice its own dialog offers with an approval, to edit files
  * without asking from then on (`box`, in its `label`), as last chosen in this window. Null for
- * others. The `approve` button's label (its first words, `words`) says the choice while it is
- * made: what a click grants is on the button clicked. */
+ * others. The `approve` button's label (its own words: `words()`) says the choice. */
 export function acceptEditsBox(item, approve, words) {
   if (item.source?.kind !== 'claude-code') return null;
   const box = h('input', { type: 'checkbox', id: 'accept-edits', checked: draft(ACCEPT_EDITS) === 'yes' });
-  const say = () => { approve.firstChild.textContent = box.checked ? `${words}, auto-accept edits` : words; };
+  const choice = { box };
+  const say = () => { approve.firstChild.textContent = approvalLabel(words(), choice); };
   box.addEventListener('change', () => { setDraft(ACCEPT_EDITS, box.checked ? 'yes' : ''); say(); });
   say();
   const label = h('label', { class: 'accept-edits', title: 'With your approval, as Claude Code\'s own “Yes, and auto-accept edits”: for the rest of its session' },
     box, ' Let Claude Code edit files without asking');
-  return { box, label };
+  return Object.assign(choice, { label });
 }
 
 /** The review of a small plan that uses every kind of block, for the run view's warm-up

@@ -527,10 +527,14 @@ test('Compare: a revision that waits is approved from the comparison, by its has
   const page = await open(w);
   await page.waitForSelector('#compare');
   // A note typed in the review goes with an approval from the comparison, as it says.
+  const approveWords = () => page.evaluate(() => document.querySelector('#approve').firstChild.textContent);
+  assert.equal(await approveWords(), 'Approve');
   await page.fill('#feedback', 'Keep the old API');
+  // What a click sends is on the button: the text goes with an approval as a note.
+  assert.equal(await approveWords(), 'Approve with note');
   await page.click('#compare');
   await page.waitForSelector('table.diff');
-  assert.match(await page.textContent('#approve'), /^Approve revision 2/);
+  assert.equal(await approveWords(), 'Approve revision 2 with note');
   assert.match(await page.textContent('#compare-note'), /Your note from the review goes with the approval: “Keep the old API”/);
   await page.screenshot({ path: join(ARTIFACTS, 'compare-decide-chromium.png') });
   // r: to the review, its box ready for what should change.

@@ -40,7 +40,9 @@ function draw(slot, progress) {
   // The agent's own word (its "finished"), not a count of steps: said as the agent's.
   const working = progress.finished
     ? h('span', { class: 'badge finished', title: 'The agent said it finished, and did nothing after' }, 'agent finished')
-    : h('span', { class: 'badge running', title: 'The agent has not said it finished' }, 'agent working');
+    : slot.dataset.stopped === 'true'
+      ? h('span', { class: 'badge interrupted', title: 'The run stopped before the agent said it finished' }, 'agent stopped')
+      : h('span', { class: 'badge running', title: 'The agent has not said it finished' }, 'agent working');
   // What the plan lists under Context, Risks and the like is not work to do: left out, said so.
   const steps = progress.steps.filter((step) => !step.context).map((step) => stepItem(slot, progress, step));
   const context = progress.steps.length - steps.length;

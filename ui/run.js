@@ -66,7 +66,8 @@ async function showRun(runId, { live, keepScroll, detail, revision } = {}) {
     clear(viewEl()).append(head, review, transcriptFold(transcript), status, footer);
   } else {
     // After an approval: the plan's steps and what the agent did, above how it went.
-    const progress = h('div', { id: 'progress-slot' });
+    // A run that stopped short of its end (interrupted, failed): its agent is not working.
+    const progress = h('div', { id: 'progress-slot', dataset: { stopped: String(shownStatus === 'interrupted' || shownStatus === 'failed') } });
     clear(viewEl()).append(head, progress, transcript.el, status, review, footer);
     renderProgress(runId, progress);
   }

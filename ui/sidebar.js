@@ -38,6 +38,16 @@ function openInboxItem(item) {
   go('run', item.runId);
 }
 
+/** How a run stands, as its own view says it: one of Plandesk's runs that nobody drives though
+ * it would go on (its process died mid-step, or after a decision that left nothing to decide)
+ * was interrupted, whatever its stored status. */
+function shownStatus(run) {
+  const own = !run.source || run.source.kind === 'engine';
+  const undecided = state.inbox.some((i) => i.runId === run.id);
+  const stopped = run.status === 'running' || (run.status === 'suspended' && state.inboxKnown && !undecided);
+  return own && stopped && !run.driven ? 'interrupted' : run.status;
+}
+
 export function renderRuns() {
   const list = clear($('runs'));
   for (const run of state.runs.slice(0, 60)) {
@@ -48,7 +58,7 @@ export function renderRuns() {
       onclick: () => go('run', run.id),
     },
     h('span', { class: 'title' }, shorten(run.prompt, 60)),
-    h('span', { class: 'meta' }, badge(run.status), h('span', {}, age(run.updatedAt)), h('span', {}, agentName(run.source) || run.model))));
+    h('span', { class: 'meta' }, badge(shownStatus(run)), h('span', {}, age(run.updatedAt)), h('span', {}, agentName(run.source) || run.model))));
   }
 }
 
@@ -88,6 +98,7 @@ export async function readInbox() {
 export function setInbox(items) {
   const before = state.inbox[state.selected];
   state.inbox = items;
+  state.inboxKnown = true;
   const keep = before ? items.findIndex((i) => i.runId === before.runId && i.toolCallId === before.toolCallId) : -1;
   // Gone (decided): the run on screen's item if it has a new one (a revised plan), else none
   // until another item is opened (j opens the first).

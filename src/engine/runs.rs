@@ -25,11 +25,16 @@ pub struct RunView {
     pub source: Source,
     pub created_at: Millis,
     pub updated_at: Millis,
+    /// A process drives it now (holds its lease). One of Plandesk's own runs, `running`, or
+    /// `suspended` with nothing left to decide, that nobody drives was interrupted: listings
+    /// say so, as its view does.
+    pub driven: bool,
 }
 
-impl From<RunRow> for RunView {
-    fn from(row: RunRow) -> Self {
+impl RunView {
+    fn of(row: RunRow, now: Millis) -> Self {
         Self {
+            driven: crate::lease::is_held(row.holder.as_ref(), now),
             id: row.id,
             prompt: row.prompt,
             model: row.model,
@@ -65,16 +70,23 @@ impl Engine {
     /// Every run, most recently active first.
     pub async fn runs(&self) -> Result<Vec<RunView>, EngineError> {
         let rows = self.inner.store.runs().await?;
-        Ok(rows.into_iter().map(RunView::from).collect())
+        let now = self.now();
+        Ok(rows.into_iter().map(|row| RunView::of(row, now)).collect())
     }
 
     /// The most recently active run, if there is one.
     pub async fn latest_run(&self) -> Result<Option<RunView>, EngineError> {
-        Ok(self.inner.store.latest_run().await?.map(RunView::from))
+        let now = self.now();
+        Ok(self
+            .inner
+            .store
+            .latest_run()
+            .await?
+            .map(|row| RunView::of(row, now)))
     }
 
     pub async fn run(&self, run_id: &str) -> Result<RunView, EngineError> {
-        Ok(self.inner.store.run(run_id).await?.into())
+        Ok(RunView::of(self.inner.store.run(run_id).await?, self.now()))
     }
 
     /// The full id of the run `prefix` names (an exact id or a unique prefix of 4+ characters).
@@ -88,7 +100,7 @@ impl Engine {
         if row.source.kind != SourceKind::Engine {
             // An outside agent's session: its plans are here, its conversation is the agent's.
             return Ok(RunDetail {
-                run: row.into(),
+                run: RunView::of(row, self.now()),
                 messages: Vec::new(),
                 open,
                 error: None,
@@ -106,7 +118,7 @@ impl Engine {
                 Phase::Waiting { .. } | Phase::Failed { .. } => false,
             };
         let detail = RunDetail {
-            run: row.into(),
+            run: RunView::of(row, self.now()),
             error: match &state.phase {
                 Phase::Failed { error } => Some(error.clone()),
                 _ => None,

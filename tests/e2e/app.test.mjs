@@ -378,6 +378,9 @@ test('a run whose deciding process died says it was interrupted; Continue finish
     assert.equal(await app.text('#retry'), 'Continue');
     assert.match(await app.text('#interrupted'), /This run was interrupted\. Your decision was saved/);
     assert.equal(await app.exec("return document.querySelector('.page-head .badge').textContent"), 'interrupted');
+    assert.equal(await app.exec(`return document.querySelector('#runs li[data-run-id="${run.id}"] .badge').textContent`), 'interrupted',
+      'the runs list says what the run says');
+    assert.equal(await app.exec("return document.querySelector('#progress .badge').textContent"), 'agent stopped', 'and so does its progress');
     await app.screenshot(join(ARTIFACTS, 'continue.png'));
     await app.click('#retry');
     await app.waitFor("document.querySelector('.page-head .badge')?.textContent === 'finished'", { what: 'the continued run to finish' });

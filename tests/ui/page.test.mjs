@@ -847,7 +847,7 @@ test('a run that stops on a plan draws its review, from the top, from what its e
 
 test('a run read while its stream ends draws once, from the hand-off; a view opened while a run is read stays', async () => {
   const item = plan(9, 'Cache the sessions', 'fff999');
-  const run = { id: 'run9', prompt: 'Plan the caching', model: 'demo', mode: 'plan', status: 'running', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null };
+  const run = { id: 'run9', prompt: 'Plan the caching', model: 'demo', mode: 'plan', status: 'running', workspace: '/ws', createdAt: now, updatedAt: now, ownerPid: null, driven: true };
   const page = await open(world({ starts: run }));
   await page.keyboard.press('n');
   await page.fill('#prompt', 'Plan the caching');
@@ -1205,6 +1205,9 @@ test('an interrupted run says so and offers Continue, which continues it', async
     createdAt: now, updatedAt: now, ownerPid: null });
   w.details = { run9: { interrupted: true } };
   const page = await open(w, { colorScheme: 'dark' });
+  // The list says what its view says: nothing of it waits in the inbox, and nobody drives it.
+  assert.equal(await page.textContent('#runs li[data-run-id="run9"] .badge'), 'interrupted');
+  assert.equal(await page.textContent('#runs li[data-run-id="run1"] .badge'), 'to review', 'a run whose plan waits');
   await page.click('#runs li[data-run-id="run9"]');
   await page.waitForSelector('#retry');
   assert.equal(await page.textContent('#retry'), 'Continue');

@@ -43,9 +43,9 @@ function draw(slot, progress) {
     : slot.dataset.stopped === 'true'
       ? h('span', { class: 'badge interrupted', title: 'The run stopped before the agent said it finished' }, 'agent stopped')
       : h('span', { class: 'badge running', title: 'The agent has not said it finished' }, 'agent working');
-  // What the plan lists under Context, Risks and the like is not work to do: left out, said so.
+  // What the plan lists under Context, Risks and the like is not work to do: apart, folded.
   const steps = progress.steps.filter((step) => !step.context).map((step) => stepItem(slot, progress, step));
-  const context = progress.steps.length - steps.length;
+  const context = progress.steps.filter((step) => step.context);
   const unplanned = progress.files.filter((f) => f.changed && !f.planned);
   const commands = progress.commands;
   clear(slot).append(h('section', { class: 'card progress', id: 'progress', 'aria-label': 'Progress of the approved plan' },
@@ -61,8 +61,9 @@ function draw(slot, progress) {
     steps.length
       ? h('ol', { class: 'steps', id: 'progress-steps' }, steps)
       : h('p', { class: 'hint' }, 'The plan has no list of steps: every changed file is listed below.'),
-    context ? h('p', { class: 'hint', id: 'progress-context' },
-      `Not counted as steps: ${context === 1 ? '1 list item' : `${context} list items`} under headings such as Context or Risks.`) : '',
+    context.length ? h('details', { class: 'hint', id: 'progress-context' },
+      h('summary', {}, `Not counted as steps: ${context.length === 1 ? '1 list item' : `${context.length} list items`} under headings such as Context or Risks`),
+      h('ul', {}, context.map((step) => h('li', {}, withCode(step.text))))) : '',
     unplanned.length ? h('div', { class: 'unplanned', id: 'unplanned' },
       h('h3', {}, `Changed outside the plan (${unplanned.length})`),
       h('ul', {}, unplanned.map((f) => changedFile(progress, f)))) : '',

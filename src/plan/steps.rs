@@ -48,12 +48,10 @@ const NOT_WORK: &[&str] = &[
     "mitigations",
     "motivation",
     "non-goals",
-    "notes",
     "objective",
     "objectives",
     "open questions",
     "out of scope",
-    "overview",
     "problem",
     "problem statement",
     "questions",
@@ -78,6 +76,7 @@ fn is_not_work(heading: &str) -> bool {
             .split([',', '&'])
             .flat_map(|part| part.split(" and "))
             .map(str::trim)
+            .filter(|part| !part.is_empty())
             .all(|part| NOT_WORK.contains(&part))
 }
 
@@ -465,6 +464,8 @@ mod tests {
             .iter()
             .all(|s| !s.context));
         assert!(is_not_work("Context & background"));
+        assert!(is_not_work("Context, goals, and non-goals"));
+        assert!(!is_not_work("Overview"), "an overview may list the changes");
         assert!(!is_not_work("Summary of changes"));
         assert!(!is_not_work(""));
     }

@@ -278,11 +278,14 @@ pub fn hold(
         .enumerate()
         .map(|(i, (step, mark))| step_progress(i + 1, step, *mark, workspace, &changed, &commands))
         .collect();
+    // What only a Context or Risks item names ("Leave `src/auth.rs` alone") is not planned work:
+    // changed, it is outside the plan.
+    let planned_steps = || steps.iter().filter(|s| !s.context);
     for command in &mut commands {
-        command.planned = steps.iter().any(|s| s.ran.contains(&command.command));
+        command.planned = planned_steps().any(|s| s.ran.contains(&command.command));
     }
     let mut files: Vec<FileProgress> = Vec::new();
-    for named in steps.iter().flat_map(|s| &s.files) {
+    for named in planned_steps().flat_map(|s| &s.files) {
         if !files.iter().any(|f| &f.path == named) {
             files.push(FileProgress {
                 path: named.clone(),
@@ -295,7 +298,7 @@ pub fn hold(
         }
     }
     for (path, outside) in &changed {
-        let planned = steps.iter().any(|s| s.changed.iter().any(|c| c == path));
+        let planned = planned_steps().any(|s| s.changed.iter().any(|c| c == path));
         let (added, removed) = lines(path);
         match files.iter_mut().find(|f| f.path == *path) {
             Some(file) => {
@@ -525,10 +528,18 @@ impl Review {
         number: usize,
         mark: StepMark,
     ) -> Result<Progress, ReviewError> {
-        let count = steps::steps(&revision.markdown()).len();
+        let steps = steps::steps(&revision.markdown());
+        let count = steps.len();
         if number == 0 || number > count {
             return Err(ReviewError::BadMark(format!(
                 "revision {} has {count} steps; give a number from 1 to {count}",
+                revision.id
+            )));
+        }
+        if steps[number - 1].context {
+            return Err(ReviewError::BadMark(format!(
+                "step {number} of revision {} is under a heading such as Context or Risks: it \
+                 is not counted, so it is not marked",
                 revision.id
             )));
         }

@@ -69,7 +69,11 @@ test('a demo run: plan, reject with feedback, revised plan with the diff, approv
     // The demo plan's Context (its files) and Risks are not steps to do: only its Steps are.
     await app.find('#progress-steps');
     assert.match(await app.text('#progress-steps li:first-child .step-text'), /^Survey /);
-    assert.match(await app.text('#progress-context'), /^Not counted as steps: \d+ list items under headings such as Context or Risks\.$/);
+    assert.match(await app.text('#progress-context summary'), /^Not counted as steps: \d+ list items under headings such as Context or Risks$/);
+    await app.click('#progress-context summary');
+    assert.match(await app.text('#progress-context ul'), /src\/main\.rs/, 'unfolded: what they are');
+    await app.exec("document.getElementById('progress-context').scrollIntoView(); return true;");
+    await app.screenshot(join(ARTIFACTS, 'progress-context.png'));
     await app.screenshot(join(ARTIFACTS, 'approved.png'));
     const history = JSON.parse(cli(fx, ['--json', 'history']));
     assert.deepEqual(history.map((r) => r.decision?.action), ['rejected', 'approved']);

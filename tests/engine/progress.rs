@@ -204,10 +204,11 @@ fn items_under_context_and_risks_are_not_counted_as_steps() {
     let (hook, run) = plan_waiting(&fx, plan);
     fx.ok(&["approve", &run]);
     hook.wait_with_output().unwrap();
+    // A file only the Context names is no planned work: changed, it is outside the plan.
     record(&fx, &write(&fx, "README.md"));
     let progress = fx.listing(&["progress", &run]);
     assert_eq!(
-        progress["summary"], "0 of 2 steps done, no file outside the plan",
+        progress["summary"], "0 of 2 steps done, 1 file outside the plan",
         "{progress}"
     );
     let context: Vec<(u64, bool)> = progress["steps"]
@@ -220,8 +221,11 @@ fn items_under_context_and_risks_are_not_counted_as_steps() {
     let marked = fx.listing(&["mark", &run, "2", "done"]);
     assert_eq!(
         marked["summary"],
-        "1 of 2 steps done, no file outside the plan"
+        "1 of 2 steps done, 1 file outside the plan"
     );
+    let refused = fx.refused(&["mark", &run, "1", "done"]);
+    assert!(refused.contains("step 1 of revision"), "{refused}");
+    assert!(refused.contains("not counted"), "{refused}");
     let human = String::from_utf8(fx.ok(&["progress", &run]).stdout).unwrap();
     assert!(
         human.contains("Not counted as steps: 2 list items under headings such as Context"),

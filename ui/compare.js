@@ -1,7 +1,7 @@
 // Two revisions of a plan side by side, changed words marked, with the feedback that led from
 // one to the next between them; the newer one, if it waits for a decision, approved from here.
 import { call } from './api.js';
-import { $, h, clear, shorten } from './dom.js';
+import { $, h, clear, shorten, agentName, notesReachAgent } from './dom.js';
 import { diffTable } from './diff.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
@@ -69,7 +69,8 @@ function decisionBar(revision) {
   const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan', source: waiting?.source };
   // What was typed in its review goes as the note, as an approval there would send it.
   const note = draft(decisionDraft(item));
-  const words = `Approve revision ${revision.revisionNo}${note.trim() ? ' with note' : ''}`;
+  const sent = notesReachAgent(item.source);
+  const words = `Approve revision ${revision.revisionNo}${!note.trim() ? '' : sent ? ' with note' : ' (note not sent)'}`;
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a',
     onclick: () => decide(item, revision, true, note, { acceptEdits: Boolean(acceptEdits?.box.checked) }) }, words);
   const acceptEdits = acceptEditsBox(item, approve, () => words);
@@ -78,7 +79,9 @@ function decisionBar(revision) {
     approve,
     h('button', { id: 'reject', class: 'reject', type: 'button', key: 'r', onclick: review }, 'Reject…'),
     h('span', { class: 'hint' }, 'Reject, or approve with a note, from the review.')),
-  note.trim() ? h('p', { class: 'hint', id: 'compare-note' }, `Your note from the review goes with the approval: “${shorten(note.trim(), 200)}”`) : '',
+  note.trim() ? h('p', { class: 'hint', id: 'compare-note' }, sent
+    ? `Your note from the review goes with the approval: “${shorten(note.trim(), 200)}”`
+    : `Your note from the review is kept with the approval in Plandesk; ${agentName(item.source)} does not pass it on: “${shorten(note.trim(), 200)}”`) : '',
   acceptEdits?.label || '');
 }
 

@@ -522,6 +522,19 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
   await page.close();
 });
 
+test('an approval note for an agent that never passes it on is labelled so', async () => {
+  const w = world();
+  w.inbox[0].source = { kind: 'copilot' };
+  const page = await open(w);
+  await page.waitForSelector('#plan-title');
+  await page.fill('#feedback', 'Watch the cache size');
+  assert.equal(await page.evaluate(() => document.querySelector('#approve').firstChild.textContent), 'Approve (note not sent)');
+  await page.fill('#feedback', '');
+  assert.equal(await page.evaluate(() => document.querySelector('#approve').firstChild.textContent), 'Approve');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('Compare: a revision that waits is approved from the comparison, by its hash; r goes to its review', async () => {
   const w = world({ revisions: { 1: { revisionNo: 2, revisionsInThread: 2 } } });
   const page = await open(w);

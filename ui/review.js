@@ -156,10 +156,17 @@ function renderApproval(item, slot) {
   const preview = typeof args.content === 'string'
     ? h('pre', { class: 'approval-content' }, args.content)
     : h('pre', {}, JSON.stringify(args, null, 2));
+  // Said as what it would do: "The agent wants to write src/greet.rs", with the tool and the
+  // size of what it writes beside.
+  const writes = item.toolName === 'write_file' && typeof args.path === 'string';
+  const lines = typeof args.content === 'string' ? args.content.split('\n').length - (args.content.endsWith('\n') ? 1 : 0) : null;
   const card = h('section', { class: 'review', 'aria-label': 'Tool call to approve' },
     h('div', { class: 'review-head' }, h('div', {},
-      h('h2', {}, `${item.toolName} wants to run`),
-      h('div', { class: 'meta-line' }, args.path ? h('span', {}, args.path) : '', h('span', {}, age(item.since))))),
+      h('h2', {}, writes ? `The agent wants to write ${args.path}` : `${item.toolName} wants to run`),
+      h('div', { class: 'meta-line' },
+        writes ? h('span', {}, item.toolName) : args.path ? h('span', {}, args.path) : '',
+        lines === null ? '' : h('span', {}, lines === 1 ? '1 line' : `${lines} lines`),
+        h('span', { title: when(item.since) }, age(item.since))))),
     h('div', { class: 'review-body tool' }, preview),
     h('div', { class: 'review-foot' }, reason, h('div', { class: 'actions' },
       h('button', { id: 'approve', class: 'approve', type: 'button', onclick: () => decide(item, null, true, ''), key: 'a' }, 'Approve'),

@@ -347,9 +347,10 @@ test('after approval a file write asks first; declining it with a reason; a fail
   try {
     await app.find('#plan-title');
     await app.click('#approve');
-    await app.waitFor("document.querySelector('.review h2')?.textContent === 'write_file wants to run'", { what: 'the approval card' });
+    await app.waitFor("document.querySelector('.review h2')?.textContent === 'The agent wants to write src/greet.rs'", { what: 'the approval card' });
     assert.match(await app.text('.review'), /src\/greet\.rs[\s\S]*pub fn greet\(\) \{\}[\s\S]*\/\/ the last line/, 'path and all of the content are shown');
     assert.match(await app.text('#inbox'), /write_file src\/greet\.rs/, 'the inbox names the file');
+    assert.match(await app.text('.review .meta-line'), /^write_file\s+\d+ lines\s/, 'the tool and how much it writes');
     await app.exec("document.querySelector('.approval-content').scrollTop = 1e9");
     await app.screenshot(join(ARTIFACTS, 'approval.png'));
     await app.type('#feedback', 'Not in this change');

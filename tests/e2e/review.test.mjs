@@ -149,7 +149,7 @@ test('a refused decision is answered once, by the command: the run stays as it w
     // The plan on screen is still the one to decide: Approve works (in build mode, the script's
     // next write waits for approval).
     await app.click('#approve');
-    await app.waitFor("document.querySelector('#review-slot h2')?.textContent === 'write_file wants to run'", { what: 'the next step', timeout: 30000 });
+    await app.waitFor("document.querySelector('#review-slot h2')?.textContent === 'The agent wants to write .plandesk/plans/cache.md'", { what: 'the next step', timeout: 30000 });
   } finally {
     await app.close();
   }

@@ -81,8 +81,13 @@ pub(crate) fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<Str
 /// `user.message`; Kimi Code's `turn.prompt` typed by the person), for the inbox; read as
 /// [`read_tail`] reads, at most `max` bytes.
 pub(crate) fn first_user_request(transcript: &std::path::Path, max: u64) -> Option<String> {
+    first_user_request_in(&read_tail(transcript, max).ok()?)
+}
+
+/// The user's first request in `text`, a transcript's lines as [`first_user_request`] reads
+/// them.
+pub(crate) fn first_user_request_in(text: &str) -> Option<String> {
     use serde_json::Value;
-    let text = read_tail(transcript, max).ok()?;
     let first_text = |blocks: &Value| {
         blocks
             .as_array()?

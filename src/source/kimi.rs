@@ -63,7 +63,8 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
     super::check_event(AGENT, input.hook_event_name.as_deref(), EVENT)?;
     let home =
         home.ok_or_else(|| SourceError::NoPlan(format!("neither ${HOME_ENV} nor $HOME is set")))?;
-    let current = match current_plan(home, &input.session_id)? {
+    let (current, request) = current_plan(home, &input.session_id)?;
+    let current = match current {
         Current::One(current) => current,
         Current::None => {
             return Ok(Call::Unusable(format!(
@@ -106,12 +107,6 @@ pub fn parse(stdin: &str, home: Option<&Path>) -> Result<Call, SourceError> {
     if let Some(why) = super::unusable_plan(&text, TOOL, "in the plan file") {
         return Ok(Call::Unusable(why));
     }
-    // What the person typed is in the main agent's log, whichever agent plans (its folder, not
-    // a link to one).
-    let main = current.agent.with_file_name("main");
-    let request = is_folder(&main)
-        .then(|| super::first_user_request(&main.join("wire.jsonl"), MAX_WIRE_TAIL))
-        .flatten();
     Ok(Call::Review(Box::new(ExternalPlan {
         source: Source {
             kind: SourceKind::KimiCode,
@@ -152,7 +147,8 @@ enum Current {
 /// among the work folders' (a session id is a plain name: one that is not is refused); no
 /// folder or file is followed through a link, and a log is read as every file an agent names
 /// (its last [`MAX_WIRE_TAIL`] bytes): one that cannot be read is an error, not passed over.
-fn current_plan(home: &Path, session: &str) -> Result<Current, SourceError> {
+/// Beside it, the request the person typed, from the main agent's log (whichever agent plans).
+fn current_plan(home: &Path, session: &str) -> Result<(Current, Option<String>), SourceError> {
     if !plain_name(session) {
         return Err(SourceError::Input {
             agent: AGENT,
@@ -172,9 +168,10 @@ fn current_plan(home: &Path, session: &str) -> Result<Current, SourceError> {
         .map(|work| work.join(session))
         .find(|dir| is_folder(dir))
     else {
-        return Ok(Current::None);
+        return Ok((Current::None, None));
     };
     let mut found = Vec::new();
+    let mut request = None;
     for agent in folders(&dir.join("agents")) {
         let wire = match super::read_tail(&agent.join("wire.jsonl"), MAX_WIRE_TAIL) {
             Ok(wire) => wire,
@@ -185,6 +182,9 @@ fn current_plan(home: &Path, session: &str) -> Result<Current, SourceError> {
                 )))
             }
         };
+        if agent.file_name().is_some_and(|name| name == "main") {
+            request = super::first_user_request_in(&wire);
+        }
         let mut id = None;
         for line in wire.lines().filter(|line| line.contains("plan_mode.")) {
             let Ok(entry) = serde_json::from_str::<Value>(line) else {
@@ -206,11 +206,12 @@ fn current_plan(home: &Path, session: &str) -> Result<Current, SourceError> {
             found.push(InPlanMode { agent, id });
         }
     }
-    Ok(match found.len() {
+    let current = match found.len() {
         0 => Current::None,
         1 => Current::One(found.remove(0)),
         _ => Current::Many,
-    })
+    };
+    Ok((current, request))
 }
 
 /// The newest of Kimi Code's copies of a plan (`v<N>.md`, the highest N) in `dir`, read as a

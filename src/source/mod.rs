@@ -32,7 +32,8 @@ use crate::tool::submit_plan::{
     approval_addendum, present_edit_text, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
 };
 pub(crate) use input::{
-    check_event, first_user_request, hook_input, read_plan_file, read_settings_file, read_tail,
+    check_event, first_user_request, first_user_request_in, hook_input, read_plan_file,
+    read_settings_file, read_tail,
 };
 pub use input::{read_stdin, MAX_HOOK_INPUT};
 

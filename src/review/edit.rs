@@ -3,7 +3,7 @@
 //! submitted (a plan path comes from the agent and is not trusted to name any other file).
 //! Approving an edited plan tells the agent the reviewer changed it, with the diff.
 
-use super::{plan_sha256, PlanFile, Review, ReviewError, Revision};
+use super::{markdown_sha256, plan_sha256, PlanFile, Review, ReviewError, Revision};
 use crate::plan::unified;
 use crate::store::{NewEdit, PlanText, SourceKind};
 use crate::tool::submit_plan::split_plan;
@@ -37,8 +37,7 @@ impl PlanFile {
             .resolve_existing(&self.name)
             .and_then(|resolved| workspace.read_text(&resolved, &self.name))
             .map_err(|e| e.to_string())?;
-        let split = split_plan(&current);
-        Ok((workspace, plan_sha256(&split.title, &split.plan)))
+        Ok((workspace, markdown_sha256(&current)))
     }
 
     /// Whether the file holds the plan whose hash is `sha`.

@@ -96,6 +96,13 @@ pub fn plan_sha256(title: &str, body: &str) -> String {
     hex::encode(hasher.finalize())
 }
 
+/// The [`plan_sha256`] of a plan file's whole text, its title split from its body as a
+/// submitted plan's is.
+pub fn markdown_sha256(markdown: &str) -> String {
+    let split = crate::tool::submit_plan::split_plan(markdown);
+    plan_sha256(&split.title, &split.plan)
+}
+
 /// The review core over a store. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Review {

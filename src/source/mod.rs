@@ -430,10 +430,8 @@ fn reads_file_once_approved(kind: SourceKind) -> bool {
 fn file_holds(plan: &ExternalPlan, sha: &str) -> bool {
     match &plan.file {
         Some(file) => file.holds(sha),
-        None => read_plan_file(std::path::Path::new(&plan.path)).is_ok_and(|text| {
-            let split = crate::tool::submit_plan::split_plan(&text);
-            crate::review::plan_sha256(&split.title, &split.plan) == sha
-        }),
+        None => read_plan_file(std::path::Path::new(&plan.path))
+            .is_ok_and(|text| crate::review::markdown_sha256(&text) == sha),
     }
 }
 
@@ -492,8 +490,7 @@ mod tests {
     fn an_edit_reaches_copilot_cli_never_and_a_plan_file_reader_through_its_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("plan.md"), "# Cache\n\n1. Bound it\n").unwrap();
-        let split = crate::tool::submit_plan::split_plan("# Cache\n\n1. Bound it\n");
-        let sha = crate::review::plan_sha256(&split.title, &split.plan);
+        let sha = crate::review::markdown_sha256("# Cache\n\n1. Bound it\n");
         let file = PlanFile {
             root: dir.path().into(),
             name: "plan.md".into(),

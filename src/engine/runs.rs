@@ -59,8 +59,6 @@ pub struct RunDetail {
     pub error: Option<ChunkError>,
     /// Why it waits, when it waits.
     pub waiting: Option<WaitReason>,
-    /// A driver (this process or another) is working on it now.
-    pub driven: bool,
     /// Nobody drives it, yet it can go on: it was interrupted mid-step, or a decision was
     /// recorded but not applied (the deciding process stopped). `continue_run` carries it on.
     pub interrupted: bool,
@@ -95,30 +93,28 @@ impl Engine {
     }
 
     pub async fn run_detail(&self, run_id: &str) -> Result<RunDetail, EngineError> {
-        let row = self.inner.store.run(run_id).await?;
+        let run = RunView::of(self.inner.store.run(run_id).await?, self.now());
         let open = self.inner.review.open_items(run_id).await?;
-        if row.source.kind != SourceKind::Engine {
+        if run.source.kind != SourceKind::Engine {
             // An outside agent's session: its plans are here, its conversation is the agent's.
             return Ok(RunDetail {
-                run: RunView::of(row, self.now()),
+                run,
                 messages: Vec::new(),
                 open,
                 error: None,
                 waiting: None,
-                driven: false,
                 interrupted: false,
             });
         }
-        let driven = crate::lease::is_held(row.holder.as_ref(), self.now());
         let state = self.load(run_id).await?;
-        let interrupted = !driven
+        let interrupted = !run.driven
             && match &state.phase {
                 Phase::CallModel | Phase::RunTools { .. } => true,
                 Phase::Suspended { .. } => open.len() < state.open_calls().len(),
                 Phase::Waiting { .. } | Phase::Failed { .. } => false,
             };
         let detail = RunDetail {
-            run: RunView::of(row, self.now()),
+            run,
             error: match &state.phase {
                 Phase::Failed { error } => Some(error.clone()),
                 _ => None,
@@ -129,7 +125,6 @@ impl Engine {
             },
             messages: state.messages.clone(),
             open,
-            driven,
             interrupted,
         };
         self.park_looked_at(state);

@@ -139,7 +139,7 @@ pub struct Progress {
 impl Progress {
     /// The steps that are work to do (not [`StepProgress::context`]).
     pub fn work(&self) -> impl Iterator<Item = &StepProgress> {
-        self.steps.iter().filter(|s| !s.context)
+        counted(&self.steps)
     }
 
     pub fn done(&self) -> usize {
@@ -151,6 +151,12 @@ impl Progress {
     pub fn unplanned(&self) -> impl Iterator<Item = &FileProgress> {
         self.files.iter().filter(|f| f.changed && !f.planned)
     }
+}
+
+/// Those of `steps` that are work to do: what only a Context or Risks item names ("Leave
+/// `src/auth.rs` alone") is no planned work, and changed, it is outside the plan.
+fn counted(steps: &[StepProgress]) -> impl Iterator<Item = &StepProgress> {
+    steps.iter().filter(|s| !s.context)
 }
 
 /// Whether a changed file is the path a step names (the same, or the step names its end).
@@ -278,14 +284,11 @@ pub fn hold(
         .enumerate()
         .map(|(i, (step, mark))| step_progress(i + 1, step, *mark, workspace, &changed, &commands))
         .collect();
-    // What only a Context or Risks item names ("Leave `src/auth.rs` alone") is not planned work:
-    // changed, it is outside the plan.
-    let planned_steps = || steps.iter().filter(|s| !s.context);
     for command in &mut commands {
-        command.planned = planned_steps().any(|s| s.ran.contains(&command.command));
+        command.planned = counted(&steps).any(|s| s.ran.contains(&command.command));
     }
     let mut files: Vec<FileProgress> = Vec::new();
-    for named in planned_steps().flat_map(|s| &s.files) {
+    for named in counted(&steps).flat_map(|s| &s.files) {
         if !files.iter().any(|f| &f.path == named) {
             files.push(FileProgress {
                 path: named.clone(),
@@ -298,7 +301,7 @@ pub fn hold(
         }
     }
     for (path, outside) in &changed {
-        let planned = planned_steps().any(|s| s.changed.iter().any(|c| c == path));
+        let planned = counted(&steps).any(|s| s.changed.iter().any(|c| c == path));
         let (added, removed) = lines(path);
         match files.iter_mut().find(|f| f.path == *path) {
             Some(file) => {

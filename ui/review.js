@@ -54,7 +54,7 @@ function planReview(item, revision, slot) {
   const noted = notesReachAgent(item.source) ? 'Approve with note' : 'Approve (note not sent)';
   const approveWords = () => (feedback.value.trim() ? noted : 'Approve');
   const acceptEdits = acceptEditsBox(item, approve, approveWords);
-  const sayApprove = () => { approve.firstChild.textContent = approvalLabel(approveWords(), acceptEdits); };
+  const sayApprove = () => { approve.firstChild.textContent = approvalLabel(approveWords(), acceptEdits?.box.checked); };
   feedback.addEventListener('input', sayApprove);
   sayApprove();
   // A rejection that says nothing (no feedback, no open comment) is asked about once: a stray
@@ -117,10 +117,11 @@ function planReview(item, revision, slot) {
  * for this window until it closes or its person signs out (never for the next launch). */
 const ACCEPT_EDITS = 'choice:accept-edits';
 
-/** The label of an Approve button whose own words are `words`, with the choice `acceptEdits`
- * ([`acceptEditsBox`]) said while it is made: what a click grants is on the button clicked. */
+/** The label of an Approve button whose own words are `words`, with the choice of
+ * [`acceptEditsBox`] said while it is made (`acceptEdits`): what a click grants is on the
+ * button clicked. */
 function approvalLabel(words, acceptEdits) {
-  return acceptEdits?.box.checked ? `${words}, auto-accept edits` : words;
+  return acceptEdits ? `${words}, auto-accept edits` : words;
 }
 
 /** For Claude Code's plan: the choice its own dialog offers with an approval, to edit files
@@ -129,13 +130,12 @@ function approvalLabel(words, acceptEdits) {
 export function acceptEditsBox(item, approve, words) {
   if (item.source?.kind !== 'claude-code') return null;
   const box = h('input', { type: 'checkbox', id: 'accept-edits', checked: draft(ACCEPT_EDITS) === 'yes' });
-  const choice = { box };
-  const say = () => { approve.firstChild.textContent = approvalLabel(words(), choice); };
+  const say = () => { approve.firstChild.textContent = approvalLabel(words(), box.checked); };
   box.addEventListener('change', () => { setDraft(ACCEPT_EDITS, box.checked ? 'yes' : ''); say(); });
   say();
   const label = h('label', { class: 'accept-edits', title: 'With your approval, as Claude Code\'s own “Yes, and auto-accept edits”: for the rest of its session' },
     box, ' Let Claude Code edit files without asking');
-  return Object.assign(choice, { label });
+  return { box, label };
 }
 
 /** The review of a small plan that uses every kind of block, for the run view's warm-up

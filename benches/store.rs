@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use plandesk::clock::{Clock, SystemClock};
 use plandesk::review::{ExternalPlan, HistoryFilter, Page, Review, RevisionStatus};
-use plandesk::store::{Action, NewDecision, Source, SourceKind};
+use plandesk::store::{NewDecision, Source};
 use plandesk::tool::{submit_plan, ToolOutcome};
+use plandesk::vocabulary::{Action, SourceKind};
 use plandesk::Engine;
 use serde_json::json;
 

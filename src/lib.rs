@@ -1,7 +1,12 @@
 //! Plandesk's engine: the agent loop that suspends on `submit_plan`, persists, and resumes; its
 //! models, tools, modes and store; and plan rendering and comparison. No GUI code lives here.
 
+// First: its `vocabulary!` serves the modules below.
+#[macro_use]
+pub mod vocabulary;
+
 pub mod actor;
+pub mod audit;
 mod blocking;
 pub mod chunk;
 pub mod clock;

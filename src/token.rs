@@ -15,7 +15,8 @@ use crate::store::{Actor, NewToken, Store, StoreError, TokenKey};
 
 /// A token as listed: its kind and name, who made it and when, and whether it is revoked or
 /// expired (never a secret).
-pub use crate::store::{TokenKind, TokenRow};
+pub use crate::store::TokenRow;
+pub use crate::vocabulary::TokenKind;
 
 /// What every secret starts with, so that a leaked one is recognisable (secret scanners, logs).
 pub const PREFIX: &str = "pdt_";

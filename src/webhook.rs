@@ -403,7 +403,7 @@ pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
             let items = &snapshot.items;
             let new = |item: &&InboxItem| {
                 let key = (item.run_id.clone(), item.tool_call_id.clone());
-                item.kind == crate::store::ItemKind::Plan
+                item.kind == crate::vocabulary::ItemKind::Plan
                     && match &seen {
                         Some(seen) => !seen.contains(&key),
                         None => item.since >= none_since,

@@ -10,9 +10,10 @@ use super::tools::ToolAction;
 use super::{crash_point, ChunkSink, Engine, EngineError, Report, Verdict};
 use crate::model::{self, LanguageModel};
 use crate::run::*;
-use crate::store::{EventKind, StoreError};
+use crate::store::StoreError;
 use crate::tool::submit_plan::{self, TOOL_ID as SUBMIT_PLAN};
 use crate::tool::ToolOutcome;
+use crate::vocabulary::EventKind;
 
 /// How long a decision waits for another driver to let go of the run before it is refused as
 /// busy, and how often it looks.

@@ -9,9 +9,9 @@ use crate::chunk::ChunkError;
 use crate::model::{LanguageModel, ModelRequest};
 use crate::review::plan_markdown;
 use crate::run::*;
-use crate::store::EventKind;
 use crate::tool::submit_plan::{self, TOOL_ID as SUBMIT_PLAN};
 use crate::tool::ToolOutcome;
+use crate::vocabulary::EventKind;
 
 const AGENT_INSTRUCTIONS: &str = "You are Plandesk's agent. You work inside one workspace folder; \
      every path you use is relative to its root. Before changing anything, write an implementation \

@@ -7,8 +7,9 @@ use serde_json::{json, Value};
 use super::{Engine, EngineError, Report};
 use crate::review::plan_sha256;
 use crate::run::*;
-use crate::store::{Commit, EventKind, ItemKind, NewRun, OpenItem, PlanText, Source};
+use crate::store::{Commit, NewRun, OpenItem, PlanText, Source};
 use crate::tool::submit_plan::TOOL_ID as SUBMIT_PLAN;
+use crate::vocabulary::{EventKind, ItemKind};
 
 impl Engine {
     /// Records a new run with its first snapshot.

@@ -10,7 +10,8 @@ use crate::clock::Millis;
 use crate::message::Message;
 use crate::review::ReviewItem;
 use crate::run::{Phase, RunStatus, WaitReason};
-use crate::store::{EventRow, RunRow, Source, SourceKind};
+use crate::store::{EventRow, RunRow, Source};
+use crate::vocabulary::SourceKind;
 
 /// A run as listings show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

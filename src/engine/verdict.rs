@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 use super::{Engine, EngineError, Report, Verdict};
 use crate::review::ReviewItem;
 use crate::run::*;
-use crate::store::{Action, NewDecision, SourceKind, StoreError};
+use crate::store::{NewDecision, StoreError};
 use crate::tool::submit_plan;
 use crate::tool::{approval_schema, schema, ToolOutcome, DEFAULT_DECLINE_REASON};
+use crate::vocabulary::{Action, SourceKind};
 
 impl Engine {
     /// Loads an engine run's state (an outside agent's session has none).

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{plan_sha256, Review, ReviewError};
-use crate::store::{AuditAnchor, AuditHead, AuditRow, ANSWER_PLAN_IS_REVISION};
+use crate::audit::{AuditAnchor, AuditHead, AuditRow, ANSWER_PLAN_IS_REVISION};
 
 /// What `--verify` found, and what it could not check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -437,7 +437,7 @@ fn summary(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::store::audit_hash;
+    use crate::audit::audit_hash;
     use serde_json::json;
 
     fn trail(n: i64) -> Vec<AuditRow> {

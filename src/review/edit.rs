@@ -5,8 +5,9 @@
 
 use super::{markdown_sha256, plan_sha256, PlanFile, Review, ReviewError, Revision};
 use crate::plan::unified;
-use crate::store::{NewEdit, PlanText, SourceKind};
+use crate::store::{NewEdit, PlanText};
 use crate::tool::submit_plan::split_plan;
+use crate::vocabulary::SourceKind;
 use crate::workspace::{Workspace, MAX_FILE_BYTES};
 
 /// What became of an edit.

@@ -9,13 +9,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{plan_sha256, Decision, Review, ReviewError, ReviewItem, ACCEPT_EDITS};
+use crate::audit::NewAudit;
 use crate::clock::Millis;
 use crate::lease::{self, LEASE};
-use crate::store::{
-    Action, Actor, AuditKind, ItemKind, Lease, NewAudit, NewDecision, NewRun, OpenItem, PlanText,
-    Source, StoreError,
-};
+use crate::store::{Actor, Lease, NewDecision, NewRun, OpenItem, PlanText, Source, StoreError};
 use crate::tool::submit_plan::split_plan;
+use crate::vocabulary::{Action, AuditKind, ItemKind};
 
 /// A plan an outside agent hands in.
 #[derive(Debug, Clone)]

@@ -25,8 +25,9 @@ use crate::store::{Actor, DecisionRow, Listing, NewDecision, RevisionRow, Store,
 
 /// Rows hosts meet through the review core: an item's kind, where a plan came from, and the
 /// audit trail's entries.
-pub use crate::store::{AuditRow, ItemKind, SourceKind};
+pub use crate::audit::AuditRow;
 pub use crate::store::{NewWork, Work, WorkKind, WorkOf};
+pub use crate::vocabulary::{ItemKind, SourceKind};
 pub use audit::{check_chain, check_export, write_export, AuditCheck, HeadCheck};
 pub use comments::{Comment, CommentState, Lines, MAX_COMMENTS_PER_REVISION, MAX_COMMENT_CHARS};
 pub use edit::{EditSummary, Edited};

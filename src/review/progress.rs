@@ -432,7 +432,7 @@ impl Review {
         let approved_at = revision
             .decision
             .as_ref()
-            .filter(|d| d.action == crate::store::Action::Approved)
+            .filter(|d| d.action == crate::vocabulary::Action::Approved)
             .map(|d| d.decided_at);
         let workspace = std::path::PathBuf::from(&run.workspace);
         let base = baseline_of(&work);

@@ -7,7 +7,8 @@ use serde_json::Value;
 use crate::clock::Millis;
 use crate::plan::render::{Fallback, HiddenContent};
 use crate::plan::SideBySide;
-use crate::store::{Action, DecisionRow, ItemKind, ItemRow, RevisionRow, Source, States};
+use crate::store::{DecisionRow, ItemRow, RevisionRow, Source, States};
+use crate::vocabulary::{Action, ItemKind};
 
 /// Where a revision stands, by one rule for every host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

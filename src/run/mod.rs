@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::chunk::{ChunkError, ToolCall, Usage};
 use crate::message::{Json, Message};
 
-pub use crate::store::RunStatus;
+pub use crate::vocabulary::RunStatus;
 pub use machine::{unique_call_id, CallIds, NextStep, RunError, StepEnd, Turn};
 
 /// Bumped whenever the persisted shape of [`RunState`] changes.

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::SourceError;
-use crate::store::{NewWork, Source, SourceKind, Work, WorkKind, WorkOf};
+use crate::store::{NewWork, Source, Work, WorkKind, WorkOf};
+use crate::vocabulary::SourceKind;
 
 /// Claude Code's tool that ends plan mode.
 const PLAN_TOOL: &str = "ExitPlanMode";

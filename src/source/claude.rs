@@ -13,8 +13,9 @@ use serde_json::{json, Value};
 use super::Approval;
 use super::{read_plan_file, Answer, SourceError};
 use crate::review::{ExternalPlan, PlanFile};
-use crate::store::{Source, SourceKind};
+use crate::store::Source;
 use crate::token::Caller;
+use crate::vocabulary::SourceKind;
 use crate::workspace::MAX_FILE_BYTES;
 
 const AGENT: &str = "Claude Code";

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use super::{Answer, SourceError};
 use crate::review::ExternalPlan;
-use crate::store::{Source, SourceKind};
+use crate::store::Source;
+use crate::vocabulary::SourceKind;
 
 const AGENT: &str = "Codex";
 /// The most of a session file read (its tail holds the current turn).

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 
 use super::{read_plan_file, Answer, Call, SourceError};
 use crate::review::{ExternalPlan, PlanFile};
-use crate::store::{Source, SourceKind};
+use crate::store::Source;
+use crate::vocabulary::SourceKind;
 
 const AGENT: &str = "Gemini CLI";
 const TOOL: &str = "exit_plan_mode";

@@ -19,7 +19,8 @@ use serde_json::{json, Value};
 use super::gemini::shortest_hook_timeout;
 use super::{Answer, Call, SourceError};
 use crate::review::ExternalPlan;
-use crate::store::{Source, SourceKind};
+use crate::store::Source;
+use crate::vocabulary::SourceKind;
 
 /// An agent whose plan tool a hook holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::OFlags;
 
-use crate::store::SourceKind;
 use crate::text::shell_quote;
+use crate::vocabulary::SourceKind;
 
 /// A hook may wait this long for a person (seconds): longer than any deadline of ours, so the
 /// agent never times the hook out first (several agents let a plan through on a timeout).

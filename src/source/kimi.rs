@@ -21,7 +21,8 @@ use serde_json::{json, Value};
 
 use super::{read_plan_file, Answer, Call, SourceError};
 use crate::review::{ExternalPlan, PlanFile};
-use crate::store::{Source, SourceKind};
+use crate::store::Source;
+use crate::vocabulary::SourceKind;
 
 const AGENT: &str = "Kimi Code";
 pub const TOOL: &str = "ExitPlanMode";

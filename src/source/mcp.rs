@@ -39,10 +39,11 @@ use tokio::sync::watch;
 use super::{review_plan, stop_requested, Answer, SourceError, WaitSettings, EXPIRED_TEXT};
 use crate::engine::Engine;
 use crate::review::{ExternalPlan, PlanFile};
-use crate::store::{Actor, Source, SourceKind};
+use crate::store::{Actor, Source};
 use crate::token::Caller;
 use crate::tool::submit_plan::{result_for, split_plan, SubmitPlan, TOOL_ID};
 use crate::tool::{schema, Tool as _, ToolContext, ToolOutcome};
+use crate::vocabulary::SourceKind;
 use crate::workspace::{Workspace, MAX_FILE_BYTES};
 
 /// How the server was started.

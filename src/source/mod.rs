@@ -27,10 +27,10 @@ use std::time::Duration;
 
 use crate::engine::Engine;
 use crate::review::{Decision, ExternalPlan, PlanFile, ReviewError, WaitEvent};
-use crate::store::{Action, SourceKind};
 use crate::tool::submit_plan::{
     approval_addendum, present_edit_text, rejected_with_feedback_text, REJECTED_NO_FEEDBACK_TEXT,
 };
+use crate::vocabulary::{Action, SourceKind};
 pub(crate) use input::{
     check_event, first_user_request, first_user_request_in, hook_input, read_plan_file,
     read_settings_file, read_tail,

@@ -17,7 +17,8 @@ use serde_json::json;
 
 use super::{read_plan_file, Answer, Call, SourceError};
 use crate::review::{ExternalPlan, PlanFile};
-use crate::store::{Source, SourceKind};
+use crate::store::Source;
+use crate::vocabulary::SourceKind;
 
 const TOOL: &str = "plan_exit";
 

@@ -14,8 +14,9 @@ use serde_json::json;
 
 use super::{Answer, Call, SourceError};
 use crate::review::ExternalPlan;
-use crate::store::{Source, SourceKind};
+use crate::store::Source;
 use crate::tool::submit_plan::{rejected_with_feedback_text, APPROVED_TEXT};
+use crate::vocabulary::SourceKind;
 
 const AGENT: &str = "Pi";
 const TOOL: &str = "submit_plan";

@@ -5,8 +5,9 @@ use serde_json::json;
 
 use super::log;
 use super::sql::{Conn, Row, Tx};
-use super::{Actor, AuditKind, CommentRow, NewComment, StoreError};
+use super::{Actor, CommentRow, NewComment, StoreError};
 use crate::clock::Millis;
+use crate::vocabulary::AuditKind;
 
 const COMMENT_COLUMNS: &str = "SELECT id, run_id, revision_id, line_start, line_end, quote, body,
         author, created_at, resolved_by, resolved_at FROM comments";

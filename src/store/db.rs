@@ -11,6 +11,8 @@ use futures::stream::BoxStream;
 
 use super::sql::{Conn, Tx};
 use super::*;
+use crate::audit::{AuditAnchor, AuditRow, NewAudit};
+use crate::vocabulary::TokenKind;
 
 /// How long a write may take to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use super::revisions::{text_at, BASE_JOIN, TEXT_COLUMNS};
 use super::sql::{self, Args, Conn, Dialect, Row, Tx};
 use super::*;
 use crate::clock::Millis;
+use crate::vocabulary::*;
 
 /// A decision's columns, `d` joined with its revision `v` (and `b`, what that is compressed
 /// against): the last four are the plan its resume data leaves out (the revision's text, when

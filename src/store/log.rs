@@ -6,13 +6,12 @@
 use serde_json::{json, Value};
 
 use super::sql::{self, Conn, Row, Tx};
-use super::{
-    Actor, AuditKind, AuditRow, EventKind, EventRow, NewToken, StoreError, TokenKey, TokenKind,
-    TokenRow,
-};
+use super::{Actor, EventRow, NewToken, StoreError, TokenKey, TokenRow};
+use crate::audit::AuditRow;
 use crate::clock::Millis;
+use crate::vocabulary::{AuditKind, EventKind, TokenKind};
 
-pub(super) use super::AuditEntry as Entry;
+pub(super) use crate::audit::AuditEntry as Entry;
 
 /// Appends an entry; the write lock every transaction holds makes "the last entry" well defined.
 /// (A second entry in one transaction follows the first without reading the trail again.)

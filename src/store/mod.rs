@@ -4,8 +4,6 @@
 //! and an append-only event log. It knows no run, mode or tool rules: what is pending is
 //! decided above it and handed in with each commit.
 
-mod anchor;
-mod chain;
 mod comments;
 mod conversation;
 mod db;
@@ -13,7 +11,6 @@ mod items;
 mod log;
 pub mod postgres;
 mod revisions;
-#[macro_use]
 mod rows;
 mod runs;
 mod sql;
@@ -26,10 +23,10 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
+use crate::audit::{AuditAnchor, AuditRow, NewAudit};
 use crate::clock::Millis;
+use crate::vocabulary::{Action, TokenKind};
 
-pub use anchor::{Advance, AnchorError, AuditAnchor, AuditHead};
-pub use chain::*;
 pub use db::SqlStore;
 pub use postgres::PostgresStore;
 pub use rows::*;

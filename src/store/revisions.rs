@@ -16,6 +16,7 @@ use super::sql::{self, Conn, Dialect, Row, ToArg, Tx};
 use super::words::{has_phrase, phrase, words};
 use super::*;
 use crate::clock::Millis;
+use crate::vocabulary::*;
 
 /// How much of a plan's distinct words PostgreSQL's index keeps (a tsvector is limited to
 /// 1 MiB); a plan with more is checked word by word on every search instead, so it is found

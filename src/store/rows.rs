@@ -1,20 +1,17 @@
-//! What the store keeps and hands back: plain rows and the small vocabularies (statuses, kinds,
-//! actions) they use, each an enum that is a string only in the database and on the wire.
-//! The vocabularies are in `vocabulary`, a decision's rows in `decision`; the others are here.
+//! What the store keeps and hands back: plain rows, in the words of `crate::vocabulary`.
+//! A decision's rows are in `decision`; the others are here.
 
 mod decision;
-#[macro_use]
-mod vocabulary;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(crate) use decision::resume_data_as_read;
 pub use decision::{DecisionRow, NewDecision, WaitingPlan};
-pub use vocabulary::{Action, AuditKind, EventKind, ItemKind, RunStatus, SourceKind, TokenKind};
 
 pub use crate::actor::{os_account, Actor};
 use crate::clock::Millis;
+use crate::vocabulary::{Action, EventKind, ItemKind, RunStatus, SourceKind, TokenKind};
 
 /// A plan's source: an engine run, or an outside agent's session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

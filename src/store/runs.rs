@@ -5,9 +5,10 @@
 
 use super::conversation::{self, Tail, Tails};
 use super::sql::{Conn, Row, ToArg, Tx};
-use super::{items, log, ClaimOutcome, Commit, Lease, NewRun, RunRow, RunStatus, Source};
-use super::{Actor, SourceKind, StoreError, StoredRun};
+use super::{items, log, ClaimOutcome, Commit, Lease, NewRun, RunRow, Source};
+use super::{Actor, StoreError, StoredRun};
 use crate::clock::Millis;
+use crate::vocabulary::{RunStatus, SourceKind};
 
 const COLUMNS: &str = "SELECT id, prompt, model, mode, status, workspace, source, session, \
                        holder, lease_until, created_at, updated_at FROM runs";

@@ -3,13 +3,14 @@
 //! hand). Only recorded while a run has an approved revision: before any approval there is
 //! nothing to hold the work against.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::log::{self, Entry};
 use super::sql::{Conn, Row, Tx};
-use super::{Action, Actor, AuditKind, SourceKind, StoreError};
+use super::{Actor, StoreError};
 use crate::clock::Millis;
+use crate::vocabulary::{Action, AuditKind, SourceKind};
 
 vocabulary! {
     /// What one record of the work after an approval is.

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
+use crate::audit::AuditRow;
 use crate::review::{AuditCheck, Review, ReviewError};
-use crate::store::AuditRow;
 
 /// The audit trail (of one run, or all) and whether its chain holds.
 #[derive(Debug, Clone, Serialize)]

@@ -10,7 +10,8 @@ use tokio::sync::{watch, Notify};
 
 use super::preview_value;
 use crate::review::{Review, ReviewError, ReviewItem};
-use crate::store::{ItemKind, Source};
+use crate::store::Source;
+use crate::vocabulary::ItemKind;
 
 /// One entry of the inbox: a pending plan or approval.
 #[derive(Debug, Clone, PartialEq, Serialize)]

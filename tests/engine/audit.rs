@@ -92,7 +92,7 @@ fn every_submission_decision_and_mode_switch_is_in_the_trail() {
         .find(|r| r["sha256"] == entries[3]["revisionSha"])
         .unwrap();
     let rebuilt =
-        plandesk::store::answer_with_plan(&entries[3]["data"], revision["body"].as_str()).unwrap();
+        plandesk::audit::answer_with_plan(&entries[3]["data"], revision["body"].as_str()).unwrap();
     let calls = fx.model_calls();
     let received = &tool_message(calls.last().unwrap(), "c2")["result"];
     assert_eq!(serde_json::from_str::<Value>(&rebuilt).unwrap(), *received);
@@ -419,8 +419,10 @@ fn an_export_carries_the_head_and_a_cut_export_is_found() {
 /// newest entry, whatever order they recorded theirs in (it only moves forward).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appenders_racing_leave_the_record_at_the_newest_entry() {
+    use plandesk::audit::{AuditHead, NewAudit};
     use plandesk::config::StoreLocation;
-    use plandesk::store::{Actor, AuditHead, AuditKind, NewAudit};
+    use plandesk::store::Actor;
+    use plandesk::vocabulary::AuditKind;
     let dir = tempfile::tempdir().unwrap();
     let location = if on_postgres() {
         StoreLocation::choose(Some(&crate::pg::database()), dir.path()).unwrap()

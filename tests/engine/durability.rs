@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
+use plandesk::audit::*;
 use plandesk::clock::{Millis, SequentialIds, SteppingClock};
 use plandesk::store::*;
+use plandesk::vocabulary::*;
 use plandesk::{Engine, SqliteStore};
 use serde_json::json;
 

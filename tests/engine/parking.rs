@@ -4,7 +4,7 @@
 //! decides in the process that suspended the run also checks, in debug builds, that the state
 //! kept is the state stored.)
 
-use plandesk::store::Action;
+use plandesk::vocabulary::Action;
 use plandesk::{Engine, RunStatus};
 use serde_json::json;
 

@@ -14,7 +14,8 @@ use plandesk::clock::{RandomIds, SystemClock};
 use plandesk::review::{Review, ReviewError};
 use plandesk::source::serve::{serve, ServeOptions};
 use plandesk::source::WaitSettings;
-use plandesk::store::{Action, Actor, StoreError};
+use plandesk::store::{Actor, StoreError};
+use plandesk::vocabulary::Action;
 use plandesk::{Engine, Store};
 use serde_json::{json, Value};
 

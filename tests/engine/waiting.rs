@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use plandesk::clock::{RandomIds, SystemClock};
 use plandesk::review::{ExternalPlan, Review};
-use plandesk::store::{Action, Actor, Source, SourceKind};
+use plandesk::store::{Actor, Source};
+use plandesk::vocabulary::{Action, SourceKind};
 use plandesk::Engine;
 
 use crate::support::*;

@@ -146,7 +146,7 @@ fn the_audit_view_says_when_the_newest_entries_were_removed() {
         "the whole trail, checked to its end: {check}"
     );
     let entries = view["entries"].as_array().unwrap().len();
-    let anchor = plandesk::store::AuditAnchor::local(&fx.data);
+    let anchor = plandesk::audit::AuditAnchor::local(&fx.data);
     std::fs::write(
         anchor.path(),
         json!({"entries": entries + 2, "hash": "of an entry deleted since"}).to_string(),

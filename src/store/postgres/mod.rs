@@ -166,7 +166,7 @@ impl PostgresStore {
     /// The same store, recording the audit trail's head in `data_dir` (see [`AuditAnchor`]):
     /// what this machine appends, and what it checks, moves that record forward.
     pub fn with_audit_anchor(self, data_dir: &std::path::Path) -> Self {
-        let anchor = AuditAnchor::team(data_dir, &self.backend.location);
+        let anchor = crate::audit::AuditAnchor::team(data_dir, &self.backend.location);
         Self {
             anchor: Some(anchor),
             ..self

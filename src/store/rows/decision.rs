@@ -5,10 +5,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::vocabulary::Action;
 use crate::actor::Actor;
+use crate::audit::ANSWER_PLAN_IS_REVISION;
 use crate::clock::Millis;
-use crate::store::{StoreError, ANSWER_PLAN_IS_REVISION};
+use crate::store::StoreError;
+use crate::vocabulary::Action;
 
 /// A decision as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,7 +48,7 @@ pub struct NewDecision<'a> {
     /// data's `plan` is the decided revision's body, the plan is stored once, with the
     /// revision: the decision keeps its resume data with `plan` null (every read puts it
     /// back), and the audit entry keeps this text, says `"answerPlan": "revision"`, and names
-    /// the revision by its hash. [`crate::store::answer_with_plan`] rebuilds the exact text.
+    /// the revision by its hash. [`crate::audit::answer_with_plan`] rebuilds the exact text.
     pub answer_without_plan: Option<&'a str>,
     /// The run's mode once the decision is applied, when applying it switches the mode (an
     /// approved plan). The switch (the run's mode and its audit entry) is recorded with the

@@ -55,7 +55,7 @@ impl SqliteStore {
                     path,
                 }),
             },
-            anchor: Some(AuditAnchor::local(dir)),
+            anchor: Some(crate::audit::AuditAnchor::local(dir)),
             personal: None,
             tails: Default::default(),
         })

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
+use plandesk::audit::*;
 use plandesk::config::StoreLocation;
 use plandesk::store::*;
+use plandesk::vocabulary::*;
 use serde_json::json;
 
 static ACTOR: std::sync::LazyLock<Actor> = std::sync::LazyLock::new(|| Actor {

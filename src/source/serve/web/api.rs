@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use crate::engine::Engine;
 use crate::review::{HistoryFilter as ReviewFilter, Lines, StepMark};
-use crate::store::{ItemKind, TokenRow};
+use crate::store::TokenRow;
 use crate::view::{self, CommandError, DecideRequest, HistoryFilter, Settings};
+use crate::vocabulary::ItemKind;
 
 type Result<T> = std::result::Result<T, CommandError>;
 

@@ -9,9 +9,9 @@ use serde::Serialize;
 use crate::actor::Actor;
 use crate::clock::Millis;
 use crate::engine::Engine;
-use crate::store::TokenKind;
 use crate::token::{check_name, MAX_NAME};
 use crate::view::CommandError;
+use crate::vocabulary::TokenKind;
 
 /// The setting where `plandesk serve --public-url` keeps the address browsers reach it at.
 pub const PUBLIC_URL_SETTING: &str = "serve.public-url";

@@ -1,13 +1,19 @@
-//! The audit trail's hash chain: each entry carries the SHA-256 of the entry before it and of
-//! its own fields, so an entry changed or taken from between others shows. Both stores append
-//! [`AuditEntry`]s (each in its own dialect); the hash is made here, once.
+//! The audit trail, apart from where it is stored: its entries and their hash chain (each
+//! entry carries the SHA-256 of the entry before it and of its own fields, so an entry changed
+//! or taken from between others shows), and its head recorded outside the database
+//! (`anchor`), which shows entries cut from its end. The store appends [`AuditEntry`]s; the
+//! hash is made here, once. The review core checks a trail (`review::audit`).
+
+mod anchor;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::AuditKind;
 use crate::actor::Actor;
 use crate::clock::Millis;
+use crate::vocabulary::AuditKind;
+
+pub use anchor::{Advance, AnchorError, AuditAnchor, AuditHead};
 
 /// One entry of the audit trail (read back from an export too: the same fields).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

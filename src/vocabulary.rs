@@ -1,15 +1,13 @@
-//! The small vocabularies rows use (statuses, kinds, actions): each an enum that is a string
-//! only in the database and on the wire, declared with `vocabulary!`, which the store's other
-//! tables use too.
-
-use serde::{Deserialize, Serialize};
+//! Plandesk's small vocabularies (statuses, kinds, actions), which every layer speaks: each an
+//! enum that is a string only in the database and on the wire, declared with `vocabulary!`,
+//! which other modules use for their own.
 
 /// Declares a string-backed enum: `as_str` for the database, `parse` for reading it back, and
 /// serde with the same names.
 macro_rules! vocabulary {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize)]
         pub enum $name {
             $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
         }

@@ -9,6 +9,8 @@ mod conversation;
 mod db;
 mod items;
 mod log;
+#[macro_use]
+mod migration;
 pub mod postgres;
 mod revisions;
 mod rows;

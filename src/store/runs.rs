@@ -13,12 +13,6 @@ use crate::vocabulary::{RunStatus, SourceKind};
 const COLUMNS: &str = "SELECT id, prompt, model, mode, status, workspace, source, session, \
                        holder, lease_until, created_at, updated_at FROM runs";
 
-/// Deletes every snapshot but each run's newest: what a store kept before a commit replaced
-/// the snapshot it supersedes (a migration, the same on both databases).
-pub(super) const SUPERSEDED_SNAPSHOTS: &str = "
-DELETE FROM run_snapshots WHERE version <
-    (SELECT MAX(version) FROM run_snapshots AS newest WHERE newest.run_id = run_snapshots.run_id);";
-
 fn run(r: &dyn Row) -> Result<RunRow, StoreError> {
     let holder: Option<String> = r.get(8)?;
     let until: Option<Millis> = r.get(9)?;

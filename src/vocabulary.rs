@@ -161,6 +161,49 @@ vocabulary! {
     }
 }
 
+impl SourceKind {
+    /// The agent's name as people know it.
+    pub fn agent_name(self) -> &'static str {
+        match self {
+            SourceKind::Engine => "Plandesk",
+            SourceKind::ClaudeCode => "Claude Code",
+            SourceKind::Codex => "Codex",
+            SourceKind::Gemini => "Gemini CLI",
+            SourceKind::Droid => "Factory Droid",
+            SourceKind::QwenCode => "Qwen Code",
+            SourceKind::KimiCode => "Kimi Code",
+            SourceKind::Copilot => "Copilot CLI",
+            SourceKind::OpenCode => "OpenCode",
+            SourceKind::Kilo => "Kilo CLI",
+            SourceKind::Pi => "Pi",
+            SourceKind::Mcp => "an MCP client",
+        }
+    }
+
+    /// Whether a note given with an approval reaches the agent's model: its answer to an
+    /// approval carries it (Plandesk's own runs: in the tool's result; Claude Code: in the plan
+    /// handed back; an MCP client: in the result; OpenCode, Kilo CLI and Pi: in the message
+    /// their plugin or extension hands on). The others' answer to an approval carries no
+    /// text: the note stays in Plandesk's record only. Each source's answer is held to this by
+    /// a test (`source::tests`).
+    pub fn hears_approval_notes(self) -> bool {
+        match self {
+            SourceKind::Engine
+            | SourceKind::ClaudeCode
+            | SourceKind::Mcp
+            | SourceKind::OpenCode
+            | SourceKind::Kilo
+            | SourceKind::Pi => true,
+            SourceKind::Codex
+            | SourceKind::Gemini
+            | SourceKind::Droid
+            | SourceKind::QwenCode
+            | SourceKind::KimiCode
+            | SourceKind::Copilot => false,
+        }
+    }
+}
+
 impl TokenKind {
     /// What a person calls one.
     pub fn noun(self) -> &'static str {

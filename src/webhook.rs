@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 
 use crate::clock::Millis;
 use crate::engine::{Engine, EngineError};
-use crate::source::agent_name;
 use crate::view::{CommandError, InboxFeed, InboxItem};
 
 /// The setting that holds the webhooks (JSON).
@@ -212,7 +211,7 @@ impl Pending {
     pub fn of(item: &InboxItem, base: &str) -> Self {
         Self {
             title: item.title.clone().unwrap_or_else(|| item.tool_name.clone()),
-            agent: agent_name(item.source.kind),
+            agent: item.source.kind.agent_name(),
             since: item.since,
             link: format!("{base}/?run={}", item.run_id),
             plan: None,

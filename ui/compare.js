@@ -1,7 +1,7 @@
 // Two revisions of a plan side by side, changed words marked, with the feedback that led from
 // one to the next between them; the newer one, if it waits for a decision, approved from here.
 import { call } from './api.js';
-import { $, h, clear, shorten, agentName, notesReachAgent } from './dom.js';
+import { $, h, clear, shorten, agentName } from './dom.js';
 import { diffTable } from './diff.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest, register, setView, viewEl } from './nav.js';
@@ -66,10 +66,11 @@ async function showCompare(rightId, leftId) {
 function decisionBar(revision) {
   // Its agent, from the inbox: Claude Code's plan offers the choice its review offers.
   const waiting = state.inbox.find((i) => i.runId === revision.runId && i.toolCallId === revision.toolCallId);
-  const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan', source: waiting?.source };
+  const item = { runId: revision.runId, toolCallId: revision.toolCallId, kind: 'plan', source: waiting?.source,
+    notesReachAgent: waiting?.notesReachAgent };
   // What was typed in its review goes as the note, as an approval there would send it.
   const note = draft(decisionDraft(item));
-  const sent = notesReachAgent(item.source);
+  const sent = item.notesReachAgent === true;
   const words = `Approve revision ${revision.revisionNo}${!note.trim() ? '' : sent ? ' with note' : ' (note not sent)'}`;
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a',
     onclick: () => decide(item, revision, true, note, { acceptEdits: Boolean(acceptEdits?.box.checked) }) }, words);
@@ -81,7 +82,7 @@ function decisionBar(revision) {
     h('span', { class: 'hint' }, 'Reject, or approve with a note, from the review.')),
   note.trim() ? h('p', { class: 'hint', id: 'compare-note' }, sent
     ? `Your note from the review goes with the approval: “${shorten(note.trim(), 200)}”`
-    : `Your note from the review is kept with the approval in Plandesk; ${agentName(item.source)} does not pass it on: “${shorten(note.trim(), 200)}”`) : '',
+    : `Your note from the review is kept with the approval in Plandesk; ${agentName(item.source) || 'the agent'} does not pass it on: “${shorten(note.trim(), 200)}”`) : '',
   acceptEdits?.label || '');
 }
 

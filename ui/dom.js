@@ -86,16 +86,6 @@ const AGENTS = {
   kilo: 'Kilo CLI', pi: 'Pi', mcp: 'MCP client',
 };
 
-/** The agents an approval's note never reaches: their answer to an approval carries no text
- * (the answers in src/source/{codex,gemini,held,kimi,copilot}.rs); the note stays in
- * Plandesk's record. */
-const NOTES_NOT_SENT = new Set(['codex', 'gemini', 'droid', 'qwen-code', 'kimi-code', 'copilot']);
-
-/** Whether an approval's note reaches the agent the plan came from (`source`). */
-export function notesReachAgent(source) {
-  return !NOTES_NOT_SENT.has(source?.kind);
-}
-
 /** The outside agent a plan came from, for people; null for Plandesk's own runs. */
 export function agentName(source) {
   return source && source.kind !== 'engine' ? (AGENTS[source.kind] || source.kind) : null;

@@ -1,7 +1,7 @@
 // What waits for a decision in a run: a plan to review (approve, or reject with feedback) or a
 // tool call to approve (approve, or decline with a reason). A decision carries the run on.
 import { call } from './api.js';
-import { $, h, clear, age, when, agentName, notesReachAgent } from './dom.js';
+import { $, h, clear, age, when, agentName } from './dom.js';
 import { markDecisionAnswered, markDecisionClicked, markPlanRendered } from './metrics.js';
 import { go } from './nav.js';
 import { state } from './state.js';
@@ -50,8 +50,8 @@ function planReview(item, revision, slot) {
   const approve = h('button', { id: 'approve', class: 'approve', type: 'button', key: 'a',
     onclick: () => decide(item, revision, true, feedback.value, { acceptEdits: Boolean(acceptEdits?.box.checked) }) }, 'Approve');
   // What a click on Approve sends is on it: the text in the box goes with it as a note, which
-  // some agents never pass on to their model.
-  const noted = notesReachAgent(item.source) ? 'Approve with note' : 'Approve (note not sent)';
+  // some agents never pass on to their model (the backend says which: `notesReachAgent`).
+  const noted = item.notesReachAgent === true ? 'Approve with note' : 'Approve (note not sent)';
   const approveWords = () => (feedback.value.trim() ? noted : 'Approve');
   const acceptEdits = acceptEditsBox(item, approve, approveWords);
   const sayApprove = () => { approve.firstChild.textContent = approvalLabel(approveWords(), acceptEdits?.box.checked); };

@@ -2,7 +2,6 @@
 //! set it up or take it out (the same merge `plandesk install` does, for the `plandesk` CLI
 //! installed beside this app).
 
-use plandesk::source::agent_name;
 use plandesk::source::install::{self, Places, Target};
 use serde::Serialize;
 use tauri::State;
@@ -50,7 +49,7 @@ fn setup(target: Target, places: &Places) -> AgentSetup {
     let name = if target == Target::Mcp {
         "MCP clients (this workspace's .mcp.json)"
     } else {
-        agent_name(target.source())
+        target.source().agent_name()
     };
     let (installed, file, problem) = match install::plan(target, false, places) {
         Ok(change) => (

@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 
 use futures::StreamExt;
 use plandesk::review::{ItemKind, SourceKind};
-use plandesk::source::agent_name;
 use plandesk::text;
 use plandesk::view::{self, InboxItem, Settings};
 use plandesk::Engine;
@@ -179,7 +178,7 @@ async fn maybe_notify<R: Runtime>(app: &AppHandle<R>, engine: &Engine, item: &In
     // An outside agent's plan names the agent: the person may run several.
     let from = match item.source.kind {
         SourceKind::Engine => String::new(),
-        kind => format!(" from {}", agent_name(kind)),
+        kind => format!(" from {}", kind.agent_name()),
     };
     let summary = if settings.notification_titles && !title.is_empty() {
         format!(

@@ -122,7 +122,7 @@ pub fn install(
     let mut places = Places::from_env(exe, data_dir)?;
     places.record = record;
     let change = install::plan(target, uninstall, &places)?;
-    let agent = source::agent_name(target.source());
+    let agent = target.source().agent_name();
     if print {
         print!("{}", change.after);
         eprintln!(

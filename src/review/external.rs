@@ -293,7 +293,7 @@ impl Review {
             if item.source != *source {
                 continue;
             }
-            let by = crate::source::agent_name(source.kind);
+            let by = source.kind.agent_name();
             match self
                 .close_by(
                     &item.run_id,

@@ -325,7 +325,7 @@ pub fn copilot(stdin: &str) -> Result<Option<Report>, SourceError> {
 /// "idle"}`: its turn ended). `None`: another tool. Kilo CLI runs the same plugin, and Pi's
 /// extension sends the same (`kind`: which of them).
 pub fn plugin(stdin: &str, kind: SourceKind) -> Result<Option<Vec<Report>>, SourceError> {
-    let agent = super::agent_name(kind);
+    let agent = kind.agent_name();
     let input: Value = super::hook_input(agent, stdin)?;
     let (Some(session), Some(cwd)) = (input["session_id"].as_str(), input["cwd"].as_str()) else {
         return Err(SourceError::Input {

@@ -38,7 +38,7 @@ impl Agent {
     }
 
     fn name(self) -> &'static str {
-        super::agent_name(self.kind())
+        self.kind().agent_name()
     }
 
     /// Its plan tool.

@@ -41,24 +41,6 @@ pub use input::{read_stdin, MAX_HOOK_INPUT};
 pub const EXPIRED_TEXT: &str = "No decision was made on this plan in time, so it is not \
      approved. Stop now and wait for the user's instructions.";
 
-/// The agent's name as people know it.
-pub fn agent_name(kind: SourceKind) -> &'static str {
-    match kind {
-        SourceKind::Engine => "Plandesk",
-        SourceKind::ClaudeCode => "Claude Code",
-        SourceKind::Codex => "Codex",
-        SourceKind::Gemini => "Gemini CLI",
-        SourceKind::Droid => "Factory Droid",
-        SourceKind::QwenCode => "Qwen Code",
-        SourceKind::KimiCode => "Kimi Code",
-        SourceKind::Copilot => "Copilot CLI",
-        SourceKind::OpenCode => "OpenCode",
-        SourceKind::Kilo => "Kilo CLI",
-        SourceKind::Pi => "Pi",
-        SourceKind::Mcp => "an MCP client",
-    }
-}
-
 /// Why `plan`, which an agent's plan tool `tool` presents, cannot be reviewed: empty, or over
 /// the size Plandesk takes; the model reads it, told where the whole plan goes (`place`: "in
 /// `plan`", the tool's argument, or "in the plan file"). `None`: it can be.
@@ -314,7 +296,7 @@ pub async fn review_plan(
         .as_ref()
         .map(|r| r.title.clone())
         .unwrap_or_default();
-    let agent = agent_name(plan.source.kind);
+    let agent = plan.source.kind.agent_name();
     // Told here only when no app runs to tell the person (and this is their computer).
     if settings.desktop && !presence::app_running(&settings.data_dir) {
         notify::plan_waiting(
@@ -482,6 +464,50 @@ mod tests {
             Some(REJECTED_NO_FEEDBACK_TEXT)
         );
         assert_eq!(Answer::Approve(Approval::default()).denial(), None);
+    }
+
+    /// `SourceKind::hears_approval_notes`, which the window's Approve button says, is what each
+    /// agent's answer to an approval with a note carries.
+    #[test]
+    fn an_approval_note_reaches_the_agents_that_say_it_does_and_no_other() {
+        const NOTE: &str = "Mind the cache size";
+        let approve = Answer::Approve(Approval {
+            notes: Some(NOTE.into()),
+            ..Approval::default()
+        });
+        let claude_code = claude::parse(
+            &serde_json::json!({
+                "session_id": "s1", "cwd": "/w", "hook_event_name": "PermissionRequest",
+                "tool_name": "ExitPlanMode", "tool_input": {"plan": "# P\n\n1. Do it"},
+            })
+            .to_string(),
+        )
+        .unwrap()
+        .unwrap();
+        for &kind in SourceKind::ALL {
+            let answered = match kind {
+                SourceKind::ClaudeCode => claude::answer(&claude_code, &approve),
+                SourceKind::Codex => codex::answer(&approve),
+                SourceKind::Gemini => Some(gemini::answer(&approve)),
+                SourceKind::Droid => held::answer(held::Agent::Droid, &approve),
+                SourceKind::QwenCode => held::answer(held::Agent::QwenCode, &approve),
+                SourceKind::KimiCode => Some(kimi::answer(&approve)),
+                SourceKind::Copilot => Some(copilot::answer(&approve)),
+                SourceKind::OpenCode | SourceKind::Kilo => Some(opencode::answer(&approve)),
+                SourceKind::Pi => Some(pi::answer(&approve)),
+                // Their notes are in the tool's result: the engine's and the MCP server's
+                // tests read them there.
+                SourceKind::Engine | SourceKind::Mcp => {
+                    assert!(kind.hears_approval_notes());
+                    continue;
+                }
+            };
+            assert_eq!(
+                answered.unwrap_or_default().contains(NOTE),
+                kind.hears_approval_notes(),
+                "{kind}"
+            );
+        }
     }
 
     /// Copilot CLI's model never reads its plan file once approved: an edit does not reach it

@@ -39,7 +39,7 @@ impl Host {
     }
 
     fn name(self) -> &'static str {
-        super::agent_name(self.kind())
+        self.kind().agent_name()
     }
 
     /// Its command, which is also its config folder's name (`~/.config/NAME/plugins/`).

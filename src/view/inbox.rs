@@ -30,6 +30,9 @@ pub struct InboxItem {
     pub prompt: String,
     pub workspace: String,
     pub source: Source,
+    /// Whether a note given with an approval reaches the agent's model (the window says so on
+    /// its Approve button).
+    pub notes_reach_agent: bool,
     pub title: Option<String>,
     pub path: Option<String>,
     pub revision_id: Option<i64>,
@@ -67,6 +70,7 @@ impl InboxItem {
             prompt: item.prompt.clone(),
             workspace: item.workspace.clone(),
             source: item.source.clone(),
+            notes_reach_agent: item.source.kind.hears_approval_notes(),
             title: revision.map(|r| r.title.clone()),
             path: revision.map(|r| r.path.clone()),
             revision_id: revision.map(|r| r.id),
@@ -182,6 +186,7 @@ pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use crate::vocabulary::SourceKind;
     use serde_json::json;
 
     use super::*;
@@ -224,5 +229,21 @@ mod tests {
             (&json!("run-1"), &json!("approval"), &json!(null)),
             "the window reads camelCase, and an approval has no revision"
         );
+    }
+
+    #[test]
+    fn an_item_says_whether_an_approval_note_reaches_its_agent() {
+        let mut item = approval(json!({}));
+        let wire = |item: &ReviewItem| serde_json::to_value(InboxItem::from(item)).unwrap();
+        assert_eq!(
+            wire(&item)["notesReachAgent"],
+            json!(true),
+            "Plandesk's own run"
+        );
+        item.source = Source {
+            kind: SourceKind::Copilot,
+            session: Some("s".into()),
+        };
+        assert_eq!(wire(&item)["notesReachAgent"], json!(false), "Copilot CLI");
     }
 }

@@ -45,7 +45,7 @@ const now = Date.now();
 const plan = (n, title, sha) => ({
   runId: `run${n}`, toolCallId: `call${n}`, kind: 'plan', toolName: 'submit_plan', args: { path: `.plandesk/plans/p${n}.md` },
   since: now - n * 60000, prompt: `Prompt ${n}`, workspace: '/ws', title, path: `.plandesk/plans/p${n}.md`,
-  revisionId: n, revisionNo: 1, sha256: sha,
+  revisionId: n, revisionNo: 1, sha256: sha, notesReachAgent: true,
 });
 
 /** The fake backend: `world` is plain data; every call is recorded in window.__calls. */
@@ -524,7 +524,7 @@ test("Claude Code's plan can be approved to edit without asking: the choice is s
 
 test('an approval note for an agent that never passes it on is labelled so', async () => {
   const w = world();
-  w.inbox[0].source = { kind: 'copilot' };
+  Object.assign(w.inbox[0], { source: { kind: 'copilot' }, notesReachAgent: false });
   const page = await open(w);
   await page.waitForSelector('#plan-title');
   await page.fill('#feedback', 'Watch the cache size');

@@ -6,7 +6,6 @@ use std::io::Write;
 
 use plandesk::chunk::{Chunk, ChunkKind};
 use plandesk::review::{ItemKind, ReviewItem, SourceKind};
-use plandesk::source::agent_name;
 use plandesk::{Report, RunStatus};
 use serde_json::Value;
 
@@ -112,7 +111,7 @@ impl StreamPrinter {
         if report.source.kind != SourceKind::Engine {
             say!(
                 "Decision recorded: {} has it now.",
-                agent_name(report.source.kind)
+                report.source.kind.agent_name()
             );
             if let Some(item) = &report.pending {
                 say!();

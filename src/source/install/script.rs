@@ -6,7 +6,6 @@ use rustix::fs::OFlags;
 
 use super::file::{read, resolve_links};
 use super::{file_error, Change, InstallError, Places, Target};
-use crate::source::agent_name;
 use crate::source::opencode::Host;
 
 /// OpenCode, Kilo CLI and Pi have no command hooks: a script of Plandesk's own (the plugin, the
@@ -89,7 +88,7 @@ pub fn check(target: Target, change: &Change) -> Option<String> {
     if change.remove {
         return None;
     }
-    let agent = agent_name(target.source());
+    let agent = target.source().agent_name();
     let (loaded, how, what) = match target {
         Target::OpenCode | Target::Kilo => {
             let host = match target {

@@ -37,7 +37,7 @@ fn script_installed(target: Target, place: &str) {
         .after
         .contains(r#"const PLANDESK = ["/opt/Plan Desk/plandesk","--data-dir","/data"];"#));
     assert!(change.after.contains("const RECORD = true;"));
-    let agent = crate::source::agent_name(target.source());
+    let agent = target.source().agent_name();
     assert!(change
         .note
         .as_deref()

@@ -90,7 +90,7 @@ function runHead(run, shownStatus, action) {
   return h('div', { class: 'page-head' },
     h('div', {},
       h('h1', {}, shorten(run.prompt, 140)),
-      h('div', { class: 'meta-line' }, badge(shownStatus),
+      h('div', { class: 'meta-line' }, Object.assign(badge(shownStatus), { id: 'run-badge' }),
         // An outside agent's session: the agent, not the id it is kept under.
         h('span', {}, agentName(run.source) || run.model), h('span', {}, run.workspace), h('span', { title: when(run.createdAt) }, `started ${age(run.createdAt)}`))),
     action);

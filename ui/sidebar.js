@@ -72,7 +72,18 @@ export async function refreshRuns() {
     if (!newest()) return;
     state.runs = runs;
     renderRuns();
+    followSessionStatus();
   } catch (e) { if (newest()) showError(e); }
+}
+
+/** An outside agent's session stands as its agent last reported (working, finished, a plan
+ * waiting): the head of its view, drawn before, follows the listing. */
+function followSessionStatus() {
+  const view = state.view;
+  const run = view?.name === 'run' && state.runs.find((r) => r.id === view.runId);
+  const head = $('run-badge');
+  if (!run || !head || !run.source || run.source.kind === 'engine') return;
+  if (head.textContent !== badge(run.status).textContent) head.replaceWith(Object.assign(badge(run.status), { id: 'run-badge' }));
 }
 
 // The inbox comes from the watcher's events and from calls. A call's answer may be older than an

@@ -90,18 +90,20 @@ pub(super) async fn session(
     Ok(new.id.to_owned())
 }
 
-/// An outside session's run is suspended while an item is open, else running (its agent works).
+/// An outside session's run is suspended while an item is open, else `otherwise`: running
+/// once a decision lets its agent go on, or as its agent last reported (see `work::record`).
 pub(super) async fn settle_session(
     tx: &mut Tx<impl Conn>,
     run_id: &str,
     at: Millis,
+    otherwise: RunStatus,
 ) -> Result<(), StoreError> {
     tx.later(
         "settle session",
         "UPDATE runs SET updated_at = $2, status = CASE WHEN EXISTS
-             (SELECT 1 FROM pending WHERE run_id = $1) THEN 'suspended' ELSE 'running' END
+             (SELECT 1 FROM pending WHERE run_id = $1) THEN 'suspended' ELSE CAST($3 AS TEXT) END
          WHERE id = $1 AND source != 'engine'",
-        &[&run_id, &at],
+        &[&run_id, &at, &otherwise.as_str()],
     )
     .await?;
     Ok(())

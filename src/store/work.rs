@@ -10,7 +10,7 @@ use super::log::{self, Entry};
 use super::sql::{Conn, Row, Tx};
 use super::{Actor, StoreError};
 use crate::clock::Millis;
-use crate::vocabulary::{Action, AuditKind, SourceKind};
+use crate::vocabulary::{Action, AuditKind, RunStatus, SourceKind};
 
 vocabulary! {
     /// What one record of the work after an approval is.
@@ -165,7 +165,22 @@ pub(super) async fn record(
     if expect.is_some_and(|expected| expected != revision_id) {
         return Ok(None);
     }
-    insert(tx, new, &run_id, revision_id).await.map(Some)
+    let row = insert(tx, new, &run_id, revision_id).await?;
+    if let Some(status) = reported(new.work.kind) {
+        super::runs::settle_session(tx, &run_id, new.at, status).await?;
+    }
+    Ok(Some(row))
+}
+
+/// How an outside session stands once its agent reports work of `kind`: working again after a
+/// file or a command, finished when it said so (Claude Code's `Stop`: until it works again or
+/// presents another plan). `None`: a person's mark or a baseline, which say nothing of the agent.
+fn reported(kind: WorkKind) -> Option<RunStatus> {
+    match kind {
+        WorkKind::File | WorkKind::Command => Some(RunStatus::Running),
+        WorkKind::Finished => Some(RunStatus::Finished),
+        WorkKind::Marked | WorkKind::Baseline => None,
+    }
 }
 
 /// The most records one revision keeps: an agent (or a client) that reports more is refused,

@@ -93,6 +93,8 @@ test('after approval the run shows its steps live, the changes outside the plan,
     // The agent says it is done: the badge turns, and a notification says how far it got.
     record(fx, 'Stop', undefined);
     await app.waitFor("document.querySelector('#progress .badge').textContent === 'agent finished'", { what: 'finished' });
+    // The session, in the list and at the head of its view, stands as its agent last said.
+    await app.waitFor("document.querySelector('#run-badge').textContent === 'finished' && document.querySelector('#runs .badge').textContent === 'finished'", { what: 'the session finished' });
     await app.screenshot(join(ARTIFACTS, 'progress.png'));
     // The window is focused on this run: no notification for what the person is looking at.
     // Away from it, the next finish that says something new is told.

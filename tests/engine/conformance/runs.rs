@@ -7,6 +7,7 @@ on_both_stores!(
     the_latest_run_is_the_most_recently_active,
     a_claim_is_held_until_released_by_its_holder_or_expired,
     outside_sessions_open_items_with_waiters,
+    an_outside_session_stands_as_its_agent_last_reported,
     a_conversation_reads_back_whole_whoever_wrote_each_part,
 );
 
@@ -259,4 +260,79 @@ async fn a_conversation_reads_back_whole_whoever_wrote_each_part(location: Store
         assert_eq!(loaded.messages, all);
         assert_eq!(loaded.version, 4);
     }
+}
+
+/// Once approved, an outside session says what its agent last reported: working after a file or
+/// a command, finished when it said so, waiting on the person again with its next plan.
+async fn an_outside_session_stands_as_its_agent_last_reported(location: StoreLocation) {
+    let store = location.open().await.unwrap();
+    let source = Source {
+        kind: SourceKind::ClaudeCode,
+        session: Some("s-9".into()),
+    };
+    let new = NewRun {
+        id: "run-s",
+        prompt: "add a cache",
+        model: "claude",
+        workspace: "/ws",
+        source: &source,
+    };
+    let waiter = Lease {
+        holder: "host/1/abc",
+        until: 100_000,
+        now: 20,
+    };
+    let first = plan_item("t1", "# Cache\n\n1. Bound it\n");
+    store
+        .open_item(&new, &first, &waiter, &ACTOR)
+        .await
+        .unwrap();
+    let approved = NewDecision {
+        run_id: "run-s",
+        ..decision("t1", Action::Approved, None)
+    };
+    store.record_decision(&approved).await.unwrap();
+    let status = || async { store.run("run-s").await.unwrap().status };
+    assert_eq!(status().await, RunStatus::Running);
+    let report = |at, work| NewWork {
+        of: WorkOf::Session {
+            kind: SourceKind::ClaudeCode,
+            session: "s-9",
+        },
+        at,
+        work,
+    };
+    let finished = || Work::of_kind(WorkKind::Finished, json!({}));
+    store
+        .record_work(&report(6_000, finished()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        status().await,
+        RunStatus::Finished,
+        "its agent said it was done"
+    );
+    assert_eq!(store.run("run-s").await.unwrap().updated_at, 6_000);
+    store
+        .record_work(&report(7_000, Work::file("src/cache.rs", json!({}))))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status().await, RunStatus::Running, "it works again");
+    store
+        .record_work(&report(8_000, finished()))
+        .await
+        .unwrap()
+        .unwrap();
+    let next = plan_item("t2", "# Cache, part two\n\n1. Evict\n");
+    store.open_item(&new, &next, &waiter, &ACTOR).await.unwrap();
+    assert_eq!(status().await, RunStatus::Suspended);
+    // Its work now belongs to no approved plan: nothing is recorded, and the plan still waits.
+    assert!(store
+        .record_work(&report(9_000, finished()))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(status().await, RunStatus::Suspended);
 }

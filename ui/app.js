@@ -8,7 +8,7 @@ import { state } from './state.js';
 import { markBooting, markInteractive } from './metrics.js';
 import { showError, hideBanner } from './banner.js';
 import { go, latest } from './nav.js';
-import { renderInbox, renderRuns, refreshRuns, inboxChanged, readInbox, openPending, showInbox, foldInbox } from './sidebar.js';
+import { renderInbox, refreshRuns, inboxChanged, readInbox, openPending, showInbox, foldInbox } from './sidebar.js';
 import { onKey } from './keys.js';
 import { onLinkClick } from './plan.js';
 import { openSettings, openHelp, initDialogs } from './settings.js';
@@ -40,10 +40,7 @@ async function boot() {
       listen('open-plan', openPending), listen('open-inbox', showInbox), listen('open-failed', showError)]);
     const [inbox] = await Promise.all([readInbox(), refreshRuns()]);
     if (inbox) state.inbox = inbox;
-    state.inboxKnown = true;
     renderInbox();
-    // The runs as the inbox says they stand (drawn before it came: see `shownStatus`).
-    renderRuns();
   } catch (e) {
     showError(e);
     return;

@@ -38,17 +38,13 @@ function openInboxItem(item) {
   go('run', item.runId);
 }
 
-/** How a run stands, as its own view says it: one of Plandesk's runs that nobody drives though
- * it would go on (its process died mid-step, or after a decision that left nothing to decide)
- * was interrupted, whatever its stored status. */
+/** How a run stands: one of Plandesk's runs that nobody drives though it would go on was
+ * interrupted, whatever its stored status (the backend says which: `interrupted`). */
 function shownStatus(run) {
-  const own = !run.source || run.source.kind === 'engine';
-  const undecided = state.inbox.some((i) => i.runId === run.id);
-  const stopped = run.status === 'running' || (run.status === 'suspended' && state.inboxKnown && !undecided);
-  return own && stopped && !run.driven ? 'interrupted' : run.status;
+  return run.interrupted ? 'interrupted' : run.status;
 }
 
-export function renderRuns() {
+function renderRuns() {
   const list = clear($('runs'));
   for (const run of state.runs.slice(0, 60)) {
     const current = state.view && state.view.runId === run.id;
@@ -109,7 +105,6 @@ export async function readInbox() {
 export function setInbox(items) {
   const before = state.inbox[state.selected];
   state.inbox = items;
-  state.inboxKnown = true;
   const keep = before ? items.findIndex((i) => i.runId === before.runId && i.toolCallId === before.toolCallId) : -1;
   // Gone (decided): the run on screen's item if it has a new one (a revised plan), else none
   // until another item is opened (j opens the first).

@@ -5,7 +5,6 @@ import { metrics } from './metrics.js';
 export const state = {
   info: null,
   inbox: [],
-  inboxKnown: false, // the inbox was read (until then an empty one says nothing)
   runs: [],
   selected: -1, // index in the inbox of the highlighted item
   view: null, // { name, runId?, ... }

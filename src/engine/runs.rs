@@ -26,16 +26,26 @@ pub struct RunView {
     pub source: Source,
     pub created_at: Millis,
     pub updated_at: Millis,
-    /// A process drives it now (holds its lease). One of Plandesk's own runs, `running`, or
-    /// `suspended` with nothing left to decide, that nobody drives was interrupted: listings
-    /// say so, as its view does.
+    /// A process drives it now (holds its lease).
     pub driven: bool,
+    /// One of Plandesk's own runs that nobody drives, though it would go on: it stopped
+    /// mid-step (`running`), or after a decision that left nothing to decide (`suspended` with
+    /// no item open). `continue_run` carries it on. Its view ([`RunDetail::interrupted`]) also
+    /// finds one stopped after some of its step's decisions, which needs its state.
+    pub interrupted: bool,
 }
 
 impl RunView {
     fn of(row: RunRow, now: Millis) -> Self {
+        let driven = crate::lease::is_held(row.holder.as_ref(), now);
+        let stopped = match row.status {
+            RunStatus::Running => true,
+            RunStatus::Suspended => !row.waits_on_person,
+            RunStatus::Waiting | RunStatus::Finished | RunStatus::Failed => false,
+        };
         Self {
-            driven: crate::lease::is_held(row.holder.as_ref(), now),
+            interrupted: row.source.kind == SourceKind::Engine && !driven && stopped,
+            driven,
             id: row.id,
             prompt: row.prompt,
             model: row.model,
@@ -62,6 +72,7 @@ pub struct RunDetail {
     pub waiting: Option<WaitReason>,
     /// Nobody drives it, yet it can go on: it was interrupted mid-step, or a decision was
     /// recorded but not applied (the deciding process stopped). `continue_run` carries it on.
+    /// As [`RunView::interrupted`], and also when only some of its step's calls were decided.
     pub interrupted: bool,
 }
 
@@ -108,12 +119,9 @@ impl Engine {
             });
         }
         let state = self.load(run_id).await?;
-        let interrupted = !run.driven
-            && match &state.phase {
-                Phase::CallModel | Phase::RunTools { .. } => true,
-                Phase::Suspended { .. } => open.len() < state.open_calls().len(),
-                Phase::Waiting { .. } | Phase::Failed { .. } => false,
-            };
+        let decided_in_part =
+            matches!(state.phase, Phase::Suspended { .. }) && open.len() < state.open_calls().len();
+        let interrupted = run.interrupted || (!run.driven && decided_in_part);
         let detail = RunDetail {
             run,
             error: match &state.phase {

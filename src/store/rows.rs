@@ -137,6 +137,8 @@ pub struct RunRow {
     /// The driver holding the run, while its lease runs.
     #[serde(skip)]
     pub holder: Option<(String, Millis)>,
+    /// An item of it is open: a plan or a call waits for a person's decision.
+    pub waits_on_person: bool,
 }
 
 /// A submitted plan, never overwritten.

@@ -11,7 +11,8 @@ use crate::clock::Millis;
 use crate::vocabulary::{RunStatus, SourceKind};
 
 const COLUMNS: &str = "SELECT id, prompt, model, mode, status, workspace, source, session, \
-                       holder, lease_until, created_at, updated_at FROM runs";
+                       holder, lease_until, created_at, updated_at, \
+                       EXISTS (SELECT 1 FROM pending WHERE pending.run_id = runs.id) FROM runs";
 
 fn run(r: &dyn Row) -> Result<RunRow, StoreError> {
     let holder: Option<String> = r.get(8)?;
@@ -30,6 +31,7 @@ fn run(r: &dyn Row) -> Result<RunRow, StoreError> {
         holder: holder.zip(until),
         created_at: r.get(10)?,
         updated_at: r.get(11)?,
+        waits_on_person: r.get(12)?,
     })
 }
 

@@ -64,6 +64,12 @@ fn abort_after_the_decision_is_recorded_loses_nothing() {
         json!([]),
         "a decided plan is no longer pending"
     );
+    let listed = &fx.listing(&["runs"])[0];
+    assert_eq!(
+        (&listed["status"], &listed["interrupted"]),
+        (&json!("suspended"), &json!(true)),
+        "decided, and nobody carries it on: {listed}"
+    );
     let err = fx.refused(&["approve", &run]);
     assert!(
         err.contains("plandesk resume"),
@@ -90,7 +96,9 @@ fn abort_after_a_model_call_resumes_from_the_last_snapshot() {
         .unwrap();
     assert!(!out.status.success());
     let run = chunks(&out.stdout)[0]["runId"].as_str().unwrap().to_owned();
-    assert_eq!(fx.listing(&["runs"])[0]["status"], "running");
+    let listed = &fx.listing(&["runs"])[0];
+    assert_eq!(listed["status"], "running");
+    assert_eq!(listed["interrupted"], true, "nobody drives it: {listed}");
     let err = fx.refused(&["send", &run, "are you there?"]);
     assert!(
         err.contains("was interrupted while it ran; `plandesk resume"),

@@ -132,7 +132,11 @@ pub fn runs(items: &[RunView]) {
         let model = run.model.split('/').next_back().unwrap_or(&run.model);
         table.row([
             safe(&run.id).into_owned(),
-            run.status.to_string(),
+            if run.interrupted {
+                "interrupted".to_owned()
+            } else {
+                run.status.to_string()
+            },
             safe(&run.mode).into_owned(),
             short(model, 10),
             age(run.updated_at),

@@ -445,6 +445,6 @@ pub(super) async fn decide(
     if let Some(mode) = d.mode_after {
         runs::switch_mode(tx, d.run_id, mode, d.at, d.by).await?;
     }
-    runs::settle_session(tx, d.run_id, d.at, RunStatus::Running).await?;
+    runs::settle_session(tx, d.run_id, d.at).await?;
     Ok(d.stored_as(id, revision_id))
 }

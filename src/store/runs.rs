@@ -92,20 +92,39 @@ pub(super) async fn session(
     Ok(new.id.to_owned())
 }
 
-/// An outside session's run is suspended while an item is open, else `otherwise`: running
-/// once a decision lets its agent go on, or as its agent last reported (see `work::record`).
+/// An outside session's run is suspended while an item is open, else running (its agent goes
+/// on after a decision).
 pub(super) async fn settle_session(
     tx: &mut Tx<impl Conn>,
     run_id: &str,
     at: Millis,
-    otherwise: RunStatus,
 ) -> Result<(), StoreError> {
     tx.later(
         "settle session",
         "UPDATE runs SET updated_at = $2, status = CASE WHEN EXISTS
-             (SELECT 1 FROM pending WHERE run_id = $1) THEN 'suspended' ELSE CAST($3 AS TEXT) END
+             (SELECT 1 FROM pending WHERE run_id = $1) THEN 'suspended' ELSE 'running' END
          WHERE id = $1 AND source != 'engine'",
-        &[&run_id, &at, &otherwise.as_str()],
+        &[&run_id, &at],
+    )
+    .await?;
+    Ok(())
+}
+
+/// An outside session with nothing open stands as its agent last reported (`status`, see
+/// `work::record`). Written only when that changes: a report of each file edited does not
+/// rewrite the run's row.
+pub(super) async fn session_reported(
+    tx: &mut Tx<impl Conn>,
+    run_id: &str,
+    at: Millis,
+    status: RunStatus,
+) -> Result<(), StoreError> {
+    tx.later(
+        "session reported",
+        "UPDATE runs SET updated_at = $2, status = $3
+         WHERE id = $1 AND source != 'engine' AND status != $3
+           AND NOT EXISTS (SELECT 1 FROM pending WHERE run_id = $1)",
+        &[&run_id, &at, &status.as_str()],
     )
     .await?;
     Ok(())

@@ -167,7 +167,7 @@ pub(super) async fn record(
     }
     let row = insert(tx, new, &run_id, revision_id).await?;
     if let Some(status) = reported(new.work.kind) {
-        super::runs::settle_session(tx, &run_id, new.at, status).await?;
+        super::runs::session_reported(tx, &run_id, new.at, status).await?;
     }
     Ok(Some(row))
 }

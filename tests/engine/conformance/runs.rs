@@ -321,6 +321,16 @@ async fn an_outside_session_stands_as_its_agent_last_reported(location: StoreLoc
         .unwrap();
     assert_eq!(status().await, RunStatus::Running, "it works again");
     store
+        .record_work(&report(7_500, Work::file("src/lib.rs", json!({}))))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.run("run-s").await.unwrap().updated_at,
+        7_000,
+        "a report that changes nothing of it leaves its row as it is"
+    );
+    store
         .record_work(&report(8_000, finished()))
         .await
         .unwrap()

@@ -165,3 +165,53 @@ impl Engine {
         self.inner.store.location()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(status: RunStatus, kind: SourceKind) -> RunRow {
+        RunRow {
+            id: "r".into(),
+            prompt: "Add a cache".into(),
+            model: "demo".into(),
+            mode: "plan".into(),
+            status,
+            workspace: "/ws".into(),
+            source: Source {
+                kind,
+                session: None,
+            },
+            created_at: 1,
+            updated_at: 1,
+            holder: None,
+            waits_on_person: false,
+        }
+    }
+
+    /// A run nobody drives, running or decided with nothing left open, was interrupted; any
+    /// other is not.
+    #[test]
+    fn a_listing_says_which_of_plandesks_runs_were_interrupted() {
+        let interrupted = |row: RunRow| RunView::of(row, 100).interrupted;
+        assert!(interrupted(row(RunStatus::Running, SourceKind::Engine)));
+        assert!(interrupted(row(RunStatus::Suspended, SourceKind::Engine)));
+        let waits = RunRow {
+            waits_on_person: true,
+            ..row(RunStatus::Suspended, SourceKind::Engine)
+        };
+        assert!(!interrupted(waits), "a plan of it waits for a person");
+        let driven = RunRow {
+            holder: Some(("another-host/1/x".into(), 200)),
+            ..row(RunStatus::Running, SourceKind::Engine)
+        };
+        assert!(!interrupted(driven), "a process drives it");
+        for status in [RunStatus::Waiting, RunStatus::Finished, RunStatus::Failed] {
+            assert!(!interrupted(row(status, SourceKind::Engine)), "{status}");
+        }
+        assert!(
+            !interrupted(row(RunStatus::Running, SourceKind::ClaudeCode)),
+            "an outside agent works on its own"
+        );
+    }
+}

@@ -50,9 +50,31 @@ pub(super) fn latest(migrations: &[Migration]) -> i64 {
     migrations.last().map_or(0, |m| m.version)
 }
 
+/// Checks that `migrations` are numbered from 1 in order, and are the files of
+/// `migrations/<db>/`, each once, file `NNNN_*.sql` as migration NNNN.
 #[cfg(test)]
-pub(super) fn assert_numbered_from_one(migrations: &[Migration]) {
-    for (i, m) in migrations.iter().enumerate() {
-        assert_eq!(m.version, i as i64 + 1, "{}", m.name);
+pub(super) fn assert_listed_in_order(migrations: &[Migration], db: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(db);
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), migrations.len(), "every file of {dir:?}, once");
+    for (i, (migration, file)) in migrations.iter().zip(&files).enumerate() {
+        assert_eq!(migration.version, i as i64 + 1, "{}", migration.name);
+        let number = format!("{:04}_", migration.version);
+        assert!(
+            file.starts_with(&number) && file.ends_with(".sql"),
+            "{file}"
+        );
+        let sql = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert_eq!(
+            sql, migration.sql,
+            "{file} is migration {}",
+            migration.version
+        );
     }
 }

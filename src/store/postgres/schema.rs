@@ -135,7 +135,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn versions_count_up_from_one() {
-        migration::assert_numbered_from_one(MIGRATIONS);
+    fn each_migration_is_its_file_in_order() {
+        migration::assert_listed_in_order(MIGRATIONS, "postgres");
     }
 }

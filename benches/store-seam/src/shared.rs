@@ -6,7 +6,7 @@
 pub use std::time::Duration;
 
 /// The tables a decision touches, as Plandesk's SQLite store has them after migration 11
-/// (src/store/sqlite/migrations.rs), FTS left out (only plan inserts fire its trigger).
+/// (migrations/sqlite/0001 to 0011), FTS left out (only plan inserts fire its trigger).
 pub const SCHEMA: &str = "
 CREATE TABLE runs (
     id TEXT PRIMARY KEY, prompt TEXT NOT NULL, model TEXT NOT NULL, mode TEXT NOT NULL,

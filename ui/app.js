@@ -37,7 +37,9 @@ async function boot() {
     // Asked together: each is a round trip to a backend still busy starting. The inbox is read
     // once its watcher listens, so that no change falls between the two.
     [state.info] = await Promise.all([call('app_info'), listen('inbox-changed', inboxChanged),
-      listen('open-plan', openPending), listen('open-inbox', showInbox), listen('open-failed', showError)]);
+      listen('open-plan', openPending), listen('open-inbox', showInbox), listen('open-failed', showError),
+      // The web review's stream, when the store changed and the inbox did not: runs moved on.
+      listen('store-changed', refreshRuns)]);
     const [inbox] = await Promise.all([readInbox(), refreshRuns()]);
     if (inbox) state.inbox = inbox;
     renderInbox();

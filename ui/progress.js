@@ -139,11 +139,12 @@ function withCode(text) {
 let following = false;
 
 /** Live: whatever changes in the store (the agent recorded more work), the progress on screen
- * is read again. */
+ * is read again (the app says so with each `inbox-changed`; the web review's stream with
+ * `store-changed` when the inbox stayed the same). */
 function followChanges() {
   if (following) return;
   following = true;
-  listen('inbox-changed', refresh).catch(() => { following = false; });
+  Promise.all([listen('inbox-changed', refresh), listen('store-changed', refresh)]).catch(() => { following = false; });
 }
 
 // One read at a time (on a large repository one takes a moment): changes that come meanwhile

@@ -95,6 +95,10 @@ pub async fn inbox(review: &Review) -> Result<Vec<InboxItem>, ReviewError> {
 pub struct InboxSnapshot {
     pub items: Vec<InboxItem>,
     pub json: String,
+    /// How many changes to the store its reader had seen when it read (a follower that sees
+    /// this move knows the store changed, though the inbox may be the same: work reported,
+    /// a run moved on).
+    pub changes: u64,
 }
 
 /// What a follower of the inbox receives ([`InboxFeed::follow`]): `None` until the inbox is
@@ -107,14 +111,15 @@ pub type InboxReceiver = watch::Receiver<Option<Arc<InboxSnapshot>>>;
 pub const REREAD: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Waits for the next change to the store (and 20 ms more, so that changes that come together
-/// are read once) or [`REREAD`], whichever is first. A store whose changes cannot be followed
-/// (`changes` ended) is read on the timer alone.
-pub async fn change_or_reread(changes: &mut (impl FusedStream<Item = ()> + Unpin)) {
+/// are read once) or [`REREAD`], whichever is first; `true` for a change. A store whose changes
+/// cannot be followed (`changes` ended) is read on the timer alone.
+pub async fn change_or_reread(changes: &mut (impl FusedStream<Item = ()> + Unpin)) -> bool {
     tokio::select! {
         Some(()) = changes.next() => {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            true
         }
-        () = tokio::time::sleep(REREAD) => {}
+        () = tokio::time::sleep(REREAD) => false,
     }
 }
 
@@ -149,6 +154,7 @@ pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
     let followed = feed.followed.clone();
     tokio::spawn(async move {
         let mut changes = engine.changes().fuse();
+        let mut seen = 0;
         loop {
             let Some(tx) = reads.upgrade() else { return };
             if tx.receiver_count() == 0 {
@@ -168,13 +174,18 @@ pub fn follow_inbox(engine: crate::engine::Engine) -> InboxFeed {
             match read {
                 Ok(items) => {
                     let json = serde_json::to_string(&items).unwrap_or_default();
-                    tx.send_replace(Some(Arc::new(InboxSnapshot { items, json })));
+                    let changes = seen;
+                    tx.send_replace(Some(Arc::new(InboxSnapshot {
+                        items,
+                        json,
+                        changes,
+                    })));
                 }
                 Err(err) => eprintln!("plandesk: cannot read the inbox: {err}"),
             }
             drop(tx);
             tokio::select! {
-                () = change_or_reread(&mut changes) => {}
+                changed = change_or_reread(&mut changes) => seen += u64::from(changed),
                 // A new follower: read for it now.
                 () = followed.notified() => {}
             }

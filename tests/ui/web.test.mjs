@@ -166,6 +166,18 @@ test('a phone signed in by pairing approves a plan and the waiting agent is answ
   const allow = await approved;
   assert.equal(allow.hookSpecificOutput.decision.behavior, 'allow');
   await waitFor(async () => (await page.$$('#inbox li')).length === 0, 'the inbox to empty');
+  // Live from the agent too, though the inbox stays empty: once it says it is done, the
+  // session's view and its progress say so without a reload.
+  // (Recorded as a local hook records it, for the session as the server keeps it: under the
+  // token's name.)
+  const session = JSON.parse(plandesk('--json', 'runs'))[0].source.session;
+  assert.match(session, /s-cache$/);
+  execFileSync(BIN, ['--data-dir', data, 'record', 'claude-code'], { input: JSON.stringify({
+    session_id: session, transcript_path: '/home/u/.claude/projects/p/s.jsonl', cwd: '/home/u/proj',
+    hook_event_name: 'Stop', stop_hook_active: false,
+  }) });
+  await page.waitForFunction(() => document.querySelector('#run-badge')?.textContent === 'finished'
+    && document.querySelector('#progress .badge')?.textContent === 'agent finished');
 
   const rejected = hookWaits('s-drop', '# Drop the old table\n\nDROP TABLE users;');
   await openFromInbox(page);

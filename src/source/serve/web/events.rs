@@ -1,5 +1,7 @@
 //! `GET /api/events`: the window's events as server-sent events. `inbox-changed` carries the
-//! whole inbox (as the app's event does) when the stream opens and whenever it changes; the
+//! whole inbox (as the app's event does) when the stream opens and whenever it changes;
+//! `store-changed` (no data) says the store changed though the inbox did not (an agent's work
+//! recorded, a run moved on), for what the page shows beside the inbox; the
 //! stream checks its session at each change and ends with `signed-out` once it is revoked or
 //! expired, and when the server stops. Every stream follows one reader of the inbox
 //! (`view::follow_inbox`): a hundred open pages cost one subscription to the store.
@@ -32,6 +34,7 @@ pub(super) fn stream(state: &State, session: String) -> Response<Body> {
     tokio::spawn(async move {
         let mut refresh = tokio::time::interval_at(tokio::time::Instant::now() + REFRESH, REFRESH);
         let mut sent = String::new();
+        let mut changes = 0;
         loop {
             // Nothing of the inbox goes out unless the session is known to be active: while
             // the store cannot say, the stream only keeps alive, and asks again at the next
@@ -53,7 +56,12 @@ pub(super) fn stream(state: &State, session: String) -> Response<Body> {
             let event = match snapshot {
                 Some(snapshot) if snapshot.json != sent => {
                     sent.clone_from(&snapshot.json);
+                    changes = snapshot.changes;
                     format!("event: inbox-changed\ndata: {}\n\n", snapshot.json)
+                }
+                Some(snapshot) if snapshot.changes != changes => {
+                    changes = snapshot.changes;
+                    "event: store-changed\ndata: null\n\n".to_owned()
                 }
                 _ => ": keep-alive\n\n".to_owned(),
             };

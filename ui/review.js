@@ -100,7 +100,8 @@ function planReview(item, revision, slot) {
       h('div', {},
         h('h2', { id: 'plan-title' }, revision.title || 'Untitled plan'),
         h('div', { class: 'meta-line' },
-          agentName(item.source) ? h('span', { id: 'plan-from', class: 'source' }, `From ${agentName(item.source)} · ${item.workspace}`) : '',
+          // Its workspace is in the page's head, just above.
+          agentName(item.source) ? h('span', { id: 'plan-from', class: 'source' }, `From ${agentName(item.source)}`) : '',
           author,
           h('span', { id: 'plan-path' }, revision.path),
           h('span', { id: 'plan-revision' }, `Revision ${revision.revisionNo}`),

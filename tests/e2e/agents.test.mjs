@@ -63,7 +63,7 @@ test("a Claude Code plan shows in the app with its source, a notification naming
     assert.ok(monitor.text().includes('Add rate limiting'), 'it names the plan too');
     await app.click('#inbox li');
     await app.find('#plan-from');
-    assert.match(await app.text('#plan-from'), /^From Claude Code · /);
+    assert.equal(await app.text('#plan-from'), 'From Claude Code');
     assert.equal(await app.text('#plan-title'), 'Add rate limiting');
     // The session is the agent's, named as people know it (not the id it is kept under).
     assert.match(await app.text('.page-head .meta-line'), /Claude Code/);

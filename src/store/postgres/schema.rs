@@ -64,6 +64,11 @@ const MIGRATIONS: &[Migration] = &[
         "plans, decisions and the work after them are append-only",
         sql!("0009_append-only.sql"),
     ),
+    Migration::new(
+        10,
+        "an outside session stands as its agent last reported",
+        sql!("0010_sessions-as-reported.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -97,6 +97,11 @@ const MIGRATIONS: &[Migration] = &[
         "plans, decisions and the work after them are append-only",
         sql!("0018_append-only.sql"),
     ),
+    Migration::new(
+        19,
+        "an outside session stands as its agent last reported",
+        sql!("0019_sessions-as-reported.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

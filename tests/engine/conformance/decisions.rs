@@ -363,21 +363,3 @@ async fn what_was_decided_cannot_be_rewritten_with_sql(location: StoreLocation) 
     let rejected = store.decision("r", "c1").await.unwrap().unwrap();
     assert_eq!(rejected.action, Action::Rejected);
 }
-
-/// Runs `sql` on the store's database directly, as someone with its file or its server in
-/// hand could; `Err` holds what the database answered.
-fn raw(location: &StoreLocation, sql: &str) -> Result<(), String> {
-    match location {
-        StoreLocation::Sqlite(dir) => rusqlite::Connection::open(dir.join("plandesk.db"))
-            .unwrap()
-            .execute_batch(sql)
-            .map_err(|e| e.to_string()),
-        StoreLocation::Postgres { url, .. } => {
-            let out = crate::pg::sql_on(url, sql);
-            match out.status.success() {
-                true => Ok(()),
-                false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
-            }
-        }
-    }
-}

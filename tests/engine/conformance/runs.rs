@@ -8,6 +8,7 @@ on_both_stores!(
     a_claim_is_held_until_released_by_its_holder_or_expired,
     outside_sessions_open_items_with_waiters,
     an_outside_session_stands_as_its_agent_last_reported,
+    a_session_reviewed_before_it_followed_its_agent_is_set_as_it_reported,
     a_conversation_reads_back_whole_whoever_wrote_each_part,
 );
 
@@ -345,4 +346,56 @@ async fn an_outside_session_stands_as_its_agent_last_reported(location: StoreLoc
         .unwrap()
         .is_none());
     assert_eq!(status().await, RunStatus::Suspended);
+}
+
+/// A session approved before its status followed its agent stood "running": the migration sets
+/// the one whose agent last said it finished, and leaves one still working as it is.
+async fn a_session_reviewed_before_it_followed_its_agent_is_set_as_it_reported(
+    location: StoreLocation,
+) {
+    let store = location.open().await.unwrap();
+    let waiter = Lease {
+        holder: "host/1/abc",
+        until: 100_000,
+        now: 20,
+    };
+    for (session, last) in [("done", WorkKind::Finished), ("busy", WorkKind::File)] {
+        let source = Source {
+            kind: SourceKind::Codex,
+            session: Some(session.into()),
+        };
+        let new = NewRun {
+            id: session,
+            prompt: "add a cache",
+            model: "codex",
+            workspace: "/ws",
+            source: &source,
+        };
+        let item = plan_item("t1", "# Cache\n\n1. Bound it\n");
+        store.open_item(&new, &item, &waiter, &ACTOR).await.unwrap();
+        let approved = NewDecision {
+            run_id: session,
+            ..decision("t1", Action::Approved, None)
+        };
+        store.record_decision(&approved).await.unwrap();
+        for (at, kind) in [(6_000, WorkKind::Command), (7_000, last)] {
+            let work = NewWork {
+                of: WorkOf::Run(session),
+                at,
+                work: Work::of_kind(kind, json!({})),
+            };
+            store.record_work(&work).await.unwrap().unwrap();
+        }
+    }
+    // As an older Plandesk left them.
+    raw(&location, "UPDATE runs SET status = 'running'").unwrap();
+    let (folder, file) = match location {
+        StoreLocation::Sqlite(_) => ("sqlite", "0019_sessions-as-reported.sql"),
+        StoreLocation::Postgres { .. } => ("postgres", "0010_sessions-as-reported.sql"),
+    };
+    let path = format!("{}/migrations/{folder}/{file}", env!("CARGO_MANIFEST_DIR"));
+    raw(&location, &std::fs::read_to_string(path).unwrap()).unwrap();
+    let status = async |id| store.run(id).await.unwrap().status;
+    assert_eq!(status("done").await, RunStatus::Finished);
+    assert_eq!(status("busy").await, RunStatus::Running);
 }

@@ -349,7 +349,8 @@ async fn an_outside_session_stands_as_its_agent_last_reported(location: StoreLoc
 }
 
 /// A session approved before its status followed its agent stood "running": the migration sets
-/// the one whose agent last said it finished, and leaves one still working as it is.
+/// the one whose agent last said, on the plan approved, that it finished; not one working
+/// since, one whose newer plan was rejected, nor one with a plan open.
 async fn a_session_reviewed_before_it_followed_its_agent_is_set_as_it_reported(
     location: StoreLocation,
 ) {
@@ -359,7 +360,13 @@ async fn a_session_reviewed_before_it_followed_its_agent_is_set_as_it_reported(
         until: 100_000,
         now: 20,
     };
-    for (session, last) in [("done", WorkKind::Finished), ("busy", WorkKind::File)] {
+    let sessions = [
+        ("done", WorkKind::Finished, None),
+        ("working", WorkKind::File, None),
+        ("revised", WorkKind::Finished, Some(Action::Rejected)),
+        ("asking", WorkKind::Finished, Some(Action::Approved)),
+    ];
+    for (session, last, next) in sessions {
         let source = Source {
             kind: SourceKind::Codex,
             session: Some(session.into()),
@@ -371,20 +378,42 @@ async fn a_session_reviewed_before_it_followed_its_agent_is_set_as_it_reported(
             workspace: "/ws",
             source: &source,
         };
-        let item = plan_item("t1", "# Cache\n\n1. Bound it\n");
-        store.open_item(&new, &item, &waiter, &ACTOR).await.unwrap();
+        let first = plan_item("t1", "# Cache\n\n1. Bound it\n");
+        store
+            .open_item(&new, &first, &waiter, &ACTOR)
+            .await
+            .unwrap();
         let approved = NewDecision {
             run_id: session,
             ..decision("t1", Action::Approved, None)
         };
         store.record_decision(&approved).await.unwrap();
-        for (at, kind) in [(6_000, WorkKind::Command), (7_000, last)] {
+        for (at, kind) in [
+            (6_000, WorkKind::Finished),
+            (6_500, WorkKind::Command),
+            (7_000, last),
+        ] {
             let work = NewWork {
                 of: WorkOf::Run(session),
                 at,
                 work: Work::of_kind(kind, json!({})),
             };
             store.record_work(&work).await.unwrap().unwrap();
+        }
+        if let Some(action) = next {
+            let second = plan_item("t2", "# Cache, again\n\n1. Evict\n");
+            store
+                .open_item(&new, &second, &waiter, &ACTOR)
+                .await
+                .unwrap();
+            // "asking" keeps its second plan open.
+            if action == Action::Rejected {
+                let rejected = NewDecision {
+                    run_id: session,
+                    ..decision("t2", action, None)
+                };
+                store.record_decision(&rejected).await.unwrap();
+            }
         }
     }
     // As an older Plandesk left them.
@@ -397,5 +426,7 @@ async fn a_session_reviewed_before_it_followed_its_agent_is_set_as_it_reported(
     raw(&location, &std::fs::read_to_string(path).unwrap()).unwrap();
     let status = async |id| store.run(id).await.unwrap().status;
     assert_eq!(status("done").await, RunStatus::Finished);
-    assert_eq!(status("busy").await, RunStatus::Running);
+    for session in ["working", "revised", "asking"] {
+        assert_eq!(status(session).await, RunStatus::Running, "{session}");
+    }
 }

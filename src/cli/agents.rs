@@ -22,8 +22,9 @@ use plandesk::Engine;
 
 use super::args::ServeArgs;
 
-use deadline::{configured_deadline, hook_deadline, parse_duration};
+use deadline::{configured_deadline, parse_duration};
 pub use hook::{hook, Agent};
+use plandesk::source::deadline::hook_deadline;
 
 fn wait_settings(data_dir: &Path, deadline: Option<String>) -> Result<WaitSettings> {
     Ok(WaitSettings {
@@ -72,10 +73,11 @@ pub async fn serve(data_dir: &Path, store: &StoreLocation, args: ServeArgs) -> R
         ..wait_settings(data_dir, deadline)?
     };
     let mut hook_wait = mcp_wait.clone();
-    hook_wait.deadline = Some(hook_deadline(
-        hook_wait.deadline,
-        parse_duration(&hook_timeout)?,
-    ));
+    let hook_timeout = match hook_timeout {
+        Some(timeout) => parse_duration(&timeout)?,
+        None => source::serve::DEFAULT_HOOK_TIMEOUT,
+    };
+    hook_wait.deadline = Some(hook_deadline(hook_wait.deadline, hook_timeout));
     let engine = Engine::open_at(store, "serve").await?;
     if let Some(url) = public_url.as_deref() {
         let url = source::serve::web::pair::public_url(url)?;

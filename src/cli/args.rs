@@ -375,9 +375,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION")]
     pub deadline: Option<String>,
     /// The `timeout` of the Claude Code http hook pointed here: its plans are answered
-    /// before it runs out
-    #[arg(long, value_name = "DURATION", default_value = "86400s")]
-    pub hook_timeout: String,
+    /// before it runs out [default: 1 day, as the README's hook says]
+    #[arg(long, value_name = "DURATION")]
+    pub hook_timeout: Option<String>,
     /// The address browsers reach this server at (the proxy's https://… in front of it):
     /// saved, for the links of `plandesk pair`
     #[arg(long, value_name = "URL")]

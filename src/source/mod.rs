@@ -8,6 +8,7 @@ pub mod after;
 pub mod claude;
 pub mod codex;
 pub mod copilot;
+pub mod deadline;
 pub mod gemini;
 pub mod held;
 mod input;

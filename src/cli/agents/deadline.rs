@@ -1,6 +1,6 @@
-//! Hooks' and servers' deadlines: a duration as people write it, the one configured (on the
-//! command line or in the environment), and a hook's, never past the moment its agent stops
-//! waiting.
+//! Hooks' and servers' deadlines: a duration as people write it, and the one configured (on
+//! the command line or in the environment). A hook's, never past the moment its agent stops
+//! waiting, is `plandesk::source::deadline`'s.
 
 use std::time::Duration;
 
@@ -30,23 +30,6 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
 pub(super) fn configured_deadline(deadline: Option<String>) -> Result<Option<Duration>> {
     let deadline = deadline.or_else(|| std::env::var(DEADLINE_ENV).ok().filter(|d| !d.is_empty()));
     deadline.as_deref().map(parse_duration).transpose()
-}
-
-/// The longest wait an agent's timer keeps: Node.js fires a timer of 2^31 ms or more (24.8
-/// days) at once, and a timeout of any size (Copilot CLI's `timeoutSec: 1e300`) must still
-/// give an instant the hook can reach.
-const LONGEST_TIMER: Duration = Duration::from_millis(i32::MAX as u64);
-
-/// A hook's deadline: the one configured, but never past the moment its agent stops waiting for
-/// it (`agent_timeout`: a timed-out hook's answer is lost, and Gemini CLI and Codex then let
-/// the plan through). It answers "not approved" a margin before that.
-pub(super) fn hook_deadline(configured: Option<Duration>, agent_timeout: Duration) -> Duration {
-    let agent_timeout = agent_timeout.min(LONGEST_TIMER);
-    let margin = (agent_timeout / 5).clamp(Duration::from_millis(500), Duration::from_secs(60));
-    let limit = agent_timeout
-        .saturating_sub(margin)
-        .max(Duration::from_millis(500));
-    configured.map_or(limit, |d| d.min(limit))
 }
 
 #[cfg(test)]
@@ -99,26 +82,5 @@ mod tests {
             let err = parse_duration(text).unwrap_err().to_string();
             assert_eq!(err, "a deadline must be longer than 0 s", "{text:?}");
         }
-    }
-
-    #[test]
-    fn a_hook_answers_before_its_agent_stops_waiting() {
-        let day = Duration::from_secs(86_400);
-        assert_eq!(hook_deadline(None, day), day - Duration::from_secs(60));
-        let short = Some(Duration::from_secs(3));
-        assert_eq!(hook_deadline(short, day), Duration::from_secs(3));
-        assert_eq!(
-            hook_deadline(short, Duration::from_secs(2)),
-            Duration::from_millis(1500),
-            "never past the agent's own timeout"
-        );
-        assert_eq!(
-            hook_deadline(None, Duration::from_secs(60)),
-            Duration::from_secs(48)
-        );
-        // A timeout of any size gives a deadline a clock can reach.
-        let huge = hook_deadline(None, Duration::MAX);
-        assert!(huge < LONGEST_TIMER, "{huge:?}");
-        assert!(std::time::Instant::now().checked_add(huge).is_some());
     }
 }

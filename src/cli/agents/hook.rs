@@ -15,9 +15,10 @@ use plandesk::source::{
 };
 use plandesk::{Engine, EngineError};
 
-use super::deadline::{configured_deadline, hook_deadline};
+use super::deadline::configured_deadline;
 use super::watch::AgentWatch;
 use crate::cli::runs::ALREADY_DECIDED;
+use plandesk::source::deadline::hook_deadline;
 
 /// The agent a hook answers, and so what it prints.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -41,6 +41,9 @@ use crate::token::{Caller, Tokens};
 
 /// Where `plandesk serve` listens unless told otherwise: this machine only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
+/// The `timeout` of a Claude Code http hook pointed at a server, unless told otherwise (the
+/// README's hook gives this one): its plans are answered before it runs out.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(86_400);
 /// File descriptors kept for what is not a connection (the store's, the listener, files).
 const RESERVED_FILES: u64 = 128;
 /// A client must send its request headers within this long (slow clients hold no slot).

@@ -9,6 +9,8 @@ const CONFIG: &str = "../tauri.conf.json";
 const COMMANDS: &[&str] = &[
     "app_info",
     "sign_in_link",
+    "phone_serving",
+    "serve_phone",
     "webhooks",
     "add_webhook",
     "remove_webhook",

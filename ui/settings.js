@@ -19,6 +19,46 @@ export function openSettings() {
   $('settings-qr').hidden = true;
   $('settings-pair-link').hidden = true;
   $('settings-pair-here').hidden = true;
+  loadPhoneServing();
+}
+
+/** Whether the app serves its network: the button says what a click does, the line what is. */
+function showPhoneServing(serving) {
+  const button = $('settings-phone-serve');
+  button.textContent = serving.on ? 'Stop serving this network' : 'Let phones on this network reach Plandesk';
+  button.dataset.on = String(serving.on);
+  $('settings-phone-port').value = String(serving.port);
+  $('settings-phone-port').disabled = serving.on;
+  const status = $('settings-phone-status');
+  status.classList.toggle('warning-text', Boolean(serving.error));
+  status.textContent = serving.error
+    ? serving.error
+    : serving.on
+      ? `Serving at ${serving.url}: phones on this network open it once signed in. It speaks plain HTTP: use it on a network you trust.`
+      : '';
+  status.hidden = !status.textContent;
+}
+
+async function loadPhoneServing() {
+  try {
+    showPhoneServing(await call('phone_serving'));
+  } catch (e) {
+    showError(e);
+  }
+}
+
+/** Starts or stops serving this network, as the button says. */
+async function togglePhoneServing() {
+  const button = $('settings-phone-serve');
+  const on = button.dataset.on !== 'true';
+  button.disabled = true;
+  try {
+    showPhoneServing(await call('serve_phone', { on, port: $('settings-phone-port').value }));
+  } catch (e) {
+    showError(e);
+  } finally {
+    button.disabled = false;
+  }
 }
 
 /** A sign-in link for a phone: its QR code (an image: no markup is inserted) and the link. */
@@ -172,5 +212,6 @@ export function initDialogs() {
   $('settings-save').addEventListener('click', saveSettings);
   $('settings-cancel').addEventListener('click', () => $('settings').close());
   $('settings-pair').addEventListener('click', makeSignInLink);
+  $('settings-phone-serve').addEventListener('click', togglePhoneServing);
   $('webhook-add').addEventListener('click', addWebhook);
 }

@@ -68,6 +68,8 @@ pub struct AppState {
     pub autostart: Option<autostart::Autostart>,
     /// While on, closing the window hides it to the tray instead of quitting.
     pub keep_in_tray: AtomicBool,
+    /// Whether the app serves the review to its network (Settings → Review from your phone).
+    pub phone: plandesk::source::serve::nearby::Switch,
     driven: Arc<Mutex<HashMap<String, Driven>>>,
     next_task: AtomicU64,
 }
@@ -124,6 +126,7 @@ impl AppState {
             open_first: Mutex::new(options.open.clone()),
             autostart,
             keep_in_tray: AtomicBool::new(false),
+            phone: Default::default(),
             driven: Arc::default(),
             next_task: AtomicU64::new(1),
         })
@@ -225,6 +228,8 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, state: AppState) -> tau
         .invoke_handler(tauri::generate_handler![
             settings::app_info,
             settings::sign_in_link,
+            settings::phone_serving,
+            settings::serve_phone,
             settings::webhooks,
             settings::add_webhook,
             settings::remove_webhook,
@@ -326,6 +331,11 @@ pub fn run(options: Options) -> Result<(), String> {
             }
             inbox::install_tray(app.handle());
             inbox::watch(app.handle().clone(), engine.clone());
+            let app = app.handle().clone();
+            tauri::async_runtime::spawn(async move {
+                let state = crate::state(&app);
+                state.phone.resume(&state.engine, &state.data_dir).await;
+            });
             Ok(())
         })
         .on_window_event(|window, event| {

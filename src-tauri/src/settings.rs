@@ -2,6 +2,7 @@
 //! the folder to offer, a plan to open), and saving Settings, the team store included (a new
 //! one is checked first, then the app starts again on it).
 
+use plandesk::source::serve::nearby::Serving;
 use plandesk::source::serve::web::pair;
 use plandesk::view::Settings;
 use plandesk::webhook;
@@ -123,7 +124,9 @@ async fn check_team_store(state: &AppState, url: &str) -> Result<()> {
 /// as SVG: `plandesk pair`'s.
 #[tauri::command]
 pub async fn sign_in_link(state: State<'_, AppState>) -> Result<PhoneLink> {
-    let link = pair::sign_in_link(&state.engine, None, None).await?;
+    // To the app's own server on its network while it serves; else `plandesk serve`'s.
+    let base = state.phone.url().await;
+    let link = pair::sign_in_link(&state.engine, None, base.as_deref()).await?;
     Ok(PhoneLink {
         qr_svg: pair::qr_svg(&link.url).unwrap_or_default(),
         link,
@@ -136,6 +139,26 @@ pub struct PhoneLink {
     #[serde(flatten)]
     link: pair::SignInLink,
     qr_svg: String,
+}
+
+/// Whether the app serves the review to its network, and where a phone reaches it.
+#[tauri::command]
+pub async fn phone_serving(state: State<'_, AppState>) -> Result<Serving> {
+    Ok(state.phone.serving(&state.engine).await)
+}
+
+/// Serves the review to this computer's network at `port` (as typed; remembered for the next
+/// launch), or stops serving it.
+#[tauri::command]
+pub async fn serve_phone(state: State<'_, AppState>, on: bool, port: String) -> Result<Serving> {
+    if on {
+        state
+            .phone
+            .turn_on(&state.engine, &state.data_dir, &port)
+            .await
+    } else {
+        state.phone.turn_off(&state.engine).await
+    }
 }
 
 /// The webhooks, with how each one's last delivery went.

@@ -105,6 +105,8 @@ pub async fn serve(data_dir: &Path, store: &StoreLocation, args: ServeArgs) -> R
         max_connections,
         max_per_token: max_per_token.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         trusted_proxies,
+        // Saved above, where `plandesk pair` finds it too.
+        public_url: None,
     };
     source::serve::serve(engine, listener, options, stop_requested()).await;
     eprintln!("plandesk: stopped serving");

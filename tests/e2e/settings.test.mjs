@@ -3,8 +3,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { launchChromium } from '../ui/chromium.mjs';
 import { ARTIFACTS, CLI, cli, fixture, openApp, startDriver } from './harness.mjs';
 
 const PORT = 4474;
@@ -90,6 +92,102 @@ test('Settings → Review from your phone: a sign-in link as a QR code; webhooks
     await app.waitFor("document.querySelector('#settings-webhooks').innerText.includes('No webhooks')", { what: 'the webhook removed' });
     assert.deepEqual(JSON.parse(cli(fx, ['--json', 'webhook', 'list'])), []);
   } finally {
+    await app.close();
+  }
+});
+
+/** A port nothing listens on now. */
+function freePort() {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '0.0.0.0', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The status of a GET of `url`, or null when nothing answers there. */
+const statusOf = (url) => fetch(url, { signal: AbortSignal.timeout(5000) }).then((r) => r.status, () => null);
+
+/** Waits (up to 15 s) until a GET of `url` is answered with `status` (null: nothing answers). */
+async function untilStatus(url, status, what) {
+  for (let i = 0; i < 150; i += 1) {
+    if (await statusOf(url) === status) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`${what}: ${url} still answers ${await statusOf(url)}`);
+}
+
+test('Settings → Review from your phone: the app serves its network, a phone signs in at its address and reviews; Stop ends it', async () => {
+  const fx = fixture();
+  cli(fx, ['run', '--model', 'demo', '--workspace', fx.workspace, 'Add a health check endpoint']);
+  const [pending] = JSON.parse(cli(fx, ['--json', 'pending']));
+  const port = await freePort();
+  // This computer's addresses on its networks (not its own loopback).
+  const addresses = Object.values(networkInterfaces()).flat().filter((a) => a.family === 'IPv4' && !a.internal).map((a) => a.address);
+  let app = await openApp(PORT, fx);
+  let phone;
+  try {
+    await app.click('#settings-btn');
+    await app.find('#settings-phone-serve');
+    const show = (css) => app.exec(`document.querySelector('${css}').scrollIntoView({ block: 'center' }); return true;`);
+    await show('#settings-phone-serve');
+    assert.equal(await app.text('#settings-phone-serve'), 'Let phones on this network reach Plandesk');
+    await app.exec(`document.querySelector('#settings-phone-port').value = '${port}'; return true;`);
+    await app.click('#settings-phone-serve');
+    await app.waitFor("document.querySelector('#settings-phone-serve').dataset.on === 'true' || !document.querySelector('#settings-phone-status').hidden", { what: 'the answer' });
+    const status = await app.text('#settings-phone-status');
+    if (!addresses.length) {
+      assert.match(status, /on no network a phone could reach/, status);
+      return;
+    }
+    const url = status.match(/^Serving at (http:\/\/[\d.]+:\d+): phones on this network open it/)?.[1];
+    assert.ok(url, status);
+    assert.ok(addresses.includes(new URL(url).hostname), `${url}: one of ${addresses}`);
+    assert.equal(new URL(url).port, String(port));
+    assert.equal(await app.text('#settings-phone-serve'), 'Stop serving this network');
+    assert.equal(await statusOf(`${url}/?signin=1`), 401, 'the sign-in page, at this computer\'s address');
+
+    // The sign-in link names that address: a phone can open it.
+    await show('#settings-pair');
+    await app.click('#settings-pair');
+    await app.waitFor("!document.querySelector('#settings-qr').hidden && document.querySelector('#settings-qr').naturalWidth > 0", { what: 'the QR code' });
+    const [link, name] = (await app.text('#settings-pair-link')).split(' — signs in as ');
+    assert.ok(link.startsWith(`${url}/pair/pdp_`), link);
+    assert.equal(await app.exec("return document.querySelector('#settings-pair-here').hidden"), true, 'no "this computer only" warning');
+    await show('#settings-phone-serve');
+    await app.screenshot(join(ARTIFACTS, 'settings-phone-serving.png'));
+
+    // A phone (Chromium, as a phone's browser) signs in there and sees the plan waiting.
+    phone = await launchChromium();
+    const page = await (await phone.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })).newPage();
+    await page.goto(link);
+    await page.getByRole('button', { name: `Sign in as ${name}` }).click();
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.waitForFunction((title) => document.body.innerText.includes(title), pending.revision.title);
+    await page.screenshot({ path: join(ARTIFACTS, 'phone-from-the-app.png') });
+    await phone.close();
+    phone = null;
+
+    // Quit and start again: it serves again, at the same address.
+    await app.close();
+    await untilStatus(`${url}/?signin=1`, null, 'the app quit');
+    app = await openApp(PORT, fx);
+    await untilStatus(`${url}/?signin=1`, 401, 'served again at the next launch');
+    await app.click('#settings-btn');
+    await app.waitFor("document.querySelector('#settings-phone-serve').dataset.on === 'true'", { what: 'Settings to say it serves' });
+
+    // Stop: nothing answers there, and the phone's session is of no use until it serves again.
+    await show('#settings-phone-serve');
+    await app.click('#settings-phone-serve');
+    await app.waitFor("document.querySelector('#settings-phone-serve').dataset.on === 'false'", { what: 'serving to stop' });
+    assert.equal(await app.exec("return document.querySelector('#settings-phone-status').hidden"), true);
+    assert.equal(await statusOf(`${url}/?signin=1`), null, 'nothing answers');
+    await show('#settings-pair');
+    await app.click('#settings-pair');
+    await app.waitFor("document.querySelector('#settings-pair-link').textContent.includes('127.0.0.1:8765')", { what: 'a link to serve\'s own address' });
+  } finally {
+    await phone?.close();
     await app.close();
   }
 });

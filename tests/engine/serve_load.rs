@@ -180,6 +180,7 @@ async fn fifty_agents_and_five_reviewers_lose_and_double_no_decision() {
         max_connections: None,
         max_per_token: None,
         trusted_proxies: Vec::new(),
+        public_url: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(serve(server_engine, listener, options, async {

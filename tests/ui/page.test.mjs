@@ -73,6 +73,7 @@ function installFake(world) {
       return world.inbox;
     },
     webhooks: () => world.webhooks || [],
+    phone_serving: () => world.phoneServing || { on: false, port: 8765, url: null, error: null },
     runs: () => world.runs,
     set_viewing: () => null,
     run_detail: (args) => {

@@ -9,6 +9,7 @@
 
 mod calls;
 mod hook;
+pub mod nearby;
 mod revoked;
 mod share;
 mod tasks;
@@ -70,6 +71,9 @@ pub struct ServeOptions {
     /// Reverse proxies in front of the server: a request from one of them comes from the
     /// address it puts last in `X-Forwarded-For` (see [`web::client_address`]).
     pub trusted_proxies: Vec<IpAddr>,
+    /// Where browsers reach this server, when the caller knows (the app serving its network:
+    /// its address there); `None`, the one `serve --public-url` saved, if any.
+    pub public_url: Option<String>,
 }
 
 /// How many connections this process can hold open at once: its limit of open files, raised
@@ -151,11 +155,14 @@ pub async fn serve(
     );
     let (revoked_keys, revoked) = revoked::channel();
     // Where browsers reach this server, for webhooks' links and the session cookie.
-    let public_url = engine
-        .setting(web::pair::PUBLIC_URL_SETTING)
-        .await
-        .ok()
-        .flatten();
+    let public_url = match options.public_url {
+        Some(url) => Some(url),
+        None => engine
+            .setting(web::pair::PUBLIC_URL_SETTING)
+            .await
+            .ok()
+            .flatten(),
+    };
     let inbox = crate::view::follow_inbox(engine.clone());
     let connections = connection_limit(options.max_connections).min(Semaphore::MAX_PERMITS);
     let state = Arc::new(State {

@@ -11,6 +11,7 @@ mod auth;
 mod calls;
 mod hooks;
 mod legacy;
+mod nearby;
 mod revoked;
 mod tasks;
 mod web;

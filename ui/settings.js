@@ -16,46 +16,64 @@ export function openSettings() {
   loadDefaultModel();
   loadAgents();
   loadWebhooks();
-  $('settings-qr').hidden = true;
-  $('settings-pair-link').hidden = true;
-  $('settings-pair-here').hidden = true;
+  hideSignInLink();
   loadPhoneServing();
 }
 
 /** Whether the app serves its network: the button says what a click does, the line what is. */
 function showPhoneServing(serving) {
   const button = $('settings-phone-serve');
-  button.textContent = serving.on ? 'Stop serving this network' : 'Let phones on this network reach Plandesk';
+  button.textContent = serving.on ? 'Stop letting phones in' : 'Let phones on this network reach Plandesk';
   button.dataset.on = String(serving.on);
   $('settings-phone-port').value = String(serving.port);
   $('settings-phone-port').disabled = serving.on;
+  let said = '';
+  if (serving.error) said = serving.error;
+  else if (serving.on && !serving.url) said = 'On, but this computer is on no network now: phones reach it once it is.';
+  else if (serving.on && serving.beyondNetwork) {
+    said = `Phones open Plandesk at ${serving.url} once signed in (make a sign-in link below). This address may be reachable from outside your network: anyone who reaches it sees the sign-in page, and nothing more without a link. The connection is not encrypted.`;
+  } else if (serving.on) {
+    said = `Phones on this Wi-Fi or network open Plandesk at ${serving.url} once signed in (make a sign-in link below). The connection is not encrypted: use this on your home or office network only.`;
+  }
   const status = $('settings-phone-status');
-  status.classList.toggle('warning-text', Boolean(serving.error));
-  status.textContent = serving.error
-    ? serving.error
-    : serving.on
-      ? `Serving at ${serving.url}: phones on this network open it once signed in. It speaks plain HTTP: use it on a network you trust.`
-      : '';
-  status.hidden = !status.textContent;
+  status.classList.toggle('warning-text', Boolean(serving.error || serving.beyondNetwork));
+  status.textContent = said;
+  status.hidden = !said;
+}
+
+/** A sign-in link made before the switch changed names an address that no longer serves. */
+function hideSignInLink() {
+  for (const id of ['settings-qr', 'settings-pair-link', 'settings-pair-here']) $(id).hidden = true;
 }
 
 async function loadPhoneServing() {
   try {
     showPhoneServing(await call('phone_serving'));
   } catch (e) {
-    showError(e);
+    sayPhoneProblem(e);
   }
 }
 
-/** Starts or stops serving this network, as the button says. */
+/** A refusal (a port that is not one, the store failing) is said beside the switch. */
+function sayPhoneProblem(e) {
+  const status = $('settings-phone-status');
+  status.classList.add('warning-text');
+  status.textContent = describe(e);
+  status.hidden = false;
+}
+
+/** Starts or stops letting phones in, as the button says: at once (Cancel does not undo it). */
 async function togglePhoneServing() {
   const button = $('settings-phone-serve');
   const on = button.dataset.on !== 'true';
   button.disabled = true;
+  button.textContent = on ? 'Starting…' : 'Stopping…';
+  hideSignInLink();
   try {
     showPhoneServing(await call('serve_phone', { on, port: $('settings-phone-port').value }));
   } catch (e) {
-    showError(e);
+    button.textContent = on ? 'Let phones on this network reach Plandesk' : 'Stop letting phones in';
+    sayPhoneProblem(e);
   } finally {
     button.disabled = false;
   }

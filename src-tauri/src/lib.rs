@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use plandesk::source::serve::nearby;
 use plandesk::view::{self, LiveChunk};
 use plandesk::{Chunk, ChunkSink, Engine, EngineError, Report};
 use tauri::ipc::Channel;
@@ -69,7 +70,7 @@ pub struct AppState {
     /// While on, closing the window hides it to the tray instead of quitting.
     pub keep_in_tray: AtomicBool,
     /// Whether the app serves the review to its network (Settings → Review from your phone).
-    pub phone: plandesk::source::serve::nearby::Switch,
+    pub phone: nearby::Switch,
     driven: Arc<Mutex<HashMap<String, Driven>>>,
     next_task: AtomicU64,
 }
@@ -331,10 +332,15 @@ pub fn run(options: Options) -> Result<(), String> {
             }
             inbox::install_tray(app.handle());
             inbox::watch(app.handle().clone(), engine.clone());
+            // Serving phones again if it did when the app last ran (once on a network).
             let app = app.handle().clone();
             tauri::async_runtime::spawn(async move {
                 let state = crate::state(&app);
-                state.phone.resume(&state.engine, &state.data_dir).await;
+                while state.phone.resume(&state.engine, &state.data_dir).await
+                    == nearby::Resumed::NoNetworkYet
+                {
+                    tokio::time::sleep(nearby::LOOK_AGAIN).await;
+                }
             });
             Ok(())
         })
@@ -351,11 +357,25 @@ pub fn run(options: Options) -> Result<(), String> {
                 }
             }
         })
-        .run(context)
-        .map_err(|e| format!("the app stopped: {e}"))?;
+        .build(context)
+        .map_err(|e| format!("the app could not start: {e}"))?
+        .run(|app, event| {
+            if let tauri::RunEvent::Exit = event {
+                // Quitting: every plan waiting on the phones' server is answered "not
+                // approved" (a dropped connection would leave its agent to decide).
+                let phone = &crate::state(app).phone;
+                let _ = tauri::async_runtime::block_on(tokio::time::timeout(
+                    QUIT_WAIT,
+                    phone.shut_down(),
+                ));
+            }
+        });
     drop(presence);
     Ok(())
 }
+
+/// How long quitting waits for the phones' server to answer what waits on it.
+const QUIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How long a launch waits for the page to load before it shows the window anyway.
 const SHOW_ANYWAY: std::time::Duration = std::time::Duration::from_secs(3);

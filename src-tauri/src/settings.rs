@@ -92,6 +92,8 @@ pub async fn save_settings<R: Runtime>(
         // reaches the window, which says so).
         tauri::async_runtime::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+            // What waits on the phones' server is answered before the process is replaced.
+            crate::state(&app).phone.shut_down().await;
             app.restart();
         });
     }

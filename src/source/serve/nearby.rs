@@ -4,10 +4,14 @@
 //! code without anyone starting a server in a terminal. Plain HTTP, as `serve --listen
 //! 0.0.0.0:…` is: for a network the person trusts (across the internet, `plandesk serve`
 //! behind a proxy with TLS). Every request still needs a session or a token.
+//!
+//! It is remembered with the network it was turned on for: at a later launch on another
+//! network (a café's Wi-Fi), it does not serve until the person turns it on there.
 
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use if_addrs::IfOperStatus;
 use serde::Serialize;
@@ -23,40 +27,90 @@ use crate::view::CommandError;
 
 /// The setting that holds the port the app serves its network at; absent, it does not.
 pub const PORT_SETTING: &str = "phone.port";
+/// The setting that holds the network it was turned on for (`192.168.1.0/24`).
+pub const NETWORK_SETTING: &str = "phone.network";
 /// The port offered first: `plandesk serve`'s.
 pub const DEFAULT_PORT: u16 = 8765;
+/// Connections the app's server holds at once (more wait to be accepted): a device on the
+/// network that opens many cannot take the files the app itself needs.
+const MAX_CONNECTIONS: usize = 256;
+/// How often a launch that found no network looks again.
+pub const LOOK_AGAIN: Duration = Duration::from_secs(30);
 
-/// How the names of virtual networks' interfaces start (containers' and virtual machines'
-/// bridges): a phone is never on one.
+/// How the names of virtual networks' interfaces start (containers', virtual machines' and
+/// overlay networks' bridges and taps): the phone beside this computer is never on one.
 const VIRTUAL: &[&str] = &[
-    "docker", "br-", "veth", "virbr", "podman", "cni", "lxc", "lxdbr", "vmnet", "vboxnet",
+    "docker", "br-", "veth", "virbr", "vnet", "tap", "podman", "cni", "lxc", "lxdbr", "incusbr",
+    "mpqemubr", "vmnet", "vboxnet", "zt", "bridge",
 ];
+
+/// This computer's IPv4 address on a network, with the length of that network's prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetworkAddress {
+    pub ip: Ipv4Addr,
+    pub prefix: u8,
+}
+
+impl NetworkAddress {
+    /// The network, as `192.168.1.0/24`.
+    pub fn network(&self) -> String {
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(self.prefix.min(32)))
+            .unwrap_or(0);
+        format!(
+            "{}/{}",
+            Ipv4Addr::from(u32::from(self.ip) & mask),
+            self.prefix
+        )
+    }
+
+    /// Whether the address is a private one (a home or office network): others may be
+    /// reached from beyond the network.
+    pub fn private(&self) -> bool {
+        self.ip.is_private()
+    }
+}
+
+/// How an interface's link stands, as [`pick`] weighs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Link {
+    /// Running.
+    Up,
+    /// Not known running (Linux says so of a link that is not: an unplugged cable that kept
+    /// its address), a last resort.
+    Unknown,
+    Down,
+}
 
 /// An IPv4 address of one of this computer's interfaces, as [`pick`] weighs it.
 #[derive(Debug, Clone)]
 struct Candidate {
     interface: String,
-    ip: Ipv4Addr,
-    /// Not down (an interface whose state the kernel does not know counts as up: a phone
-    /// may still reach it).
-    up: bool,
+    address: NetworkAddress,
+    link: Link,
     /// Point-to-point: a VPN's tunnel, whose address the phone beside this computer is not on.
     point_to_point: bool,
 }
 
 /// The address a phone on this computer's network reaches it at, if it has one.
-pub fn network_address() -> Option<Ipv4Addr> {
+pub fn network_address() -> Option<NetworkAddress> {
     let interfaces = if_addrs::get_if_addrs().ok()?;
     let candidates: Vec<Candidate> = interfaces
         .iter()
         .filter_map(|interface| match &interface.addr {
             if_addrs::IfAddr::V4(v4) => Some(Candidate {
                 interface: interface.name.clone(),
-                ip: v4.ip,
-                up: !matches!(
-                    interface.oper_status,
-                    IfOperStatus::Down | IfOperStatus::NotPresent | IfOperStatus::LowerLayerDown
-                ),
+                address: NetworkAddress {
+                    ip: v4.ip,
+                    prefix: v4.prefixlen,
+                },
+                link: match interface.oper_status {
+                    IfOperStatus::Up => Link::Up,
+                    IfOperStatus::Down
+                    | IfOperStatus::NotPresent
+                    | IfOperStatus::LowerLayerDown => Link::Down,
+                    _ => Link::Unknown,
+                },
                 point_to_point: interface.is_p2p(),
             }),
             if_addrs::IfAddr::V6(_) => None,
@@ -66,62 +120,44 @@ pub fn network_address() -> Option<Ipv4Addr> {
 }
 
 /// Of this computer's addresses, the one to put in a link for a phone: on an interface that is
-/// up, not loopback, link-local, point-to-point or virtual; a private address (a home or
-/// office network) before any other.
-fn pick(candidates: &[Candidate]) -> Option<Ipv4Addr> {
-    let usable = || {
-        candidates.iter().filter(|c| {
-            c.up && !c.point_to_point
-                && !c.ip.is_loopback()
-                && !c.ip.is_link_local()
-                && !c.ip.is_unspecified()
+/// not down, loopback, link-local, point-to-point or virtual; a running link before one not
+/// known to run, and a private address before any other.
+fn pick(candidates: &[Candidate]) -> Option<NetworkAddress> {
+    candidates
+        .iter()
+        .filter(|c| {
+            let ip = c.address.ip;
+            c.link != Link::Down
+                && !c.point_to_point
+                && !ip.is_loopback()
+                && !ip.is_link_local()
+                && !ip.is_unspecified()
                 && !VIRTUAL.iter().any(|v| c.interface.starts_with(v))
         })
-    };
-    usable()
-        .find(|c| c.ip.is_private())
-        .or_else(|| usable().next())
-        .map(|c| c.ip)
+        .min_by_key(|c| (c.link, !c.address.private()))
+        .map(|c| c.address)
 }
 
-/// The app's server on its network, while it runs.
+/// The app's server on its network, while it runs; dropped, it stops too.
 #[derive(Debug)]
-pub struct Nearby {
+struct Nearby {
     port: u16,
-    /// Where a phone reached it when it started (the address may change later: see
-    /// [`Nearby::url`]).
-    started_at: String,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
 
 impl Nearby {
     /// Serves the review, MCP and hooks on every address of this computer at `port`, as
-    /// `plandesk serve` does (waiting calls closed as abandoned when it stops). Refused, with
-    /// why in words a person can act on, when this computer is on no network or the port
-    /// cannot be had.
-    pub async fn start(engine: Engine, data_dir: PathBuf, port: u16) -> Result<Self, String> {
-        let Some(ip) = network_address() else {
-            return Err(
-                "This computer is on no network a phone could reach (it has no address but its \
-                 own): connect it to your Wi-Fi or network first"
-                    .into(),
-            );
-        };
-        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)))
-            .await
-            .map_err(|err| match err.kind() {
-                ErrorKind::AddrInUse => format!(
-                    "Port {port} is in use (by `plandesk serve`, or another program): choose \
-                     another port"
-                ),
-                ErrorKind::PermissionDenied => format!(
-                    "Port {port} needs privileges Plandesk does not have: choose one above 1023"
-                ),
-                _ => format!("Cannot serve on port {port}: {err}"),
-            })?;
+    /// `plandesk serve` does; links name `url`. Refused when the port cannot be had (see
+    /// [`cannot_listen`]).
+    async fn start(
+        engine: Engine,
+        data_dir: PathBuf,
+        port: u16,
+        url: String,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))).await?;
         let port = listener.local_addr().map_or(port, |a| a.port());
-        let started_at = format!("http://{ip}:{port}");
         // The app tells the person of each plan itself, as a desktop.
         let wait = WaitSettings {
             data_dir,
@@ -134,41 +170,37 @@ impl Nearby {
                 ..wait.clone()
             },
             mcp_wait: wait,
-            max_connections: None,
+            max_connections: Some(MAX_CONNECTIONS),
             max_per_token: None,
             trusted_proxies: Vec::new(),
-            public_url: Some(started_at.clone()),
+            public_url: Some(url),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(serve(engine, listener, options, async {
             let _ = stopped.await;
         }));
-        Ok(Self {
-            port,
-            started_at,
-            stop,
-            task,
-        })
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// Where a phone reaches the server now: this computer's address on its network at the
-    /// port (the one it had at the start if it has none now).
-    pub fn url(&self) -> String {
-        network_address().map_or_else(
-            || self.started_at.clone(),
-            |ip| format!("http://{ip}:{}", self.port),
-        )
+        Ok(Self { port, stop, task })
     }
 
     /// Stops serving: plans still waiting on it are closed as abandoned (each agent answered
     /// "not approved"), requests in flight get a few seconds to answer.
-    pub async fn stop(self) {
+    async fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.task.await;
+    }
+}
+
+/// Why the app cannot serve at `port`, in words a person can act on.
+fn cannot_listen(port: u16, err: &std::io::Error) -> String {
+    match err.kind() {
+        ErrorKind::AddrInUse => format!(
+            "Port {port} is taken by another program (Plandesk's own server, perhaps): choose \
+             another port"
+        ),
+        ErrorKind::PermissionDenied => {
+            format!("Port {port} is reserved for the system: choose one above 1023")
+        }
+        _ => format!("Plandesk cannot use port {port}: {err}"),
     }
 }
 
@@ -179,14 +211,26 @@ pub struct Serving {
     pub on: bool,
     /// The port it serves at, else the one to offer.
     pub port: u16,
-    /// Where a phone reaches it, while on.
+    /// Where a phone reaches it, while on and on a network.
     pub url: Option<String>,
+    /// Whether that address may be reached from beyond this computer's network (it is not a
+    /// private one): Settings says so.
+    pub beyond_network: bool,
     /// Why it does not serve although asked to (at this launch, or just now).
     pub error: Option<String>,
 }
 
+/// What [`Switch::resume`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resumed {
+    /// It serves, or was not asked to, or cannot (said in Settings): nothing more to do.
+    Done,
+    /// This computer is on no network yet: look again later ([`LOOK_AGAIN`]).
+    NoNetworkYet,
+}
+
 /// The app's switch for serving its network: on or off as the person last set it, remembered
-/// in the store ([`PORT_SETTING`]) for the next launch.
+/// in the store ([`PORT_SETTING`], [`NETWORK_SETTING`]) for the next launch.
 #[derive(Debug, Default)]
 pub struct Switch {
     state: Mutex<Switched>,
@@ -195,80 +239,130 @@ pub struct Switch {
 #[derive(Debug, Default)]
 struct Switched {
     server: Option<Nearby>,
-    /// Why the last start failed.
+    /// Why it does not serve although asked to.
     error: Option<String>,
 }
 
 impl Switch {
-    /// At launch: serves again if it served when the app last ran (a port now taken is said
-    /// in Settings, and tried again at the next launch).
-    pub async fn resume(&self, engine: &Engine, data_dir: &Path) {
-        let Ok(Some(port)) = saved_port(engine).await else {
-            return;
-        };
+    /// At launch: serves again if it served when the app last ran, on the same network. On
+    /// another network it does not (Settings says why); on none yet, it is to be tried again.
+    pub async fn resume(&self, engine: &Engine, data_dir: &Path) -> Resumed {
         let mut state = self.state.lock().await;
-        match Nearby::start(engine.clone(), data_dir.to_owned(), port).await {
-            Ok(server) => *state = Switched::serving(server),
-            Err(why) => state.error = Some(why),
+        if state.server.is_some() {
+            return Resumed::Done;
         }
+        let (port, allowed) = match remembered(engine).await {
+            Ok(Some(remembered)) => remembered,
+            Ok(None) => return Resumed::Done,
+            Err(err) => {
+                state.error = Some(format!("Plandesk cannot tell whether to serve: {err}"));
+                return Resumed::Done;
+            }
+        };
+        let Some(here) = network_address() else {
+            state.error = Some(format!(
+                "Not serving yet: this computer is on no network (phones were let in on \
+                 {allowed}); Plandesk looks again every {} s",
+                LOOK_AGAIN.as_secs()
+            ));
+            return Resumed::NoNetworkYet;
+        };
+        if here.network() != allowed {
+            state.error = Some(format!(
+                "Not serving: this computer is on another network ({}) than the one you let \
+                 phones reach Plandesk on ({allowed}). Turn it on again here if you trust this one.",
+                here.network()
+            ));
+            return Resumed::Done;
+        }
+        let url = format!("http://{}:{port}", here.ip);
+        *state = match Nearby::start(engine.clone(), data_dir.to_owned(), port, url).await {
+            Ok(server) => Switched::serving(server),
+            Err(err) => Switched::failed(cannot_listen(port, &err)),
+        };
+        Resumed::Done
     }
 
-    /// Serves at `port` (as typed; stopping what served before), and remembers it. A start
-    /// that fails leaves it off, and says why.
+    /// Serves at `port` (as typed; stopping what served before) on the network this computer
+    /// is on now, and remembers both. A start that fails leaves it off, and says why.
     pub async fn turn_on(
         &self,
         engine: &Engine,
         data_dir: &Path,
         port: &str,
     ) -> Result<Serving, CommandError> {
-        let port = match port.trim().parse::<u16>() {
-            Ok(port) if port != 0 => port,
-            _ => return Err(CommandError::invalid("Choose a port from 1 to 65535")),
-        };
+        let port = match port.trim() {
+            digits if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                digits.parse::<u16>().ok().filter(|&port| port != 0)
+            }
+            _ => None,
+        }
+        .ok_or_else(|| CommandError::invalid("Choose a port from 1 to 65535"))?;
         let mut state = self.state.lock().await;
         if let Some(server) = state.server.take() {
             server.stop().await;
         }
-        match Nearby::start(engine.clone(), data_dir.to_owned(), port).await {
+        let Some(here) = network_address() else {
+            forget(engine).await?;
+            *state = Switched::failed(
+                "This computer is on no network a phone could reach (it has no address but its \
+                 own): connect it to your Wi-Fi or network first"
+                    .into(),
+            );
+            return Ok(state.shown(port));
+        };
+        let url = format!("http://{}:{port}", here.ip);
+        match Nearby::start(engine.clone(), data_dir.to_owned(), port, url).await {
             Ok(server) => {
-                let port = server.port().to_string();
-                engine
-                    .set_setting(PORT_SETTING, Some(port.as_str()))
-                    .await?;
+                let port = server.port.to_string();
                 *state = Switched::serving(server);
+                engine.set_setting(PORT_SETTING, Some(&*port)).await?;
+                engine
+                    .set_setting(NETWORK_SETTING, Some(&*here.network()))
+                    .await?;
             }
-            Err(why) => {
-                engine.set_setting(PORT_SETTING, None).await?;
-                state.error = Some(why);
+            Err(err) => {
+                *state = Switched::failed(cannot_listen(port, &err));
+                forget(engine).await?;
             }
         }
         Ok(state.shown(port))
     }
 
-    /// Stops serving, and remembers that it does not.
+    /// Stops serving, then remembers that it does not.
     pub async fn turn_off(&self, engine: &Engine) -> Result<Serving, CommandError> {
         let mut state = self.state.lock().await;
-        engine.set_setting(PORT_SETTING, None).await?;
-        let port = state.server.as_ref().map_or(DEFAULT_PORT, Nearby::port);
+        let port = state.server.as_ref().map_or(DEFAULT_PORT, |s| s.port);
         if let Some(server) = state.server.take() {
             server.stop().await;
         }
         state.error = None;
+        forget(engine).await?;
         Ok(state.shown(port))
     }
 
+    /// The app is quitting (or starting again): stops serving, so that every plan waiting on
+    /// it is answered "not approved", and remembers it as it was for the next launch.
+    pub async fn shut_down(&self) {
+        if let Some(server) = self.state.lock().await.server.take() {
+            server.stop().await;
+        }
+    }
+
     pub async fn serving(&self, engine: &Engine) -> Serving {
-        let offered = saved_port(engine)
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or(DEFAULT_PORT);
+        let offered = match remembered(engine).await {
+            Ok(Some((port, _))) => port,
+            _ => DEFAULT_PORT,
+        };
         self.state.lock().await.shown(offered)
     }
 
-    /// Where a phone reaches the app's server, while it serves.
+    /// Where a phone reaches the app's server, while it serves and this computer is on a
+    /// network.
     pub async fn url(&self) -> Option<String> {
-        self.state.lock().await.server.as_ref().map(Nearby::url)
+        let state = self.state.lock().await;
+        let port = state.server.as_ref()?.port;
+        network_address().map(|here| format!("http://{}:{port}", here.ip))
     }
 }
 
@@ -280,24 +374,43 @@ impl Switched {
         }
     }
 
+    fn failed(why: String) -> Self {
+        Self {
+            server: None,
+            error: Some(why),
+        }
+    }
+
     /// As Settings shows it; `port` is the one to offer when it does not serve.
     fn shown(&self, port: u16) -> Serving {
+        let port = self.server.as_ref().map_or(port, |s| s.port);
+        let here = self.server.as_ref().and_then(|_| network_address());
         Serving {
             on: self.server.is_some(),
-            port: self.server.as_ref().map_or(port, Nearby::port),
-            url: self.server.as_ref().map(Nearby::url),
+            port,
+            url: here.map(|here| format!("http://{}:{port}", here.ip)),
+            beyond_network: here.is_some_and(|here| !here.private()),
             error: self.error.clone(),
         }
     }
 }
 
-/// The port the app last served at, if it was left serving (a value that is not a port is
-/// none).
-async fn saved_port(engine: &Engine) -> Result<Option<u16>, CommandError> {
-    let saved = engine.setting(PORT_SETTING).await?;
-    Ok(saved
-        .and_then(|port| port.parse().ok())
-        .filter(|&port| port != 0))
+/// The port and network the app last served at, if it was left serving (a port that is not
+/// one is none).
+async fn remembered(engine: &Engine) -> Result<Option<(u16, String)>, CommandError> {
+    let port = engine.setting(PORT_SETTING).await?;
+    let network = engine.setting(NETWORK_SETTING).await?;
+    let port = port
+        .and_then(|port| port.parse::<u16>().ok())
+        .filter(|&port| port != 0);
+    Ok(port.zip(network))
+}
+
+/// Forgets that the app serves its network.
+async fn forget(engine: &Engine) -> Result<(), CommandError> {
+    engine.set_setting(PORT_SETTING, None).await?;
+    engine.set_setting(NETWORK_SETTING, None).await?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -307,8 +420,11 @@ mod tests {
     fn address(interface: &str, ip: [u8; 4]) -> Candidate {
         Candidate {
             interface: interface.into(),
-            ip: Ipv4Addr::from(ip),
-            up: true,
+            address: NetworkAddress {
+                ip: Ipv4Addr::from(ip),
+                prefix: 24,
+            },
+            link: Link::Up,
             point_to_point: false,
         }
     }
@@ -321,19 +437,30 @@ mod tests {
             address("eth1", [203, 0, 113, 7]),
             address("wlp2s0", [192, 168, 1, 20]),
         ]);
-        assert_eq!(found, Some(Ipv4Addr::new(192, 168, 1, 20)));
-        // No private address: any other this computer has on a real network.
+        assert_eq!(found.map(|a| a.ip), Some(Ipv4Addr::new(192, 168, 1, 20)));
+        // No private address: any other this computer has on a real network (Settings warns).
         let found = pick(&[
             address("lo", [127, 0, 0, 1]),
             address("eth0", [192, 0, 2, 2]),
         ]);
-        assert_eq!(found, Some(Ipv4Addr::new(192, 0, 2, 2)));
+        assert_eq!(found.map(|a| a.ip), Some(Ipv4Addr::new(192, 0, 2, 2)));
+        assert!(!found.unwrap().private());
+        // A running link before one not known to run (an unplugged cable that kept its
+        // address), whatever its address.
+        let unplugged = Candidate {
+            link: Link::Unknown,
+            ..address("enp3s0", [192, 168, 1, 30])
+        };
+        let found = pick(&[unplugged.clone(), address("wlan0", [198, 51, 100, 4])]);
+        assert_eq!(found.map(|a| a.ip), Some(Ipv4Addr::new(198, 51, 100, 4)));
+        let found = pick(&[unplugged]);
+        assert_eq!(found.map(|a| a.ip), Some(Ipv4Addr::new(192, 168, 1, 30)));
     }
 
     #[test]
     fn no_address_a_phone_cannot_reach_is_ever_named() {
         let down = Candidate {
-            up: false,
+            link: Link::Down,
             ..address("wlp2s0", [192, 168, 1, 20])
         };
         let vpn = Candidate {
@@ -346,11 +473,26 @@ mod tests {
             address("virbr0", [192, 168, 122, 1]),
             address("veth12ab", [10, 0, 0, 5]),
             address("br-5e1f", [172, 18, 0, 1]),
+            address("zt7nnkz3ab", [10, 147, 17, 3]),
+            address("tap0", [10, 9, 0, 2]),
             address("eth2", [0, 0, 0, 0]),
             down,
             vpn,
         ]);
         assert_eq!(found, None);
         assert_eq!(pick(&[]), None);
+    }
+
+    #[test]
+    fn a_network_is_named_by_its_first_address_and_prefix() {
+        let here = |ip: [u8; 4], prefix| NetworkAddress {
+            ip: Ipv4Addr::from(ip),
+            prefix,
+        };
+        assert_eq!(here([192, 168, 1, 20], 24).network(), "192.168.1.0/24");
+        assert_eq!(here([10, 1, 2, 3], 8).network(), "10.0.0.0/8");
+        assert_eq!(here([172, 20, 5, 9], 20).network(), "172.20.0.0/20");
+        assert_eq!(here([192, 0, 2, 2], 32).network(), "192.0.2.2/32");
+        assert_eq!(here([192, 0, 2, 2], 0).network(), "0.0.0.0/0");
     }
 }

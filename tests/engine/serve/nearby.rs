@@ -1,8 +1,12 @@
 //! The app serving its network (Settings → Review from your phone), over real HTTP at this
-//! computer's own network address: on at a port the person chose, remembered and resumed at
-//! the next launch, a taken port said plainly, off until turned on again.
+//! computer's own network address: on at a port the person chose, remembered with its network
+//! and resumed at the next launch there (not on another network), a taken port said plainly,
+//! waiting plans answered "not approved" when it stops or the app quits, off until turned on
+//! again.
 
-use plandesk::source::serve::nearby::{network_address, Switch, DEFAULT_PORT, PORT_SETTING};
+use plandesk::source::serve::nearby::{
+    network_address, Resumed, Switch, DEFAULT_PORT, NETWORK_SETTING, PORT_SETTING,
+};
 use plandesk::source::serve::web::pair;
 use plandesk::Engine;
 
@@ -24,51 +28,48 @@ async fn status(url: &str) -> Option<u16> {
     answer.ok().map(|r| r.status().as_u16())
 }
 
-/// Waits until nothing answers at `url` any more (a server stopping drains for a moment).
-async fn until_closed(url: &str) {
-    for _ in 0..150 {
-        if status(url).await.is_none() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{url} still answers");
+/// A Claude Code http hook's plan waiting on the server at `base`, answered when it stops.
+async fn waiting_hook(fx: &Fixture, base: &str, session: &str) -> tokio::task::JoinHandle<Value> {
+    let token = create_token(fx, session);
+    let base = base.to_owned();
+    let payload = hook_payload(session, json!({"plan": "# Wait\n\nfor me"}));
+    let answer =
+        tokio::spawn(async move { json_of(post_hook(&base, Some(&token), &payload).await).await });
+    until_pending(fx).await;
+    answer
+}
+
+/// The hook's answer: "not approved".
+fn assert_denied(answer: &Value) {
+    let decision = &answer["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny", "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch() {
+async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch_there() {
     let fx = Fixture::new(json!([]));
     let engine = Engine::open_at(&fx.store, "app").await.unwrap();
+    let here = network_address().expect("this test needs this computer on a network");
+    assert!(!here.ip.is_loopback(), "{here:?}");
     let switch = Switch::default();
     let off = switch.serving(&engine).await;
     assert_eq!(
         (off.on, off.port, off.url, off.error),
         (false, DEFAULT_PORT, None, None)
     );
-    let port = free_port();
-    let Some(ip) = network_address() else {
-        // This computer is on no network: the switch says so and serves nothing.
-        let shown = switch
-            .turn_on(&engine, &fx.data, &port.to_string())
-            .await
-            .unwrap();
-        assert!(!shown.on);
-        assert!(shown.error.unwrap().contains("on no network"));
-        return;
-    };
-    assert!(!ip.is_loopback(), "{ip}");
 
     // On: the review answers at this computer's network address, and a sign-in link names it.
+    let port = free_port();
     let on = switch
         .turn_on(&engine, &fx.data, &format!(" {port} "))
         .await
         .unwrap();
-    let url = format!("http://{ip}:{port}");
+    let url = format!("http://{}:{port}", here.ip);
     assert_eq!(
         (on.on, on.port, on.url.as_deref()),
         (true, port, Some(&*url))
     );
-    assert_eq!(on.error, None);
+    assert_eq!((on.beyond_network, on.error), (!here.private(), None));
     let page = format!("{url}/?signin=1");
     assert_eq!(
         status(&page).await,
@@ -78,6 +79,10 @@ async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch(
     assert_eq!(
         engine.setting(PORT_SETTING).await.unwrap(),
         Some(port.to_string())
+    );
+    assert_eq!(
+        engine.setting(NETWORK_SETTING).await.unwrap(),
+        Some(here.network())
     );
     let base = switch.url().await;
     let link = pair::sign_in_link(&engine, None, base.as_deref())
@@ -92,40 +97,98 @@ async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch(
 
     // Another launch on the same store while this one serves: the port is taken, and said so.
     let other = Switch::default();
-    other.resume(&engine, &fx.data).await;
+    assert_eq!(other.resume(&engine, &fx.data).await, Resumed::Done);
     let shown = other.serving(&engine).await;
     assert!(!shown.on);
     let why = shown.error.unwrap();
-    assert!(why.contains(&format!("Port {port} is in use")), "{why}");
+    assert!(why.starts_with(&format!("Port {port} is taken")), "{why}");
 
-    // The app quits serving: the next launch serves again, at the same port.
-    drop(switch);
-    until_closed(&page).await;
+    // The app quits: what waits on it is told no, and the next launch serves again.
+    let waiting = waiting_hook(&fx, &url, "quit").await;
+    switch.shut_down().await;
+    assert_denied(&waiting.await.unwrap());
+    assert_eq!(status(&page).await, None);
     let next = Switch::default();
-    next.resume(&engine, &fx.data).await;
+    assert_eq!(next.resume(&engine, &fx.data).await, Resumed::Done);
     let resumed = next.serving(&engine).await;
     assert_eq!((resumed.on, resumed.port), (true, port));
     assert_eq!(status(&page).await, Some(401));
 
-    // Off: nothing answers, and the launch after does not serve.
+    // Off: what waits is told no, nothing answers, and the launch after does not serve.
+    let waiting = waiting_hook(&fx, &url, "stop").await;
     let off = next.turn_off(&engine).await.unwrap();
+    assert_denied(&waiting.await.unwrap());
     assert_eq!((off.on, off.url), (false, None));
     assert_eq!(status(&page).await, None);
     assert_eq!(engine.setting(PORT_SETTING).await.unwrap(), None);
+    assert_eq!(engine.setting(NETWORK_SETTING).await.unwrap(), None);
     let after = Switch::default();
     after.resume(&engine, &fx.data).await;
     assert!(!after.serving(&engine).await.on);
+    let statuses: Vec<Value> = fx.listing(&["history"]).as_array().unwrap().clone();
+    assert!(
+        statuses.iter().all(|r| r["status"] == "abandoned"),
+        "{statuses:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_another_network_the_next_launch_does_not_serve() {
+    let fx = Fixture::new(json!([]));
+    let engine = Engine::open_at(&fx.store, "app").await.unwrap();
+    let here = network_address().expect("this test needs this computer on a network");
+    let port = free_port();
+    let switch = Switch::default();
+    assert!(
+        switch
+            .turn_on(&engine, &fx.data, &port.to_string())
+            .await
+            .unwrap()
+            .on
+    );
+    switch.shut_down().await;
+    // As if the phones were let in at home, and the computer is now at a café.
+    engine
+        .set_setting(NETWORK_SETTING, Some("203.0.113.0/24"))
+        .await
+        .unwrap();
+    let next = Switch::default();
+    assert_eq!(next.resume(&engine, &fx.data).await, Resumed::Done);
+    let shown = next.serving(&engine).await;
+    assert!(!shown.on);
+    assert_eq!(
+        shown.error.as_deref(),
+        Some(&*format!(
+            "Not serving: this computer is on another network ({}) than the one you let phones \
+             reach Plandesk on (203.0.113.0/24). Turn it on again here if you trust this one.",
+            here.network()
+        ))
+    );
+    assert_eq!(
+        status(&format!("http://{}:{port}/?signin=1", here.ip)).await,
+        None
+    );
+    // Turned on again here, it serves, and this network is the one remembered.
+    assert!(
+        next.turn_on(&engine, &fx.data, &port.to_string())
+            .await
+            .unwrap()
+            .on
+    );
+    assert_eq!(
+        engine.setting(NETWORK_SETTING).await.unwrap(),
+        Some(here.network())
+    );
+    next.turn_off(&engine).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_port_that_is_taken_or_not_a_port_serves_nothing_and_says_why() {
-    if network_address().is_none() {
-        return; // the test above holds a computer on no network to what it says
-    }
     let fx = Fixture::new(json!([]));
     let engine = Engine::open_at(&fx.store, "app").await.unwrap();
+    network_address().expect("this test needs this computer on a network");
     let switch = Switch::default();
-    for typed in ["", "0", "65536", "80a", "-1"] {
+    for typed in ["", "0", "65536", "80a", "-1", "+80", "8 0"] {
         let refused = switch.turn_on(&engine, &fx.data, typed).await.unwrap_err();
         assert_eq!(refused.code, "invalid-input", "{typed:?}");
         assert_eq!(refused.message, "Choose a port from 1 to 65535");
@@ -138,7 +201,7 @@ async fn a_port_that_is_taken_or_not_a_port_serves_nothing_and_says_why() {
         .unwrap();
     assert!(!shown.on);
     let why = shown.error.unwrap();
-    assert!(why.starts_with(&format!("Port {port} is in use")), "{why}");
+    assert!(why.starts_with(&format!("Port {port} is taken")), "{why}");
     assert_eq!(
         engine.setting(PORT_SETTING).await.unwrap(),
         None,

@@ -363,11 +363,11 @@ pub fn run(options: Options) -> Result<(), String> {
             if let tauri::RunEvent::Exit = event {
                 // Quitting: every plan waiting on the phones' server is answered "not
                 // approved" (a dropped connection would leave its agent to decide).
+                // (The timeout is made inside the runtime: its timer needs one.)
                 let phone = &crate::state(app).phone;
-                let _ = tauri::async_runtime::block_on(tokio::time::timeout(
-                    QUIT_WAIT,
-                    phone.shut_down(),
-                ));
+                tauri::async_runtime::block_on(async {
+                    let _ = tokio::time::timeout(QUIT_WAIT, phone.shut_down()).await;
+                });
             }
         });
     drop(presence);

@@ -2,10 +2,12 @@
 // does (the same entry in the agent's own settings file, other entries kept), and takes it out.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { closeWindow, waitForWindow } from '../package/desktop.mjs';
 import { launchChromium } from '../ui/chromium.mjs';
 import { ARTIFACTS, CLI, cli, fixture, openApp, startDriver } from './harness.mjs';
 
@@ -118,7 +120,7 @@ async function untilStatus(url, status, what) {
   assert.fail(`${what}: ${url} still answers ${await statusOf(url)}`);
 }
 
-test('Settings → Review from your phone: the app serves its network, a phone signs in at its address and reviews; Stop ends it', async () => {
+test('Settings → Review from your phone: the app serves its network, a phone signs in at its address and reviews; quitting answers a waiting hook no; Stop ends it', async () => {
   const fx = fixture();
   cli(fx, ['run', '--model', 'demo', '--workspace', fx.workspace, 'Add a health check endpoint']);
   const [pending] = JSON.parse(cli(fx, ['--json', 'pending']));
@@ -170,9 +172,27 @@ test('Settings → Review from your phone: the app serves its network, a phone s
     await phone.close();
     phone = null;
 
-    // Quit and start again: it serves again, at the same address.
+    // A Claude Code http hook waits on it; the person closes the window, which quits the app:
+    // the hook is answered "not approved" before the app is gone.
+    const token = cli(fx, ['token', 'create', 'laptop']).trim();
+    const hook = fetch(`${url}/hooks/claude`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: 'quit', transcript_path: '/nowhere.jsonl', cwd: fx.workspace, permission_mode: 'plan',
+        hook_event_name: 'PermissionRequest', tool_name: 'ExitPlanMode', tool_input: { plan: '# Wait for me\n\nA step.' } }),
+    }).then((r) => r.json());
+    await app.waitFor("[...document.querySelectorAll('#inbox li')].some((li) => li.innerText.includes('Wait for me'))", { what: 'the hook\'s plan in the inbox' });
+    const [pid] = execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n');
+    const [shown] = await waitForWindow(pid, 'plandesk-app');
+    closeWindow(shown);
+    const answer = await hook;
+    assert.equal(answer.hookSpecificOutput.decision.behavior, 'deny', JSON.stringify(answer));
     await app.close();
     await untilStatus(`${url}/?signin=1`, null, 'the app quit');
+    const waited = JSON.parse(cli(fx, ['--json', 'history'])).find((r) => r.title === 'Wait for me');
+    assert.equal(waited.status, 'abandoned');
+
+    // Started again: it serves again, at the same address.
     app = await openApp(PORT, fx);
     await untilStatus(`${url}/?signin=1`, 401, 'served again at the next launch');
     await app.click('#settings-btn');

@@ -365,10 +365,11 @@ async fn deliver(
 /// web review at `base`. The inbox (`feed`, the server's one reader of it) is followed only
 /// while there are webhooks: without any, each change to the store costs one read of the
 /// webhooks, not of the inbox. The first read announces the plans that became pending since
-/// the server started, or, for a webhook added while it runs, since it last saw none (by the
-/// clock of the process that submitted them): a plan submitted while that read was under way
-/// is not missed.
-pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
+/// the server started (`started`, taken before it accepts a request: this task may first run
+/// after the first plan came in), or, for a webhook added while it runs, since it last saw none
+/// (by the clock of the process that submitted them): a plan submitted while that read was
+/// under way is not missed.
+pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed, started: Millis) {
     use futures::StreamExt;
     use std::collections::HashSet;
 
@@ -376,7 +377,7 @@ pub async fn announce_new(engine: Engine, base: String, feed: InboxFeed) {
     let mut changes = engine.changes().fuse();
     // Since when what is pending is new to the webhooks: the server's start, or when they were
     // last seen to be none.
-    let mut none_since: Millis = engine.now_millis();
+    let mut none_since: Millis = started;
     loop {
         let looked = engine.now_millis();
         match saved(&engine).await {

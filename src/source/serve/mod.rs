@@ -135,6 +135,8 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    // What is pending from now on is new to the webhooks (before any request is accepted).
+    let started = engine.now_millis();
     let (stop, stopped) = watch::channel(false);
     let server = PlanServer::inline(engine.clone(), options.mcp_wait, stopped.clone());
     // Stateless: each call is one POST whose event stream is its answer, so a client that
@@ -205,13 +207,21 @@ pub async fn serve(
         state.engine.clone(),
         base,
         inbox,
+        started,
     ));
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(connections));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            break;
+        // Told to stop while every slot is taken (by clients that hold their connections
+        // open), it stops all the same.
+        let slot = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
         };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {

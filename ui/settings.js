@@ -1,5 +1,5 @@
 // The Settings and keyboard-help dialogs (their markup is in index.html).
-import { call, describe, newestRead } from './api.js';
+import { call, describe, inBrowser, listen, newestRead } from './api.js';
 import { $, h, clear } from './dom.js';
 import { state } from './state.js';
 import { showError } from './banner.js';
@@ -29,11 +29,10 @@ function showPhoneServing(serving) {
   $('settings-phone-port').disabled = serving.on;
   let said = '';
   if (serving.error) said = serving.error;
-  else if (serving.on && !serving.url) said = 'On, but this computer is on no network now: phones reach it once it is.';
   else if (serving.on && serving.beyondNetwork) {
     said = `Phones open Plandesk at ${serving.url} once signed in (make a sign-in link below). This address may be reachable from outside your network: anyone who reaches it sees the sign-in page, and nothing more without a link. The connection is not encrypted.`;
   } else if (serving.on) {
-    said = `Phones on this Wi-Fi or network open Plandesk at ${serving.url} once signed in (make a sign-in link below). The connection is not encrypted: use this on your home or office network only.`;
+    said = `Phones on this Wi-Fi or network (${serving.network}) open Plandesk at ${serving.url} once signed in (make a sign-in link below). It stops while this computer is on another network. The connection is not encrypted: use this on your home or office network only.`;
   }
   const status = $('settings-phone-status');
   status.classList.toggle('warning-text', Boolean(serving.error || serving.beyondNetwork));
@@ -72,7 +71,8 @@ async function togglePhoneServing() {
   try {
     showPhoneServing(await call('serve_phone', { on, port: $('settings-phone-port').value }));
   } catch (e) {
-    button.textContent = on ? 'Let phones on this network reach Plandesk' : 'Stop letting phones in';
+    // Where it stands now, then why the click did not do what it said.
+    await loadPhoneServing();
     sayPhoneProblem(e);
   } finally {
     button.disabled = false;
@@ -232,4 +232,11 @@ export function initDialogs() {
   $('settings-pair').addEventListener('click', makeSignInLink);
   $('settings-phone-serve').addEventListener('click', togglePhoneServing);
   $('webhook-add').addEventListener('click', addWebhook);
+  // The app lets phones in by itself too (at launch, back on the network allowed): Settings,
+  // if open, follows. (A browser has no Settings.)
+  if (!inBrowser()) {
+    listen('phone-serving', (serving) => {
+      if ($('settings').open && $('settings-phone-serve').disabled === false) showPhoneServing(serving);
+    });
+  }
 }

@@ -23,7 +23,7 @@ use plandesk::view::{self, LiveChunk};
 use plandesk::{Chunk, ChunkSink, Engine, EngineError, Report};
 use tauri::ipc::Channel;
 use tauri::webview::PageLoadEvent;
-use tauri::{Manager, Runtime, WebviewUrl, WebviewWindowBuilder, WindowEvent};
+use tauri::{Emitter, Manager, Runtime, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 
 use crate::ipc::RunEvent;
 
@@ -332,16 +332,7 @@ pub fn run(options: Options) -> Result<(), String> {
             }
             inbox::install_tray(app.handle());
             inbox::watch(app.handle().clone(), engine.clone());
-            // Serving phones again if it did when the app last ran (once on a network).
-            let app = app.handle().clone();
-            tauri::async_runtime::spawn(async move {
-                let state = crate::state(&app);
-                while state.phone.resume(&state.engine, &state.data_dir).await
-                    == nearby::Resumed::NoNetworkYet
-                {
-                    tokio::time::sleep(nearby::LOOK_AGAIN).await;
-                }
-            });
+            follow_network(app.handle().clone());
             Ok(())
         })
         .on_window_event(|window, event| {
@@ -360,14 +351,20 @@ pub fn run(options: Options) -> Result<(), String> {
         .build(context)
         .map_err(|e| format!("the app could not start: {e}"))?
         .run(|app, event| {
-            if let tauri::RunEvent::Exit = event {
-                // Quitting: every plan waiting on the phones' server is answered "not
-                // approved" (a dropped connection would leave its agent to decide).
-                // (The timeout is made inside the runtime: its timer needs one.)
-                let phone = &crate::state(app).phone;
-                tauri::async_runtime::block_on(async {
-                    let _ = tokio::time::timeout(QUIT_WAIT, phone.shut_down()).await;
-                });
+            if let tauri::RunEvent::ExitRequested { api, code, .. } = event {
+                // Quitting: first every plan waiting on the phones' server is answered "not
+                // approved" (a dropped connection would leave its agent to decide), on a task
+                // of its own while the main thread goes on (the inbox watcher, telling the
+                // tray of the plans closed, needs it); then the app exits for good.
+                if !QUITTING.swap(true, Ordering::Relaxed) {
+                    api.prevent_exit();
+                    let app = app.clone();
+                    tauri::async_runtime::spawn(async move {
+                        let phone = &crate::state(&app).phone;
+                        let _ = tokio::time::timeout(QUIT_WAIT, phone.shut_down()).await;
+                        app.exit(code.unwrap_or(0));
+                    });
+                }
             }
         });
     drop(presence);
@@ -375,7 +372,32 @@ pub fn run(options: Options) -> Result<(), String> {
 }
 
 /// How long quitting waits for the phones' server to answer what waits on it.
-const QUIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const QUIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Set once quitting has begun: the exit asked for after the phones' server stopped goes
+/// through.
+static QUITTING: AtomicBool = AtomicBool::new(false);
+
+/// Lets phones in while the person left it on and this computer is on the network it was
+/// turned on for, looking again every [`nearby::LOOK_AGAIN`]; the window hears of each change
+/// (`phone-serving`), for Settings.
+fn follow_network<R: Runtime>(app: tauri::AppHandle<R>) {
+    tauri::async_runtime::spawn(async move {
+        let mut told = None;
+        loop {
+            let state = crate::state(&app);
+            state
+                .phone
+                .follow_network(&state.engine, &state.data_dir)
+                .await;
+            let serving = state.phone.serving(&state.engine).await;
+            if told.as_ref() != Some(&serving) {
+                let _ = app.emit("phone-serving", &serving);
+                told = Some(serving);
+            }
+            tokio::time::sleep(nearby::LOOK_AGAIN).await;
+        }
+    });
+}
 
 /// How long a launch waits for the page to load before it shows the window anyway.
 const SHOW_ANYWAY: std::time::Duration = std::time::Duration::from_secs(3);

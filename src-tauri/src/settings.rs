@@ -93,7 +93,8 @@ pub async fn save_settings<R: Runtime>(
         tauri::async_runtime::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(800)).await;
             // What waits on the phones' server is answered before the process is replaced.
-            crate::state(&app).phone.shut_down().await;
+            let state = crate::state(&app);
+            let _ = tokio::time::timeout(crate::QUIT_WAIT, state.phone.shut_down()).await;
             app.restart();
         });
     }

@@ -140,7 +140,7 @@ test('Settings → Review from your phone: the app serves its network, a phone s
     await app.click('#settings-phone-serve');
     await app.waitFor("document.querySelector('#settings-phone-serve').dataset.on === 'true' || !document.querySelector('#settings-phone-status').hidden", { what: 'the answer' });
     const status = await app.text('#settings-phone-status');
-    const url = status.match(/^Phones (?:on this Wi-Fi or network )?open Plandesk at (http:\/\/[\d.]+:\d+) once signed in/)?.[1];
+    const url = status.match(/^Phones (?:on this Wi-Fi or network \([\d./]+\) )?open Plandesk at (http:\/\/[\d.]+:\d+) once signed in/)?.[1];
     assert.ok(url, status);
     const host = new URL(url).hostname;
     assert.ok(addresses.includes(host), `${url}: one of ${addresses}`);

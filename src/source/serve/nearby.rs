@@ -5,8 +5,10 @@
 //! 0.0.0.0:…` is: for a network the person trusts (across the internet, `plandesk serve`
 //! behind a proxy with TLS). Every request still needs a session or a token.
 //!
-//! It is remembered with the network it was turned on for: at a later launch on another
-//! network (a café's Wi-Fi), it does not serve until the person turns it on there.
+//! It listens at this computer's address on the network it was turned on for, and only while
+//! the computer is on that network (by its address range, such as `192.168.1.0/24`: another
+//! network with the same range, as many home routers give, counts as the same): on another
+//! network (a café's Wi-Fi) it stops, and serves again once back.
 
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -34,7 +36,7 @@ pub const DEFAULT_PORT: u16 = 8765;
 /// Connections the app's server holds at once (more wait to be accepted): a device on the
 /// network that opens many cannot take the files the app itself needs.
 const MAX_CONNECTIONS: usize = 256;
-/// How often a launch that found no network looks again.
+/// How often the app looks at which network this computer is on.
 pub const LOOK_AGAIN: Duration = Duration::from_secs(30);
 
 /// How the names of virtual networks' interfaces start (containers', virtual machines' and
@@ -141,22 +143,24 @@ fn pick(candidates: &[Candidate]) -> Option<NetworkAddress> {
 /// The app's server on its network, while it runs; dropped, it stops too.
 #[derive(Debug)]
 struct Nearby {
+    /// The address it listens at: this computer's on the network allowed, and no other (not a
+    /// VPN's, not a container bridge's, not another network's it joins meanwhile).
+    at: NetworkAddress,
     port: u16,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
 
 impl Nearby {
-    /// Serves the review, MCP and hooks on every address of this computer at `port`, as
-    /// `plandesk serve` does; links name `url`. Refused when the port cannot be had (see
-    /// [`cannot_listen`]).
+    /// Serves the review, MCP and hooks at `at`'s address and `port`, as `plandesk serve`
+    /// does. Refused when the port cannot be had (see [`cannot_listen`]).
     async fn start(
         engine: Engine,
         data_dir: PathBuf,
+        at: NetworkAddress,
         port: u16,
-        url: String,
     ) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))).await?;
+        let listener = TcpListener::bind(SocketAddr::from((at.ip, port))).await?;
         let port = listener.local_addr().map_or(port, |a| a.port());
         // The app tells the person of each plan itself, as a desktop.
         let wait = WaitSettings {
@@ -173,13 +177,18 @@ impl Nearby {
             max_connections: Some(MAX_CONNECTIONS),
             max_per_token: None,
             trusted_proxies: Vec::new(),
-            public_url: Some(url),
+            public_url: Some(url(at, port)),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(serve(engine, listener, options, async {
             let _ = stopped.await;
         }));
-        Ok(Self { port, stop, task })
+        Ok(Self {
+            at,
+            port,
+            stop,
+            task,
+        })
     }
 
     /// Stops serving: plans still waiting on it are closed as abandoned (each agent answered
@@ -188,6 +197,11 @@ impl Nearby {
         let _ = self.stop.send(());
         let _ = self.task.await;
     }
+}
+
+/// Where a phone reaches the server at `at` and `port`.
+fn url(at: NetworkAddress, port: u16) -> String {
+    format!("http://{}:{port}", at.ip)
 }
 
 /// Why the app cannot serve at `port`, in words a person can act on.
@@ -211,26 +225,20 @@ pub struct Serving {
     pub on: bool,
     /// The port it serves at, else the one to offer.
     pub port: u16,
-    /// Where a phone reaches it, while on and on a network.
+    /// Where a phone reaches it, while on.
     pub url: Option<String>,
-    /// Whether that address may be reached from beyond this computer's network (it is not a
+    /// The network it serves, as `192.168.1.0/24`, while on.
+    pub network: Option<String>,
+    /// Whether its address may be reached from beyond this computer's network (it is not a
     /// private one): Settings says so.
     pub beyond_network: bool,
     /// Why it does not serve although asked to (at this launch, or just now).
     pub error: Option<String>,
 }
 
-/// What [`Switch::resume`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resumed {
-    /// It serves, or was not asked to, or cannot (said in Settings): nothing more to do.
-    Done,
-    /// This computer is on no network yet: look again later ([`LOOK_AGAIN`]).
-    NoNetworkYet,
-}
-
 /// The app's switch for serving its network: on or off as the person last set it, remembered
-/// in the store ([`PORT_SETTING`], [`NETWORK_SETTING`]) for the next launch.
+/// in the store ([`PORT_SETTING`], [`NETWORK_SETTING`]) for the next launch, and serving only
+/// while this computer is on the network it was turned on for ([`Switch::follow_network`]).
 #[derive(Debug, Default)]
 pub struct Switch {
     state: Mutex<Switched>,
@@ -241,50 +249,70 @@ struct Switched {
     server: Option<Nearby>,
     /// Why it does not serve although asked to.
     error: Option<String>,
+    /// Turned off by the person in this session (even if the store could not be told).
+    off: bool,
+    /// The app is quitting: nothing starts again.
+    closed: bool,
 }
 
 impl Switch {
-    /// At launch: serves again if it served when the app last ran, on the same network. On
-    /// another network it does not (Settings says why); on none yet, it is to be tried again.
-    pub async fn resume(&self, engine: &Engine, data_dir: &Path) -> Resumed {
+    /// At launch, and every [`LOOK_AGAIN`] while the app runs: serves while the person left it
+    /// on and this computer is on the network it was turned on for, at its address there;
+    /// stops (still remembering it) while the computer is on another network or none, and
+    /// Settings says why.
+    pub async fn follow_network(&self, engine: &Engine, data_dir: &Path) {
         let mut state = self.state.lock().await;
-        if state.server.is_some() {
-            return Resumed::Done;
+        if state.closed || state.off {
+            return;
         }
         let (port, allowed) = match remembered(engine).await {
             Ok(Some(remembered)) => remembered,
-            Ok(None) => return Resumed::Done,
+            Ok(None) => return,
             Err(err) => {
-                state.error = Some(format!("Plandesk cannot tell whether to serve: {err}"));
-                return Resumed::Done;
+                if state.server.is_none() {
+                    state.error = Some(format!("Plandesk cannot tell whether to serve: {err}"));
+                }
+                return;
             }
         };
-        let Some(here) = network_address() else {
-            state.error = Some(format!(
-                "Not serving yet: this computer is on no network (phones were let in on \
-                 {allowed}); Plandesk looks again every {} s",
-                LOOK_AGAIN.as_secs()
-            ));
-            return Resumed::NoNetworkYet;
-        };
-        if here.network() != allowed {
-            state.error = Some(format!(
-                "Not serving: this computer is on another network ({}) than the one you let \
-                 phones reach Plandesk on ({allowed}). Turn it on again here if you trust this one.",
-                here.network()
-            ));
-            return Resumed::Done;
+        let here = network_address().filter(|here| here.network() == allowed);
+        if let (Some(here), Some(server)) = (here, &state.server) {
+            if server.at == here {
+                return;
+            }
         }
-        let url = format!("http://{}:{port}", here.ip);
-        *state = match Nearby::start(engine.clone(), data_dir.to_owned(), port, url).await {
-            Ok(server) => Switched::serving(server),
-            Err(err) => Switched::failed(cannot_listen(port, &err)),
+        // Off the network allowed, or at another address on it: not where it listens.
+        if let Some(server) = state.server.take() {
+            server.stop().await;
+        }
+        let Some(here) = here else {
+            state.error = Some(match network_address() {
+                Some(other) => format!(
+                    "Not letting phones in: this computer is on another network ({}) than the \
+                     one you let them in on ({allowed}). Turn it on again here if you trust \
+                     this one.",
+                    other.network()
+                ),
+                None => format!(
+                    "Not letting phones in yet: this computer is on no network (they were let \
+                     in on {allowed}); Plandesk looks again every {} s",
+                    LOOK_AGAIN.as_secs()
+                ),
+            });
+            return;
         };
-        Resumed::Done
+        match Nearby::start(engine.clone(), data_dir.to_owned(), here, port).await {
+            Ok(server) => {
+                state.server = Some(server);
+                state.error = None;
+            }
+            Err(err) => state.error = Some(cannot_listen(port, &err)),
+        }
     }
 
     /// Serves at `port` (as typed; stopping what served before) on the network this computer
-    /// is on now, and remembers both. A start that fails leaves it off, and says why.
+    /// is on now, and remembers both. A start that fails, or that cannot be remembered, leaves
+    /// it off, and says why.
     pub async fn turn_on(
         &self,
         engine: &Engine,
@@ -299,30 +327,47 @@ impl Switch {
         }
         .ok_or_else(|| CommandError::invalid("Choose a port from 1 to 65535"))?;
         let mut state = self.state.lock().await;
+        if state.closed {
+            return Err(CommandError::new("quitting", "Plandesk is quitting"));
+        }
         if let Some(server) = state.server.take() {
             server.stop().await;
         }
+        state.off = false;
         let Some(here) = network_address() else {
-            forget(engine).await?;
-            *state = Switched::failed(
+            state.error = Some(
                 "This computer is on no network a phone could reach (it has no address but its \
                  own): connect it to your Wi-Fi or network first"
                     .into(),
             );
+            forget(engine).await?;
             return Ok(state.shown(port));
         };
-        let url = format!("http://{}:{port}", here.ip);
-        match Nearby::start(engine.clone(), data_dir.to_owned(), port, url).await {
+        match Nearby::start(engine.clone(), data_dir.to_owned(), here, port).await {
             Ok(server) => {
                 let port = server.port.to_string();
-                *state = Switched::serving(server);
-                engine.set_setting(PORT_SETTING, Some(&*port)).await?;
-                engine
-                    .set_setting(NETWORK_SETTING, Some(&*here.network()))
-                    .await?;
+                let saved = async {
+                    engine.set_setting(PORT_SETTING, Some(&*port)).await?;
+                    engine
+                        .set_setting(NETWORK_SETTING, Some(&*here.network()))
+                        .await
+                };
+                match saved.await {
+                    Ok(()) => {
+                        state.server = Some(server);
+                        state.error = None;
+                    }
+                    Err(err) => {
+                        server.stop().await;
+                        state.error = Some(format!(
+                            "Plandesk could not remember this ({err}), so it does not let \
+                             phones in"
+                        ));
+                    }
+                }
             }
             Err(err) => {
-                *state = Switched::failed(cannot_listen(port, &err));
+                state.error = Some(cannot_listen(port, &err));
                 forget(engine).await?;
             }
         }
@@ -336,15 +381,19 @@ impl Switch {
         if let Some(server) = state.server.take() {
             server.stop().await;
         }
+        state.off = true;
         state.error = None;
         forget(engine).await?;
         Ok(state.shown(port))
     }
 
     /// The app is quitting (or starting again): stops serving, so that every plan waiting on
-    /// it is answered "not approved", and remembers it as it was for the next launch.
+    /// it is answered "not approved", and nothing starts it again; it stays remembered for
+    /// the next launch.
     pub async fn shut_down(&self) {
-        if let Some(server) = self.state.lock().await.server.take() {
+        let mut state = self.state.lock().await;
+        state.closed = true;
+        if let Some(server) = state.server.take() {
             server.stop().await;
         }
     }
@@ -357,39 +406,23 @@ impl Switch {
         self.state.lock().await.shown(offered)
     }
 
-    /// Where a phone reaches the app's server, while it serves and this computer is on a
-    /// network.
+    /// Where a phone reaches the app's server, while it serves.
     pub async fn url(&self) -> Option<String> {
         let state = self.state.lock().await;
-        let port = state.server.as_ref()?.port;
-        network_address().map(|here| format!("http://{}:{port}", here.ip))
+        state.server.as_ref().map(|s| url(s.at, s.port))
     }
 }
 
 impl Switched {
-    fn serving(server: Nearby) -> Self {
-        Self {
-            server: Some(server),
-            error: None,
-        }
-    }
-
-    fn failed(why: String) -> Self {
-        Self {
-            server: None,
-            error: Some(why),
-        }
-    }
-
     /// As Settings shows it; `port` is the one to offer when it does not serve.
     fn shown(&self, port: u16) -> Serving {
-        let port = self.server.as_ref().map_or(port, |s| s.port);
-        let here = self.server.as_ref().and_then(|_| network_address());
+        let server = self.server.as_ref();
         Serving {
-            on: self.server.is_some(),
-            port,
-            url: here.map(|here| format!("http://{}:{port}", here.ip)),
-            beyond_network: here.is_some_and(|here| !here.private()),
+            on: server.is_some(),
+            port: server.map_or(port, |s| s.port),
+            url: server.map(|s| url(s.at, s.port)),
+            network: server.map(|s| s.at.network()),
+            beyond_network: server.is_some_and(|s| !s.at.private()),
             error: self.error.clone(),
         }
     }

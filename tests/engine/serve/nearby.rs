@@ -1,11 +1,11 @@
 //! The app serving its network (Settings → Review from your phone), over real HTTP at this
 //! computer's own network address: on at a port the person chose, remembered with its network
-//! and resumed at the next launch there (not on another network), a taken port said plainly,
-//! waiting plans answered "not approved" when it stops or the app quits, off until turned on
-//! again.
+//! and serving at the next launch there, stopped while the computer is on another network, a
+//! taken port said plainly, waiting plans answered "not approved" when it stops or the app
+//! quits, off until turned on again.
 
 use plandesk::source::serve::nearby::{
-    network_address, Resumed, Switch, DEFAULT_PORT, NETWORK_SETTING, PORT_SETTING,
+    network_address, Switch, DEFAULT_PORT, NETWORK_SETTING, PORT_SETTING,
 };
 use plandesk::source::serve::web::pair;
 use plandesk::Engine;
@@ -39,8 +39,12 @@ async fn waiting_hook(fx: &Fixture, base: &str, session: &str) -> tokio::task::J
     answer
 }
 
-/// The hook's answer: "not approved".
-fn assert_denied(answer: &Value) {
+/// The waiting hook's answer (within 30 s): "not approved".
+async fn assert_denied(waiting: tokio::task::JoinHandle<Value>) {
+    let answer = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the waiting hook is answered")
+        .unwrap();
     let decision = &answer["hookSpecificOutput"]["decision"];
     assert_eq!(decision["behavior"], "deny", "{answer}");
 }
@@ -70,6 +74,7 @@ async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch_
         (true, port, Some(&*url))
     );
     assert_eq!((on.beyond_network, on.error), (!here.private(), None));
+    assert_eq!(on.network, Some(here.network()));
     let page = format!("{url}/?signin=1");
     assert_eq!(
         status(&page).await,
@@ -97,7 +102,7 @@ async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch_
 
     // Another launch on the same store while this one serves: the port is taken, and said so.
     let other = Switch::default();
-    assert_eq!(other.resume(&engine, &fx.data).await, Resumed::Done);
+    other.follow_network(&engine, &fx.data).await;
     let shown = other.serving(&engine).await;
     assert!(!shown.on);
     let why = shown.error.unwrap();
@@ -106,10 +111,21 @@ async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch_
     // The app quits: what waits on it is told no, and the next launch serves again.
     let waiting = waiting_hook(&fx, &url, "quit").await;
     switch.shut_down().await;
-    assert_denied(&waiting.await.unwrap());
+    assert_denied(waiting).await;
     assert_eq!(status(&page).await, None);
+    // Quitting, nothing starts it again.
+    switch.follow_network(&engine, &fx.data).await;
+    assert_eq!(status(&page).await, None);
+    assert_eq!(
+        switch
+            .turn_on(&engine, &fx.data, &port.to_string())
+            .await
+            .unwrap_err()
+            .code,
+        "quitting"
+    );
     let next = Switch::default();
-    assert_eq!(next.resume(&engine, &fx.data).await, Resumed::Done);
+    next.follow_network(&engine, &fx.data).await;
     let resumed = next.serving(&engine).await;
     assert_eq!((resumed.on, resumed.port), (true, port));
     assert_eq!(status(&page).await, Some(401));
@@ -117,13 +133,13 @@ async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch_
     // Off: what waits is told no, nothing answers, and the launch after does not serve.
     let waiting = waiting_hook(&fx, &url, "stop").await;
     let off = next.turn_off(&engine).await.unwrap();
-    assert_denied(&waiting.await.unwrap());
+    assert_denied(waiting).await;
     assert_eq!((off.on, off.url), (false, None));
     assert_eq!(status(&page).await, None);
     assert_eq!(engine.setting(PORT_SETTING).await.unwrap(), None);
     assert_eq!(engine.setting(NETWORK_SETTING).await.unwrap(), None);
     let after = Switch::default();
-    after.resume(&engine, &fx.data).await;
+    after.follow_network(&engine, &fx.data).await;
     assert!(!after.serving(&engine).await.on);
     let statuses: Vec<Value> = fx.listing(&["history"]).as_array().unwrap().clone();
     assert!(
@@ -133,11 +149,12 @@ async fn the_app_serves_its_network_at_its_address_and_again_at_its_next_launch_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_another_network_the_next_launch_does_not_serve() {
+async fn on_another_network_it_stops_and_serves_again_once_back() {
     let fx = Fixture::new(json!([]));
     let engine = Engine::open_at(&fx.store, "app").await.unwrap();
     let here = network_address().expect("this test needs this computer on a network");
     let port = free_port();
+    let page = format!("http://{}:{port}/?signin=1", here.ip);
     let switch = Switch::default();
     assert!(
         switch
@@ -146,40 +163,48 @@ async fn on_another_network_the_next_launch_does_not_serve() {
             .unwrap()
             .on
     );
-    switch.shut_down().await;
-    // As if the phones were let in at home, and the computer is now at a café.
+    // Only at this computer's address on the network allowed: not on its loopback.
+    assert_eq!(
+        status(&format!("http://127.0.0.1:{port}/?signin=1")).await,
+        None
+    );
+    // As if the phones were let in at home, and the computer is now at a café: a plan waiting
+    // on it is told no, it stops, and Settings says why.
     engine
         .set_setting(NETWORK_SETTING, Some("203.0.113.0/24"))
         .await
         .unwrap();
-    let next = Switch::default();
-    assert_eq!(next.resume(&engine, &fx.data).await, Resumed::Done);
-    let shown = next.serving(&engine).await;
+    let waiting = waiting_hook(&fx, &format!("http://{}:{port}", here.ip), "moved").await;
+    switch.follow_network(&engine, &fx.data).await;
+    assert_denied(waiting).await;
+    assert_eq!(status(&page).await, None);
+    let shown = switch.serving(&engine).await;
     assert!(!shown.on);
     assert_eq!(
         shown.error.as_deref(),
         Some(&*format!(
-            "Not serving: this computer is on another network ({}) than the one you let phones \
-             reach Plandesk on (203.0.113.0/24). Turn it on again here if you trust this one.",
+            "Not letting phones in: this computer is on another network ({}) than the one you \
+             let them in on (203.0.113.0/24). Turn it on again here if you trust this one.",
             here.network()
         ))
     );
-    assert_eq!(
-        status(&format!("http://{}:{port}/?signin=1", here.ip)).await,
-        None
-    );
-    // Turned on again here, it serves, and this network is the one remembered.
-    assert!(
-        next.turn_on(&engine, &fx.data, &port.to_string())
-            .await
-            .unwrap()
-            .on
-    );
-    assert_eq!(
-        engine.setting(NETWORK_SETTING).await.unwrap(),
-        Some(here.network())
-    );
-    next.turn_off(&engine).await.unwrap();
+    // A launch there does not serve either.
+    let launched = Switch::default();
+    launched.follow_network(&engine, &fx.data).await;
+    assert!(!launched.serving(&engine).await.on);
+    // Back on the network allowed, it serves again, at the same port.
+    engine
+        .set_setting(NETWORK_SETTING, Some(&*here.network()))
+        .await
+        .unwrap();
+    switch.follow_network(&engine, &fx.data).await;
+    let back = switch.serving(&engine).await;
+    assert_eq!((back.on, back.port, back.error), (true, port, None));
+    assert_eq!(status(&page).await, Some(401));
+    switch.turn_off(&engine).await.unwrap();
+    // Turned off, following the network starts nothing.
+    switch.follow_network(&engine, &fx.data).await;
+    assert_eq!(status(&page).await, None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

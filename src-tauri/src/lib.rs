@@ -333,6 +333,7 @@ pub fn run(options: Options) -> Result<(), String> {
             inbox::install_tray(app.handle());
             inbox::watch(app.handle().clone(), engine.clone());
             follow_network(app.handle().clone());
+            quit_on_signals(app.handle().clone());
             Ok(())
         })
         .on_window_event(|window, event| {
@@ -376,6 +377,33 @@ pub(crate) const QUIT_WAIT: std::time::Duration = std::time::Duration::from_secs
 /// Set once quitting has begun: the exit asked for after the phones' server stopped goes
 /// through.
 static QUITTING: AtomicBool = AtomicBool::new(false);
+
+/// Quits as the tray's Quit does on SIGTERM (a logout, `kill`), SIGINT (Ctrl+C in the terminal
+/// it was started from) and SIGHUP (that terminal closed): what waits on the phones' server is
+/// answered first.
+fn quit_on_signals<R: Runtime>(app: tauri::AppHandle<R>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    tauri::async_runtime::spawn(async move {
+        let kinds = [
+            SignalKind::terminate(),
+            SignalKind::interrupt(),
+            SignalKind::hangup(),
+        ];
+        let mut signals = Vec::new();
+        for kind in kinds {
+            match signal(kind) {
+                Ok(stream) => signals.push(stream),
+                Err(err) => eprintln!("plandesk-app: signals are not heard: {err}"),
+            }
+        }
+        if signals.is_empty() {
+            return;
+        }
+        let received = signals.iter_mut().map(|s| Box::pin(s.recv()));
+        futures::future::select_all(received).await;
+        app.exit(0);
+    });
+}
 
 /// Lets phones in while the person left it on and this computer is on the network it was
 /// turned on for, looking again every [`nearby::LOOK_AGAIN`]; the window hears of each change

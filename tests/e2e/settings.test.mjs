@@ -175,14 +175,21 @@ test('Settings → Review from your phone: the app serves its network, a phone s
     // A Claude Code http hook waits on it; the person closes the window, which quits the app:
     // the hook is answered "not approved" before the app is gone.
     const token = cli(fx, ['token', 'create', 'laptop']).trim();
-    const hook = fetch(`${url}/hooks/claude`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ session_id: 'quit', transcript_path: '/nowhere.jsonl', cwd: fx.workspace, permission_mode: 'plan',
-        hook_event_name: 'PermissionRequest', tool_name: 'ExitPlanMode', tool_input: { plan: '# Wait for me\n\nA step.' } }),
-    }).then((r) => r.json());
-    await app.waitFor("[...document.querySelectorAll('#inbox li')].some((li) => li.innerText.includes('Wait for me'))", { what: 'the hook\'s plan in the inbox' });
-    const [pid] = execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n');
+    /** A Claude Code http hook's plan titled `title`, waiting on the app's server: `{ answer }`
+     * (wrapped: an async function returning the promise would wait for the answer itself). */
+    const waitingHook = async (title) => {
+      const answer = fetch(`${url}/hooks/claude`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ session_id: title, transcript_path: '/nowhere.jsonl', cwd: fx.workspace, permission_mode: 'plan',
+          hook_event_name: 'PermissionRequest', tool_name: 'ExitPlanMode', tool_input: { plan: `# ${title}\n\nA step.` } }),
+      }).then((r) => r.json());
+      await app.waitFor(`[...document.querySelectorAll('#inbox li')].some((li) => li.innerText.includes('${title}'))`, { what: `${title} in the inbox` });
+      return { answer };
+    };
+    const appPid = () => execFileSync('pgrep', ['-f', `plandesk-app --data-dir ${fx.data}`], { encoding: 'utf8' }).trim().split('\n')[0];
+    const { answer: hook } = await waitingHook('Wait for me');
+    const pid = appPid();
     const [shown] = await waitForWindow(pid, 'plandesk-app');
     closeWindow(shown);
     const answer = await hook;
@@ -192,9 +199,17 @@ test('Settings → Review from your phone: the app serves its network, a phone s
     const waited = JSON.parse(cli(fx, ['--json', 'history'])).find((r) => r.title === 'Wait for me');
     assert.equal(waited.status, 'abandoned');
 
-    // Started again: it serves again, at the same address.
+    // Started again: it serves again, at the same address; stopped by SIGTERM (a logout), it
+    // answers what waits the same way.
     app = await openApp(PORT, fx);
     await untilStatus(`${url}/?signin=1`, 401, 'served again at the next launch');
+    const { answer: termed } = await waitingHook('Logged out');
+    process.kill(Number(appPid()), 'SIGTERM');
+    assert.equal((await termed).hookSpecificOutput.decision.behavior, 'deny');
+    await app.close();
+    await untilStatus(`${url}/?signin=1`, null, 'the app stopped');
+    app = await openApp(PORT, fx);
+    await untilStatus(`${url}/?signin=1`, 401, 'served again');
     await app.click('#settings-btn');
     await app.waitFor("document.querySelector('#settings-phone-serve').dataset.on === 'true'", { what: 'Settings to say it serves' });
 

@@ -56,8 +56,9 @@ fn pg_command(bin: &std::path::Path, program: &str) -> Command {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
+/// A port nothing listens on now, on any address of this computer.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("0.0.0.0:0")
         .unwrap()
         .local_addr()
         .unwrap()

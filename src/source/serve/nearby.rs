@@ -1,9 +1,10 @@
 //! The review served to this computer's own network by the desktop app (Settings → Review from
-//! your phone): the server `plandesk serve` runs, in the app's process, on every address of
-//! this computer at one port, so that a phone on the same network opens a sign-in link's QR
-//! code without anyone starting a server in a terminal. Plain HTTP, as `serve --listen
-//! 0.0.0.0:…` is: for a network the person trusts (across the internet, `plandesk serve`
-//! behind a proxy with TLS). Every request still needs a session or a token.
+//! your phone): the server `plandesk serve` runs, in the app's process, at this computer's
+//! address on its network and one port, so that a phone on the same network opens a sign-in
+//! link's QR code without anyone starting a server in a terminal. Plain HTTP, as `serve
+//! --listen` on a LAN address is: for a network the person trusts (across the internet,
+//! `plandesk serve` behind a proxy with TLS). Everything but the sign-in page needs a session
+//! or a token.
 //!
 //! It listens at this computer's address on the network it was turned on for, and only while
 //! the computer is on that network (by its address range, such as `192.168.1.0/24`: another
@@ -275,7 +276,8 @@ impl Switch {
                 return;
             }
         };
-        let here = network_address().filter(|here| here.network() == allowed);
+        let now = network_address();
+        let here = now.filter(|here| here.network() == allowed);
         if let (Some(here), Some(server)) = (here, &state.server) {
             if server.at == here {
                 return;
@@ -286,7 +288,7 @@ impl Switch {
             server.stop().await;
         }
         let Some(here) = here else {
-            state.error = Some(match network_address() {
+            state.error = Some(match now {
                 Some(other) => format!(
                     "Not letting phones in: this computer is on another network ({}) than the \
                      one you let them in on ({allowed}). Turn it on again here if you trust \
@@ -345,9 +347,9 @@ impl Switch {
         };
         match Nearby::start(engine.clone(), data_dir.to_owned(), here, port).await {
             Ok(server) => {
-                let port = server.port.to_string();
+                let listening = server.port.to_string();
                 let saved = async {
-                    engine.set_setting(PORT_SETTING, Some(&*port)).await?;
+                    engine.set_setting(PORT_SETTING, Some(&*listening)).await?;
                     engine
                         .set_setting(NETWORK_SETTING, Some(&*here.network()))
                         .await

@@ -11,15 +11,7 @@ use plandesk::source::serve::web::pair;
 use plandesk::Engine;
 
 use super::*;
-
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("0.0.0.0:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::pg::free_port;
 
 /// The status of a GET of `url`, or `None` when nothing answers there.
 async fn status(url: &str) -> Option<u16> {
